@@ -1,0 +1,46 @@
+# Shared settings for ufgraph's scripts. Sourced, not run.
+# shellcheck shell=bash
+
+UFG_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+UFG_BUILD=${UFG_BUILD:-$UFG_TOP/build}
+UFG_SRC=$UFG_BUILD/src/linux-source-6.12
+UFG_TARBALL=${UFG_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+UFG_TOOLS=$UFG_BUILD/tools
+UFG_BINDGEN_VERSION=0.73.2
+UFG_BINDGEN=$UFG_TOOLS/bin/bindgen
+UFG_JOBS=${UFG_JOBS:-$(nproc)}
+
+# ARCH names as the kernel spells them, and our flavours: "" (test kernel),
+# "debug" (lockdep, KASAN, kmemleak...), "bench" (no debugging at all).
+ufg_karch() {
+	case "$1" in
+	x86_64) echo x86 ;;
+	arm64) echo arm64 ;;
+	*) echo "unknown arch $1" >&2; return 1 ;;
+	esac
+}
+
+# The kernel output directory for ARCH [FLAVOUR].
+ufg_kdir() {
+	echo "$UFG_BUILD/kernel-$1${2:+-$2}"
+}
+
+# The make command line every kernel and module build uses.
+ufg_kmake() {
+	local arch=$1 flavour=$2; shift 2
+	make -C "$UFG_SRC" O="$(ufg_kdir "$arch" "$flavour")" ARCH="$arch" \
+		LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc \
+		BINDGEN="$UFG_BINDGEN" -j"$UFG_JOBS" "$@"
+}
+
+ufg_log() { printf '[ufgraph] %s\n' "$*" >&2; }
+ufg_die() { printf '[ufgraph] error: %s\n' "$*" >&2; exit 1; }
+
+# A static busybox for ARCH: the host's for x86_64, Debian's arm64 package
+# (fetched by setup.sh) for arm64.
+ufg_busybox() {
+	case "$1" in
+	x86_64) echo /bin/busybox ;;
+	arm64) echo "$UFG_TOOLS/arm64/bin/busybox" ;;
+	esac
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Build the test initramfs for ARCH into OUT: busybox, our /init, the modules
+# built for ARCH, and selftests/. The initramfs is rebuilt every time: it takes
+# a second and always carries the freshly built modules.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+arch=${1:?arch}
+out=${2:?output file}
+modules_dir=${3:?directory holding the built .ko files}
+
+busybox=$(ufg_busybox "$arch")
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,lib/ufgraph}
+install -m 0755 "$busybox" "$root/bin/busybox"
+install -m 0755 "$UFG_TOP/selftests/init" "$root/init"
+cp -a "$UFG_TOP/selftests" "$root/selftests"
+find "$modules_dir" -maxdepth 2 -name '*.ko' -exec cp {} "$root/lib/ufgraph/" \;
+[ -f "$root/lib/ufgraph/ufgraph.ko" ] || ufg_die "no ufgraph.ko in $modules_dir"
+(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$out"

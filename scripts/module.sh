@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Build ufgraph.ko and ufgraph_kunit.ko against the ARCH [FLAVOUR] test kernel into
+# build/modules-ARCH[-FLAVOUR]/.
+#
+# Kbuild writes its objects next to the sources of an external module, and
+# `make M=... clean` deletes every *.o and *.ko below M, build/ included. So we
+# never build in the work tree: the sources are copied to build/mod-TAG/ and
+# built there, which also lets several architectures build at once.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+arch=${1:-x86_64}
+flavour=${2:-}
+tag=$arch${flavour:+-$flavour}
+moddir=$UFG_BUILD/modules-$tag
+src=$UFG_BUILD/mod-$tag
+
+[ -f "$(ufg_kdir "$arch" "$flavour")/Module.symvers" ] || "$UFG_TOP/scripts/kernel.sh" "$arch" "$flavour"
+
+rm -rf "$src" "$moddir"
+mkdir -p "$src" "$moddir"
+cp -a "$UFG_TOP"/{Kbuild,src,include,arch} "$src/"
+log=$UFG_BUILD/module-$tag.log
+if ! ufg_kmake "$arch" "$flavour" M="$src" modules >"$log" 2>&1; then
+	cat "$log"
+	ufg_die "module build for $tag failed"
+fi
+# Warnings are bugs: show them, and fail in CI (UFG_WERROR=1).
+if grep -E 'warning:|WARNING:' "$log"; then
+	[ "${UFG_WERROR:-0}" = 1 ] && ufg_die "module build for $tag has warnings"
+fi
+cp "$src"/*.ko "$moddir/"
+ufg_log "modules for $tag in $moddir"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Install what ufgraph needs to build and test, if it is missing: Debian packages
+# (needs root; otherwise it prints the command to run) and a pinned bindgen-cli
+# from crates.io under build/tools. Quick when everything is already there.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+packages=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev
+	qemu-system-x86 qemu-system-arm busybox-static bc flex bison libelf-dev
+	libssl-dev cpio xz-utils make gzip)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ]; then
+		ufg_die "missing Debian packages; as root run:
+    apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+	fi
+	ufg_log "installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! "$UFG_BINDGEN" --version 2>/dev/null | grep -qx "bindgen $UFG_BINDGEN_VERSION"; then
+	command -v cargo >/dev/null || ufg_die "cargo is needed to install bindgen-cli $UFG_BINDGEN_VERSION"
+	ufg_log "installing bindgen-cli $UFG_BINDGEN_VERSION into $UFG_TOOLS"
+	cargo install --quiet --locked bindgen-cli --version "$UFG_BINDGEN_VERSION" --root "$UFG_TOOLS"
+fi
+
+# The kernel's own check that this rustc/bindgen/libclang set builds Rust code.
+if [ ! -f "$UFG_TOOLS/.rustavailable" ]; then
+	[ -f "$UFG_SRC/Makefile" ] || "$UFG_TOP/scripts/kernel.sh" --unpack-only
+	make -s -C "$UFG_SRC" LLVM=1 RUSTC=/usr/bin/rustc BINDGEN="$UFG_BINDGEN" rustavailable >&2 ||
+		ufg_die "make rustavailable says no: see above"
+	touch "$UFG_TOOLS/.rustavailable"
+fi
+ufg_log "setup done"

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Boot the test kernel for ARCH [FLAVOUR] in QEMU (TCG only: KVM does not work on
+# these machines) with an initramfs holding the modules and selftests/, in MODE
+# (check, demo or shell), and collect the results.
+#
+#   scripts/vm.sh ARCH FLAVOUR MODE [FILTER]
+#
+# In check mode it prints one line per test and a summary, writes the results to
+# build/results-ARCH[-FLAVOUR].txt ("ok|fail|skip NAME" lines) and exits non-zero
+# when anything failed. The run fails as a whole when QEMU exceeds its time limit
+# (UFG_VM_TIMEOUT seconds), when the VM never reports "@@ufg done", or when the
+# kernel log shows a WARNING, BUG, Oops, panic, lockdep, KASAN or kmemleak report.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+arch=${1:-x86_64}
+flavour=${2:-}
+mode=${3:-check}
+filter=${4:-}
+tag=$arch${flavour:+-$flavour}
+kdir=$(ufg_kdir "$arch" "$flavour")
+moddir=$UFG_BUILD/modules-$tag
+timeout_s=${UFG_VM_TIMEOUT:-900}
+log=$UFG_BUILD/vm-$tag-$mode.log
+results=$UFG_BUILD/results-$tag.txt
+
+initrd=$UFG_BUILD/initramfs-$tag.cpio.gz
+"$UFG_TOP/scripts/initramfs.sh" "$arch" "$initrd" "$moddir"
+
+append="panic=-1 oops=panic ufg.mode=$mode${filter:+ ufg.filter=$filter}"
+case "$arch" in
+x86_64)
+	qemu=(qemu-system-x86_64 -accel tcg -cpu max -kernel "$kdir/arch/x86/boot/bzImage")
+	append="console=ttyS0 $append"
+	;;
+arm64)
+	qemu=(qemu-system-aarch64 -accel tcg -M virt -cpu max -kernel "$kdir/arch/arm64/boot/Image")
+	append="console=ttyAMA0 $append"
+	;;
+esac
+qemu+=(-smp 2 -m 1024 -display none -no-reboot -monitor none -serial stdio
+	-initrd "$initrd" -append "$append")
+
+ufg_log "booting $tag ($mode), time limit ${timeout_s}s, log in $log"
+set +e
+if [ "$mode" = shell ]; then
+	"${qemu[@]}"
+	exit
+fi
+timeout --kill-after=10 "$timeout_s" "${qemu[@]}" < /dev/null 2>&1 | tee "$log" | \
+	if [ "$mode" = demo ]; then grep -v '^@@ufg'; else grep --line-buffered -E '^@@ufg (ok|fail|skip)|^FAIL|^SKIP'; fi
+qrc=${PIPESTATUS[0]}
+set -e
+
+# Strip the CR the serial console adds.
+sed -i 's/\r$//' "$log"
+grep -E '^@@ufg (ok|fail|skip) ' "$log" | sed 's/^@@ufg //' > "$results" || true
+
+problems=()
+[ "$qrc" = 124 ] || [ "$qrc" = 137 ] && problems+=("QEMU killed after ${timeout_s}s")
+grep -q '^@@ufg done' "$log" || problems+=("the VM never finished its run (crash or hang; see $log)")
+splat_re='WARNING:|BUG:|Oops|Kernel panic|general protection fault|KASAN:|UBSAN:|kmemleak:.*unreferenced|unreferenced object|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|INFO: rcu_.*stall|Call Trace:|sleeping function called from invalid context'
+if grep -Eq "$splat_re" "$log"; then
+	problems+=("the kernel log has a splat:")
+	while IFS= read -r l; do problems+=("    $l"); done < <(grep -E -m 10 "$splat_re" "$log")
+fi
+for p in "${problems[@]}"; do echo "fail vm:$tag: $p" | head -c 400; echo; done
+if [ ${#problems[@]} -gt 0 ]; then
+	echo "fail vm:$tag" >> "$results"
+fi
+
+if [ "$mode" = check ]; then
+	pass=$(grep -c '^ok ' "$results" || true)
+	failed=$(grep -c '^fail ' "$results" || true)
+	ufg_log "$tag: $pass passed, $failed failed"
+	[ "$failed" = 0 ] && [ "$pass" -gt 0 ]
+fi

@@ -1,0 +1,49 @@
+# Runs every in-VM test: the KUnit suites of ufgraph_kunit.ko, then the shell
+# tests under tests/, each under a time limit. UFG_FILTER (a grep pattern) picks
+# tests by name.
+cd /selftests || exit 1
+. ./lib.sh
+
+result() { echo "@@ufg $1 $2"; }
+
+run_kunit() {
+	if ! insmod "$KO/ufgraph_kunit.ko"; then
+		result fail kunit:load
+		return
+	fi
+	# KUnit has run the suites by the time insmod returns; each leaves its KTAP in debugfs.
+	n=0
+	for r in "$DBG"/kunit/*/results; do
+		[ -f "$r" ] || continue
+		suite=$(basename "$(dirname "$r")")
+		case "$suite" in ufgraph*) ;; *) continue ;; esac
+		while IFS= read -r line; do
+			case "$line" in
+			"    ok "*) set -- $line; result ok "kunit:$suite.$3"; n=$((n+1)) ;;
+			"    not ok "*) set -- $line; result fail "kunit:$suite.$4"; n=$((n+1)) ;;
+			esac
+		done < "$r"
+	done
+	[ $n -gt 0 ] || result fail kunit:no-cases-ran
+	rmmod ufgraph_kunit || result fail kunit:unload
+}
+
+if [ -z "$UFG_FILTER" ] || echo kunit | grep -q "$UFG_FILTER"; then
+	run_kunit
+fi
+
+for t in tests/*.sh; do
+	name=$(basename "$t" .sh)
+	if [ -n "$UFG_FILTER" ] && ! echo "$name" | grep -q "$UFG_FILTER"; then
+		continue
+	fi
+	echo "@@ufg run $name"
+	timeout 300 sh "$t"
+	case $? in
+	0) result ok "$name" ;;
+	4) result skip "$name" ;;
+	*) result fail "$name" ;;
+	esac
+	# A test that failed half way must not leave the module behind for the next one.
+	for m in ufgraph ufgraph_kunit; do loaded $m && rmmod $m; done
+done

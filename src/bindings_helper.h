@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What bindgen sees when it generates src/bindings_generated.rs: the kernel
+ * headers ufgraph calls into, and the prototypes of our C glue.
+ */
+#include <linux/debugfs.h>
+#include <linux/ftrace.h>
+#include <linux/kallsyms.h>
+#include <linux/seq_file.h>
+#include <kunit/test.h>
+
+#include "glue.h"
+
+/* Constants bindgen cannot evaluate from their macros. */
+const size_t UFG_KSYM_SYMBOL_LEN = KSYM_SYMBOL_LEN;

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pure logic: no kernel dependency, only `core`.
+//!
+//! Everything under this folder builds twice: inside the module, and on the host as the
+//! `ufgraph-pure` crate (`host/`), where `cargo test` and the fuzz targets exercise it. Keep it free
+//! of `kernel::` and `std::` (tests may use `std`).
+
+pub mod ipcount;

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct ftrace_ops`: a callback on the entry of chosen kernel functions.
+//!
+//! [`Ops`] owns a heap-allocated, pinned `ftrace_ops` next to its handler, so that the callback can
+//! find the handler from the `op` pointer ftrace hands it. It unregisters and frees its filter on
+//! drop. ftrace marks an ops that is not in kernel data as DYNAMIC and, on unregister, waits for an
+//! RCU-tasks grace period: once `unregister` returns no CPU runs our callback any more, so the
+//! allocation can go.
+
+use crate::bindings;
+use crate::sys::to_result;
+use core::mem::ManuallyDrop;
+use core::pin::Pin;
+use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::types::Opaque;
+
+/// The registers ftrace saved at a function's entry (`struct ftrace_regs`, DYNAMIC_FTRACE_WITH_ARGS):
+/// the argument registers, the stack pointer and the instruction pointer.
+#[repr(transparent)]
+pub struct Regs(Opaque<bindings::ftrace_regs>);
+
+impl Regs {
+    /// Borrows a `struct ftrace_regs` for the duration of a callback.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to a valid `struct ftrace_regs` that outlives `'a` and that nobody else
+    /// mutates while it is borrowed.
+    pub unsafe fn from_raw<'a>(ptr: *mut bindings::ftrace_regs) -> &'a Regs {
+        // SAFETY: `Regs` is a transparent wrapper of `Opaque<ftrace_regs>`, which has the layout of
+        // `ftrace_regs`; the caller guarantees validity for `'a`.
+        unsafe { &*ptr.cast::<Regs>() }
+    }
+
+    /// The raw pointer, for C functions that take `struct ftrace_regs *`.
+    pub fn as_ptr(&self) -> *mut bindings::ftrace_regs {
+        self.0.get()
+    }
+
+    /// The instruction pointer saved on entry: the traced function's address (on x86 past the
+    /// `__fentry__` call site, as ftrace reports it).
+    pub fn ip(&self) -> usize {
+        // SAFETY: `self` wraps a valid `ftrace_regs` (type invariant); the glue only reads it.
+        unsafe { bindings::ufg_fregs_ip(self.as_ptr()) }
+    }
+
+    /// The stack pointer saved on entry.
+    pub fn sp(&self) -> usize {
+        // SAFETY: as for `ip`.
+        unsafe { bindings::ufg_fregs_sp(self.as_ptr()) }
+    }
+
+    /// The `n`th integer argument (0-based) of the traced function, by the calling convention.
+    /// Beyond the register arguments the value is meaningless.
+    pub fn arg(&self, n: u32) -> usize {
+        // SAFETY: as for `ip`.
+        unsafe { bindings::ufg_fregs_arg(self.as_ptr(), n) }
+    }
+
+    /// The return-value register. Meaningful in a return callback.
+    pub fn retval(&self) -> usize {
+        // SAFETY: as for `ip`.
+        unsafe { bindings::ufg_fregs_retval(self.as_ptr()) }
+    }
+}
+
+/// What runs on entry of every function an [`Ops`] filters in. It may run on any CPU, in any
+/// context (NMI included) and concurrently with itself: it must not sleep or take sleeping locks.
+pub trait Handler: Send + Sync {
+    /// `ip` is the traced function, `parent_ip` its caller.
+    fn call(&self, ip: usize, parent_ip: usize, regs: &Regs);
+}
+
+#[repr(C)]
+struct Inner<H> {
+    // First, so that `op` and the `Inner` share an address.
+    ops: Opaque<bindings::ftrace_ops>,
+    handler: H,
+}
+
+/// An ftrace_ops with its handler. Filter it with [`Ops::set_filter`] or [`Ops::set_filter_ips`]
+/// before [`Ops::register`]; an ops with an empty filter would trace every function.
+pub struct Ops<H: Handler> {
+    // Dropped by hand: only once ftrace no longer knows it.
+    inner: ManuallyDrop<Pin<KBox<Inner<H>>>>,
+    registered: bool,
+}
+
+// SAFETY: the raw ftrace_ops is only handed to ftrace's register/unregister/filter calls, which
+// take their own locks and may be made from any task; the handler is Send.
+unsafe impl<H: Handler> Send for Ops<H> {}
+// SAFETY: `&Ops` only gives out `&H` (H: Sync) and `is_registered`; every method that touches the
+// ftrace_ops takes `&mut self`.
+unsafe impl<H: Handler> Sync for Ops<H> {}
+
+unsafe extern "C" fn callback<H: Handler>(
+    ip: usize,
+    parent_ip: usize,
+    op: *mut bindings::ftrace_ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    if fregs.is_null() {
+        // Only arches without DYNAMIC_FTRACE_WITH_ARGS pass NULL; the test kernel config rules
+        // them out, but a handler is never called without registers.
+        return;
+    }
+    // SAFETY: ftrace calls us only with the `op` we registered, which is the first field of a
+    // live `Inner<H>` (repr(C)): `Ops` keeps it allocated until after unregistering, and
+    // unregistering waits until no CPU is still in this callback.
+    let inner = unsafe { &*op.cast::<Inner<H>>() };
+    // SAFETY: ftrace passes a valid `ftrace_regs` for the duration of the callback.
+    let regs = unsafe { Regs::from_raw(fregs) };
+    inner.handler.call(ip, parent_ip, regs);
+}
+
+impl<H: Handler> Ops<H> {
+    /// A new, unregistered ops with `FTRACE_OPS_FL_*` `flags`.
+    pub fn new(handler: H, flags: u64) -> Result<Self> {
+        let mut raw = bindings::ftrace_ops::default();
+        raw.func = Some(callback::<H>);
+        raw.flags = flags as _;
+        let inner = KBox::pin(
+            Inner {
+                ops: Opaque::new(raw),
+                handler,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(Self {
+            inner: ManuallyDrop::new(inner),
+            registered: false,
+        })
+    }
+
+    fn raw(&self) -> *mut bindings::ftrace_ops {
+        self.inner.ops.get()
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &H {
+        &self.inner.handler
+    }
+
+    /// Replaces the filter with the functions matching `glob` (ftrace's syntax: `vfs_*`,
+    /// `*lock`, a plain name, or `:mod:NAME`). Fails with `EINVAL` when nothing matches.
+    pub fn set_filter(&mut self, glob: &CStr) -> Result {
+        // ftrace_set_filter takes a writable buffer: hand it a copy.
+        let mut buf = KVec::new();
+        buf.extend_from_slice(glob.as_bytes(), GFP_KERNEL)?;
+        buf.push(0, GFP_KERNEL)?;
+        let len = glob.len() as core::ffi::c_int;
+        // SAFETY: `raw()` is our initialised ftrace_ops; `buf` is a valid buffer of `len` bytes
+        // (plus a NUL) for the duration of the call, which does not keep it.
+        to_result(unsafe { bindings::ftrace_set_filter(self.raw(), buf.as_mut_ptr(), len, 1) })
+    }
+
+    /// Adds (or with `remove`, removes) the functions at `ips` to the filter; `reset` clears it
+    /// first. Addresses must be ftrace locations (function entries).
+    pub fn set_filter_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> Result {
+        // SAFETY: `raw()` is our ftrace_ops; `ips` is a valid array of `ips.len()` addresses that
+        // ftrace only reads during the call.
+        to_result(unsafe {
+            bindings::ftrace_set_filter_ips(
+                self.raw(),
+                ips.as_ptr().cast_mut(),
+                ips.len() as _,
+                remove as _,
+                reset as _,
+            )
+        })
+    }
+
+    /// Starts calling the handler.
+    pub fn register(&mut self) -> Result {
+        if self.registered {
+            return Err(EBUSY);
+        }
+        // SAFETY: `raw()` is a pinned ftrace_ops that stays allocated while registered (we
+        // unregister in `unregister`/`drop` before freeing it).
+        to_result(unsafe { bindings::register_ftrace_function(self.raw()) })?;
+        self.registered = true;
+        Ok(())
+    }
+
+    /// Stops calling the handler. When this returns no CPU is still running it.
+    pub fn unregister(&mut self) -> Result {
+        if !self.registered {
+            return Ok(());
+        }
+        // SAFETY: the ops is registered (checked above) and still allocated.
+        to_result(unsafe { bindings::unregister_ftrace_function(self.raw()) })?;
+        self.registered = false;
+        Ok(())
+    }
+
+    /// Whether the handler is being called.
+    pub fn is_registered(&self) -> bool {
+        self.registered
+    }
+}
+
+impl<H: Handler> Drop for Ops<H> {
+    fn drop(&mut self) {
+        if let Err(e) = self.unregister() {
+            // Freeing a still-registered ops would leave ftrace calling freed memory: leak it.
+            pr_err!("ufgraph: unregister_ftrace_function failed ({:?}); leaking the ops\n", e);
+            return;
+        }
+        // SAFETY: the ops is not registered; this frees the filter hashes ftrace allocated for it.
+        unsafe { bindings::ftrace_free_filter(self.raw()) };
+        // SAFETY: `inner` is dropped exactly once, here, and nothing uses it afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+    }
+}

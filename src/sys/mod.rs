@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The thin unsafe layer: small safe abstractions over the kernel's C API.
+//!
+//! Every `unsafe` block of ufgraph that touches a kernel object lives here, next to the invariant
+//! that makes it sound. The layers above (`counter`, later the fgraph core and fprobe) are safe Rust.
+
+pub mod debugfs;
+pub mod ftrace;
+#[cfg(ufgraph_kunit)]
+pub mod ktest;
+
+use kernel::prelude::*;
+
+/// Turns a kernel return code (0 or a negative errno) into a `Result`.
+pub fn to_result(ret: core::ffi::c_int) -> Result {
+    kernel::error::to_result(ret)
+}

@@ -1,0 +1,1 @@
+ufgraph_main.rs
