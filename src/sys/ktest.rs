@@ -171,7 +171,6 @@ macro_rules! kunit_suite {
     ($id:ident, $name:literal, [$($case:ident),+ $(,)?]) => {
         #[allow(non_snake_case)]
         mod $id {
-            use super::*;
             use $crate::bindings;
             use $crate::sys::ktest::{case, end_case, suite_name, SuitePtr, Test};
 

@@ -46,8 +46,8 @@ fn glob_counts_functions_apart(t: &mut Test) -> CaseResult {
         }
     }
     drop(counter);
-    let add = bindings::ufg_test_add as usize;
-    let mul = bindings::ufg_test_mul as usize;
+    let add = bindings::ufg_test_add as *const () as usize;
+    let mul = bindings::ufg_test_mul as *const () as usize;
     // ftrace reports the function's ip, which may sit a few bytes past the symbol (IBT's endbr).
     let near = |f: usize| hits.0.iter().filter(|&(ip, _)| ip >= f && ip < f + 16).map(|(_, n)| n).sum::<u64>();
     kcheck_eq!(t, near(add), 7);
