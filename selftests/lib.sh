@@ -15,11 +15,31 @@ count_of() {
 
 # Load ufgraph.ko with arguments; fail the test if insmod fails.
 load() { insmod "$KO/ufgraph.ko" "$@" || fail "insmod ufgraph.ko $* failed"; }
-unload() { rmmod ufgraph || fail "rmmod ufgraph failed"; }
+unload() { rmmod ufgraph || fail "rmmod ufgraph failed: $(cat $DBG/ufgraph/stats 2>/dev/null)"; }
 loaded() { grep -q "^$1 " /proc/modules; }
 
 # Start a background workload that keeps calling vfs_read/vfs_write; print its pid.
 busy_io() {
 	( while :; do cat /proc/version /proc/meminfo >/dev/null; echo x > /tmp/busy; done ) >/dev/null 2>&1 &
 	echo $!
+}
+
+# Entries and returns of FUNC in ufgraph's debugfs graph file: "ENTRIES RETURNS".
+graph_of() {
+	awk -v f="$1" '$1 == f { print $2, $3; found=1 } END { if (!found) print 0, 0 }' "$DBG/ufgraph/graph"
+}
+
+# A value from ufgraph's debugfs stats.
+stat_of() {
+	awk -v k="$1" '$1 == k { print $2 }' "$DBG/ufgraph/stats"
+}
+
+# Wait up to $2 tenths of a second for command $1 to succeed.
+wait_for() {
+	n=0
+	while ! eval "$1"; do
+		n=$((n+1))
+		[ $n -ge "$2" ] && return 1
+		sleep 0.1
+	done
 }

@@ -4,7 +4,15 @@
  * headers ufgraph calls into, and the prototypes of our C glue.
  */
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/ftrace.h>
+#include <linux/module.h>
+#include <linux/rcupdate.h>
+#include <linux/stacktrace.h>
+#include <linux/stop_machine.h>
+#include <linux/trace_clock.h>
+#include <linux/tracepoint.h>
+#include <linux/workqueue.h>
 #include <linux/kallsyms.h>
 #include <linux/seq_file.h>
 #include <kunit/test.h>
@@ -13,3 +21,4 @@
 
 /* Constants bindgen cannot evaluate from their macros. */
 const size_t UFG_KSYM_SYMBOL_LEN = KSYM_SYMBOL_LEN;
+#include <ufgraph/fgraph.h>

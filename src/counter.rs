@@ -19,9 +19,12 @@ pub const MAX_FUNCS: usize = 128;
 /// The hits seen so far, shared by the ftrace callback and the readers of `counts`.
 pub struct Hits(pub IpCounts<MAX_FUNCS>);
 
-impl Handler for Arc<Hits> {
+/// The ftrace handler: the module state, whose `hits` it counts into.
+pub struct EntryCounter(pub Arc<crate::State>);
+
+impl Handler for EntryCounter {
     fn call(&self, ip: usize, _parent_ip: usize, _regs: &Regs) {
-        self.0.hit(ip);
+        self.0.hits.0.hit(ip);
     }
 }
 
@@ -39,14 +42,14 @@ impl Hits {
 
 /// A registered entry counter. Dropping it stops counting; the hits stay readable.
 pub struct Counter {
-    ops: Ops<Arc<Hits>>,
+    ops: Ops<EntryCounter>,
 }
 
 impl Counter {
-    /// Starts counting calls of the functions `glob` matches into `hits`.
+    /// Starts counting calls of the functions `glob` matches into `state.hits`.
     /// Fails with `EINVAL` when `glob` matches no traceable function.
-    pub fn start(glob: &CStr, hits: Arc<Hits>) -> Result<Self> {
-        let mut ops = Ops::new(hits, 0)?;
+    pub fn start(glob: &CStr, state: Arc<crate::State>) -> Result<Self> {
+        let mut ops = Ops::new(EntryCounter(state), 0)?;
         ops.set_filter(glob)?;
         ops.register()?;
         Ok(Self { ops })
@@ -54,6 +57,6 @@ impl Counter {
 
     /// The hits this counter adds to.
     pub fn hits(&self) -> &Hits {
-        self.ops.handler()
+        &self.ops.handler().0.hits
     }
 }

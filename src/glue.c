@@ -7,6 +7,16 @@
 #include <linux/ftrace.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/trace_recursion.h>
+#include <linux/tracepoint.h>
+#include <linux/workqueue.h>
+#include <asm/unwind.h>
 #include <kunit/test.h>
 
 #include "glue.h"
@@ -18,6 +28,15 @@ MODULE_PARM_DESC(func, "function (or glob) whose calls the counter hooks, e.g. v
 const char *ufg_param_func(void)
 {
 	return func;
+}
+
+static char *graph;
+module_param(graph, charp, 0444);
+MODULE_PARM_DESC(graph, "function (or glob) whose entries and returns the fgraph core counts, e.g. 'vfs_*'");
+
+const char *ufg_param_graph(void)
+{
+	return graph;
 }
 
 unsigned long ufg_fregs_ip(const struct ftrace_regs *fregs)
@@ -54,4 +73,215 @@ void ufg_kunit_info(struct kunit *test, const char *msg)
 struct module *ufg_this_module(void)
 {
 	return THIS_MODULE;
+}
+
+struct task_struct *ufg_current(void)
+{
+	return current;
+}
+
+bool ufg_is_idle_task(const struct task_struct *t)
+{
+	return is_idle_task(t);
+}
+
+unsigned int ufg_task_cpu(const struct task_struct *t)
+{
+	return task_cpu(t);
+}
+
+void ufg_for_each_thread(void (*fn)(struct task_struct *t, void *data), void *data)
+{
+	struct task_struct *g, *t;
+
+	rcu_read_lock();
+	for_each_process_thread(g, t)
+		fn(t, data);
+	rcu_read_unlock();
+}
+
+unsigned int ufg_cpu(void)
+{
+	return raw_smp_processor_id();
+}
+
+unsigned int ufg_nr_cpu_ids(void)
+{
+	return nr_cpu_ids;
+}
+
+unsigned int ufg_num_possible_cpus(void)
+{
+	return num_possible_cpus();
+}
+
+void ufg_get_task(struct task_struct *t)
+{
+	get_task_struct(t);
+}
+
+void ufg_put_task(struct task_struct *t)
+{
+	put_task_struct(t);
+}
+
+void ufg_preempt_disable(void)
+{
+	preempt_disable_notrace();
+}
+
+void ufg_preempt_enable(void)
+{
+	preempt_enable_notrace();
+}
+
+void ufg_synchronize_rcu_tasks(void)
+{
+	synchronize_rcu_tasks();
+}
+
+void ufg_kfree_rcu(struct rcu_head *head, void *ptr)
+{
+	kvfree_call_rcu(head, ptr);
+}
+
+int ufg_recursion_trylock(unsigned long ip, unsigned long parent_ip)
+{
+	return ftrace_test_recursion_trylock(ip, parent_ip);
+}
+
+void ufg_recursion_unlock(int bit)
+{
+	ftrace_test_recursion_unlock(bit);
+}
+
+void ufg_spin_lock_init(spinlock_t *lock)
+{
+	spin_lock_init(lock);
+}
+
+unsigned long ufg_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void ufg_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
+}
+
+void ufg_init_work(struct work_struct *work, void (*fn)(struct work_struct *work))
+{
+	INIT_WORK(work, fn);
+}
+
+bool ufg_schedule_work(struct work_struct *work)
+{
+	return schedule_work(work);
+}
+
+const char *ufg_tracepoint_name(const struct tracepoint *tp)
+{
+	return tp->name;
+}
+
+void ufg_tracepoint_synchronize_unregister(void)
+{
+	tracepoint_synchronize_unregister();
+}
+
+#ifdef CONFIG_X86_64
+unsigned long ufg_unwind_state_size(void)
+{
+	return sizeof(struct unwind_state);
+}
+
+void ufg_unwind_start(void *state, struct task_struct *task)
+{
+	unwind_start(state, task, NULL, NULL);
+}
+
+bool ufg_unwind_done(void *state)
+{
+	return unwind_done(state);
+}
+
+unsigned long ufg_unwind_ip(void *state)
+{
+	return unwind_get_return_address(state);
+}
+
+unsigned long ufg_unwind_sp(void *state)
+{
+	return ((struct unwind_state *)state)->sp;
+}
+
+void ufg_unwind_set_ip(void *state, unsigned long ip)
+{
+	((struct unwind_state *)state)->ip = ip;
+}
+
+bool ufg_unwind_next(void *state)
+{
+	return unwind_next_frame(state);
+}
+#endif
+
+unsigned long *ufg_fregs_retp(struct ftrace_regs *fregs)
+{
+	/*
+	 * Where the hooked function's return address lives at its entry: the top of the stack on
+	 * x86_64 (the call pushed it), the saved link register in ftrace_regs on arm64 (which
+	 * ftrace_caller writes back to x30 before the function body runs).
+	 */
+#ifdef CONFIG_X86_64
+	return (unsigned long *)ftrace_regs_get_stack_pointer(fregs);
+#else
+	return &arch_ftrace_regs(fregs)->lr;
+#endif
+}
+
+void ufg_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_struct *work))
+{
+	INIT_DELAYED_WORK(dw, fn);
+}
+
+bool ufg_schedule_delayed_work(struct delayed_work *dw, unsigned int ms)
+{
+	return schedule_delayed_work(dw, msecs_to_jiffies(ms));
+}
+
+bool ufg_cancel_delayed_work_sync(struct delayed_work *dw)
+{
+	return cancel_delayed_work_sync(dw);
+}
+
+/*
+ * The C API (include/ufgraph/), implemented in Rust (capi.rs). ufgraph_kunit.ko carries
+ * the same code but exports nothing, so that both modules can be loaded together.
+ */
+#ifndef UFG_KUNIT
+#include <ufgraph/fgraph.h>
+EXPORT_SYMBOL_GPL(ufgraph_register);
+EXPORT_SYMBOL_GPL(ufgraph_unregister);
+EXPORT_SYMBOL_GPL(ufgraph_reserve_data);
+EXPORT_SYMBOL_GPL(ufgraph_retrieve_data);
+EXPORT_SYMBOL_GPL(ufgraph_retrieve_parent_data);
+EXPORT_SYMBOL_GPL(ufgraph_get_task_var);
+EXPORT_SYMBOL_GPL(ufgraph_ret_addr);
+EXPORT_SYMBOL_GPL(ufgraph_stack_trace_save);
+EXPORT_SYMBOL_GPL(ufgraph_trampoline_addr);
+#endif
+
+int ufg_task_pid(struct task_struct *t)
+{
+	return task_pid_nr(t);
+}
+
+void ufg_task_comm(const struct task_struct *t, char *buf)
+{
+	strscpy(buf, t->comm, TASK_COMM_LEN);
 }

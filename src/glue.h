@@ -12,15 +12,22 @@
 struct ftrace_regs;
 struct kunit;
 struct module;
+struct task_struct;
+struct tracepoint;
+struct rcu_head;
+struct work_struct;
+typedef struct spinlock spinlock_t;
 
 /* Module parameters (module_param cannot be declared from Rust in 6.12). */
 const char *ufg_param_func(void);
+const char *ufg_param_graph(void);
 
 /* struct ftrace_regs accessors: static inline per architecture. */
 unsigned long ufg_fregs_ip(const struct ftrace_regs *fregs);
 unsigned long ufg_fregs_sp(const struct ftrace_regs *fregs);
 unsigned long ufg_fregs_arg(const struct ftrace_regs *fregs, unsigned int n);
 unsigned long ufg_fregs_retval(const struct ftrace_regs *fregs);
+unsigned long *ufg_fregs_retp(struct ftrace_regs *fregs);
 
 /* KUnit: kunit_set_failure() and kunit_err() are inline/macros. */
 void ufg_kunit_fail(struct kunit *test, const char *msg);
@@ -28,8 +35,61 @@ void ufg_kunit_info(struct kunit *test, const char *msg);
 
 struct module *ufg_this_module(void);
 
+/* Tasks and CPUs: `current`, for_each_process_thread() and friends are macros. */
+struct task_struct *ufg_current(void);
+bool ufg_is_idle_task(const struct task_struct *t);
+unsigned int ufg_task_cpu(const struct task_struct *t);
+void ufg_for_each_thread(void (*fn)(struct task_struct *t, void *data), void *data);
+unsigned int ufg_cpu(void);
+unsigned int ufg_nr_cpu_ids(void);
+unsigned int ufg_num_possible_cpus(void);
+void ufg_get_task(struct task_struct *t);
+void ufg_put_task(struct task_struct *t);
+int ufg_task_pid(struct task_struct *t);
+void ufg_task_comm(const struct task_struct *t, char *buf);
+
+/* Preemption, RCU, recursion protection: inline in the kernel. */
+void ufg_preempt_disable(void);
+void ufg_preempt_enable(void);
+void ufg_synchronize_rcu_tasks(void);
+void ufg_kfree_rcu(struct rcu_head *head, void *ptr);
+int ufg_recursion_trylock(unsigned long ip, unsigned long parent_ip);
+void ufg_recursion_unlock(int bit);
+
+/* An irq-safe spinlock (the kernel crate of 6.12 has none). */
+void ufg_spin_lock_init(spinlock_t *lock);
+unsigned long ufg_spin_lock_irqsave(spinlock_t *lock);
+void ufg_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+
+/* Work items: INIT_WORK and schedule_work are macros/inline. */
+void ufg_init_work(struct work_struct *work, void (*fn)(struct work_struct *work));
+bool ufg_schedule_work(struct work_struct *work);
+struct delayed_work;
+void ufg_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_struct *work));
+bool ufg_schedule_delayed_work(struct delayed_work *dw, unsigned int ms);
+bool ufg_cancel_delayed_work_sync(struct delayed_work *dw);
+
+/* Tracepoints. */
+const char *ufg_tracepoint_name(const struct tracepoint *tp);
+void ufg_tracepoint_synchronize_unregister(void);
+
+/* Unwinding (x86_64 ORC/frame pointer unwinder state). */
+unsigned long ufg_unwind_state_size(void);
+void ufg_unwind_start(void *state, struct task_struct *task);
+bool ufg_unwind_done(void *state);
+unsigned long ufg_unwind_ip(void *state);
+unsigned long ufg_unwind_sp(void *state);
+void ufg_unwind_set_ip(void *state, unsigned long ip);
+bool ufg_unwind_next(void *state);
+
+/* The architecture's return trampoline (arch/.../ufgraph_tramp*.S). */
+void ufgraph_return_trampoline(void);
 /* Test fixtures (testfns.c), linked into ufgraph_kunit.ko only. */
 int ufg_test_add(int a, int b);
 long ufg_test_mul(long a, long b);
+int ufg_test_recurse(int n);
+long ufg_test_inner(long x);
+long ufg_test_outer(long x);
+int ufg_test_caller(int a);
 
 #endif

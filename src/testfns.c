@@ -16,3 +16,37 @@ noinline long ufg_test_mul(long a, long b)
 {
 	return a * b;
 }
+
+/*
+ * Recursion the compiler cannot turn into a loop: the self-call goes through a
+ * volatile function pointer, so every level enters through ftrace.
+ */
+static int (*volatile ufg_test_recurse_fp)(int n);
+
+noinline int ufg_test_recurse(int n)
+{
+	if (n <= 0)
+		return 0;
+	return ufg_test_recurse_fp(n - 1) + 1;
+}
+
+static int (*volatile ufg_test_recurse_fp)(int n) = ufg_test_recurse;
+
+noinline long ufg_test_inner(long x)
+{
+	return x * 3;
+}
+
+noinline long ufg_test_outer(long x)
+{
+	return ufg_test_inner(x + 1) + 1;
+}
+
+/* Calls ufg_test_add, for stack traces taken in its return: the real caller must show. */
+noinline int ufg_test_caller(int a)
+{
+	int r = ufg_test_add(a, 1);
+
+	barrier();
+	return r + 1;
+}

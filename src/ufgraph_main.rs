@@ -17,16 +17,25 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
+pub mod arch;
 pub mod bindings;
+pub mod capi;
 pub mod counter;
+pub mod fgraph;
 pub mod pure;
+pub mod retcount;
 pub mod sys;
 #[cfg(ufgraph_kunit)]
 mod tests;
 
+use core::fmt::{self, Write};
+use core::sync::atomic::Ordering::Relaxed;
 use counter::{Counter, Hits};
+use fgraph::graph::Graph;
+use fgraph::GraphOps;
 use pure::ipcount::IpCounts;
-use sys::debugfs::Dir;
+use retcount::{RetCounter, RetHits};
+use sys::debugfs::{Dir, SeqFile};
 
 #[cfg(not(ufgraph_kunit))]
 module! {
@@ -46,17 +55,27 @@ module! {
     license: "GPL",
 }
 
-struct UfGraph {
-    // Dropped in this order: stop counting, then remove the files that show the counts.
-    _counter: Option<Counter>,
-    _debugfs: Dir<Hits>,
+/// What the debugfs files show.
+pub struct State {
+    /// Entry counts of the `func=` counter.
+    pub hits: Hits,
+    /// Entry and return counts of the `graph=` counter.
+    pub ret: RetHits,
 }
 
-/// The `func=` module parameter, if given and not empty.
-fn param_func() -> Option<&'static CStr> {
-    // SAFETY: the glue returns the module parameter, NULL or a NUL-terminated string that the
-    // module loader owns for the module's lifetime (it is 0444: never rewritten).
-    let p = unsafe { bindings::ufg_param_func() };
+struct UfGraph {
+    // Dropped in this order: the module's own users, then the files showing their counts, then
+    // the graph core (which they registered with).
+    _counter: Option<Counter>,
+    _retcount: Option<GraphOps<RetCounter>>,
+    _debugfs: Dir<State>,
+    _graph: Pin<KBox<Graph>>,
+}
+
+/// A string module parameter (from the glue), if given and not empty.
+fn param(p: *const kernel::ffi::c_char) -> Option<&'static CStr> {
+    // The glue returns the module parameter: NULL or a NUL-terminated string that the module
+    // loader owns for the module's lifetime (0444: never rewritten).
     if p.is_null() {
         return None;
     }
@@ -65,26 +84,101 @@ fn param_func() -> Option<&'static CStr> {
     (!s.is_empty()).then_some(s)
 }
 
+fn param_func() -> Option<&'static CStr> {
+    // SAFETY: no preconditions.
+    param(unsafe { bindings::ufg_param_func() })
+}
+
+fn param_graph() -> Option<&'static CStr> {
+    // SAFETY: no preconditions.
+    param(unsafe { bindings::ufg_param_graph() })
+}
+
+/// The `frames` file: every task with hooked frames on its shadow stack, innermost first.
+fn show_frames(m: &mut SeqFile) -> fmt::Result {
+    // SAFETY: debugfs files exist only while the module (and its graph core) is loaded.
+    let Some(g) = (unsafe { fgraph::graph::graph() }) else { return Ok(()) };
+    let mut r = Ok(());
+    sys::task::for_each_thread(|t| {
+        if r.is_err() {
+            return;
+        }
+        let np = sys::sync::NoPreempt::new();
+        let Some(stack) = g.tasks().of_task(t, &np) else { return };
+        if stack.depth() == 0 {
+            return;
+        }
+        r = (|| {
+            // SAFETY: the walk runs under rcu_read_lock(): `t` is a live task.
+            let (pid, comm) = unsafe { (t.pid(), t.comm()) };
+            let len = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
+            let comm = core::str::from_utf8(&comm[..len]).unwrap_or("?");
+            write!(m, "{} {} depth {}:", pid, comm, stack.depth())?;
+            for f in stack.frames() {
+                m.write_str(" ")?;
+                m.symbol(f.func)?;
+            }
+            m.write_str("\n")
+        })();
+    });
+    r
+}
+
+/// The `stats` file: the fgraph core's state and counters.
+fn show_stats(m: &mut SeqFile) -> fmt::Result {
+    // SAFETY: debugfs files exist only while the module (and its graph core) is loaded.
+    let Some(g) = (unsafe { fgraph::graph::graph() }) else { return Ok(()) };
+    let t = g.tasks();
+    writeln!(m, "registered_ops {}", g.registered())?;
+    writeln!(m, "live_frames {}", t.live.sum())?;
+    writeln!(m, "tasks_with_stack {}", t.count())?;
+    writeln!(m, "shadow_stack_bytes {}", t.count() * core::mem::size_of::<fgraph::tasks::TaskStack>())?;
+    writeln!(m, "returns {}", g.stats.returns.load(Relaxed))?;
+    writeln!(m, "skipped_frames {}", g.stats.skipped_frames.load(Relaxed))?;
+    writeln!(m, "fork_no_stack {}", t.stats.fork_failed.load(Relaxed))?;
+    writeln!(m, "dead_frames {}", t.stats.dead_frames.load(Relaxed))?;
+    writeln!(m, "table_rebuilds {}", t.stats.rebuilds.load(Relaxed))
+}
+
 impl kernel::Module for UfGraph {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let hits = Arc::new(Hits(IpCounts::new()), GFP_KERNEL)?;
+        let graph = KBox::pin_init(Graph::new(module), GFP_KERNEL)?;
+        graph.as_ref().publish();
+
+        let state = Arc::new(State { hits: Hits(IpCounts::new()), ret: RetHits::new() }, GFP_KERNEL)?;
         let name = if cfg!(ufgraph_kunit) { c_str!("ufgraph_kunit") } else { c_str!("ufgraph") };
-        let mut debugfs = Dir::new(name, hits.clone())?;
-        debugfs.add_file(c_str!("counts"), module, |h, m| h.show(m))?;
+        let mut debugfs = Dir::new(name, state.clone())?;
+        debugfs.add_file(c_str!("counts"), module, |s, m| s.hits.show(m))?;
+        debugfs.add_file(c_str!("graph"), module, |s, m| s.ret.show(m))?;
+        debugfs.add_file(c_str!("stats"), module, |_, m| show_stats(m))?;
+        debugfs.add_file(c_str!("frames"), module, |_, m| show_frames(m))?;
 
         let counter = match param_func() {
             None => None,
-            Some(glob) => match Counter::start(glob, hits) {
-                Ok(c) => Some(c),
+            Some(glob) => match Counter::start(glob, state.clone()) {
+                Ok(c) => {
+                    pr_info!("counting calls of {}\n", glob);
+                    Some(c)
+                }
                 Err(e) => {
                     pr_err!("func={}: cannot hook it ({:?}); is it a traceable function?\n", glob, e);
                     return Err(e);
                 }
             },
         };
-        if let Some(glob) = param_func() {
-            pr_info!("counting calls of {}\n", glob);
-        }
-        Ok(Self { _counter: counter, _debugfs: debugfs })
+        let retcount = match param_graph() {
+            None => None,
+            Some(glob) => match retcount::start(glob, state) {
+                Ok(r) => {
+                    pr_info!("counting entries and returns of {}\n", glob);
+                    Some(r)
+                }
+                Err(e) => {
+                    pr_err!("graph={}: cannot hook it ({:?}); is it a traceable function?\n", glob, e);
+                    return Err(e);
+                }
+            },
+        };
+        Ok(Self { _counter: counter, _retcount: retcount, _debugfs: debugfs, _graph: graph })
     }
 }

@@ -7,3 +7,6 @@
 //! of `kernel::` and `std::` (tests may use `std`).
 
 pub mod ipcount;
+pub mod lru;
+pub mod shadow;
+pub mod tasktable;

@@ -74,6 +74,77 @@ pub trait Handler: Send + Sync {
     fn call(&self, ip: usize, parent_ip: usize, regs: &Regs);
 }
 
+/// An `ftrace_ops` owned elsewhere (inside a C user's structure, or an [`Ops`]), driven through
+/// its address.
+#[derive(Clone, Copy)]
+pub struct RawOps(*mut bindings::ftrace_ops);
+
+// SAFETY: ftrace's registration and filter functions take their own locks and may be called
+// from any task.
+unsafe impl Send for RawOps {}
+// SAFETY: as above.
+unsafe impl Sync for RawOps {}
+
+impl RawOps {
+    /// Wraps an `ftrace_ops`.
+    ///
+    /// # Safety
+    ///
+    /// `ops` must point to an `ftrace_ops` that stays allocated, at the same address, for as long
+    /// as it is registered or has a filter (until [`RawOps::free_filter`]).
+    pub unsafe fn from_raw(ops: *mut bindings::ftrace_ops) -> Self {
+        Self(ops)
+    }
+
+    /// The raw pointer.
+    pub fn as_ptr(self) -> *mut bindings::ftrace_ops {
+        self.0
+    }
+
+    /// Replaces the filter with the functions matching `glob`; `EINVAL` when nothing matches.
+    pub fn set_filter(self, glob: &CStr) -> Result {
+        // ftrace_set_filter takes a writable buffer: hand it a copy.
+        let mut buf = KVec::new();
+        buf.extend_from_slice(glob.as_bytes(), GFP_KERNEL)?;
+        buf.push(0, GFP_KERNEL)?;
+        let len = glob.len() as core::ffi::c_int;
+        // SAFETY: `self.0` is a valid ftrace_ops (type invariant); `buf` holds `len` bytes and a
+        // NUL for the duration of the call, which does not keep it.
+        to_result(unsafe { bindings::ftrace_set_filter(self.0, buf.as_mut_ptr(), len, 1) })
+    }
+
+    /// Adds (or with `remove`, removes) the functions at `ips`; `reset` clears the filter first.
+    pub fn set_filter_ips(self, ips: &[usize], remove: bool, reset: bool) -> Result {
+        // SAFETY: `self.0` is valid; `ips` is read only during the call.
+        to_result(unsafe {
+            bindings::ftrace_set_filter_ips(self.0, ips.as_ptr().cast_mut(), ips.len() as _, remove as _, reset as _)
+        })
+    }
+
+    /// Registers the ops: its `func` starts being called.
+    ///
+    /// # Safety
+    ///
+    /// `func` and `private` must be set, and whatever `func` uses must outlive the registration.
+    pub unsafe fn register(self) -> Result {
+        // SAFETY: the caller vouches for the ops' callback; it stays allocated (type invariant).
+        to_result(unsafe { bindings::register_ftrace_function(self.0) })
+    }
+
+    /// Unregisters the ops. When this returns no CPU still runs its callback.
+    pub fn unregister(self) -> Result {
+        // SAFETY: `self.0` is valid; ftrace checks that it is registered.
+        to_result(unsafe { bindings::unregister_ftrace_function(self.0) })
+    }
+
+    /// Frees the filter hashes ftrace allocated for an unregistered ops.
+    pub fn free_filter(self) {
+        // SAFETY: `self.0` is valid and (by the caller's sequencing) not registered; ftrace
+        // warns and does nothing otherwise.
+        unsafe { bindings::ftrace_free_filter(self.0) };
+    }
+}
+
 #[repr(C)]
 struct Inner<H> {
     // First, so that `op` and the `Inner` share an address.
@@ -144,33 +215,20 @@ impl<H: Handler> Ops<H> {
         &self.inner.handler
     }
 
+    fn ops(&self) -> RawOps {
+        RawOps(self.raw())
+    }
+
     /// Replaces the filter with the functions matching `glob` (ftrace's syntax: `vfs_*`,
     /// `*lock`, a plain name, or `:mod:NAME`). Fails with `EINVAL` when nothing matches.
     pub fn set_filter(&mut self, glob: &CStr) -> Result {
-        // ftrace_set_filter takes a writable buffer: hand it a copy.
-        let mut buf = KVec::new();
-        buf.extend_from_slice(glob.as_bytes(), GFP_KERNEL)?;
-        buf.push(0, GFP_KERNEL)?;
-        let len = glob.len() as core::ffi::c_int;
-        // SAFETY: `raw()` is our initialised ftrace_ops; `buf` is a valid buffer of `len` bytes
-        // (plus a NUL) for the duration of the call, which does not keep it.
-        to_result(unsafe { bindings::ftrace_set_filter(self.raw(), buf.as_mut_ptr(), len, 1) })
+        self.ops().set_filter(glob)
     }
 
     /// Adds (or with `remove`, removes) the functions at `ips` to the filter; `reset` clears it
     /// first. Addresses must be ftrace locations (function entries).
     pub fn set_filter_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> Result {
-        // SAFETY: `raw()` is our ftrace_ops; `ips` is a valid array of `ips.len()` addresses that
-        // ftrace only reads during the call.
-        to_result(unsafe {
-            bindings::ftrace_set_filter_ips(
-                self.raw(),
-                ips.as_ptr().cast_mut(),
-                ips.len() as _,
-                remove as _,
-                reset as _,
-            )
-        })
+        self.ops().set_filter_ips(ips, remove, reset)
     }
 
     /// Starts calling the handler.
@@ -178,9 +236,9 @@ impl<H: Handler> Ops<H> {
         if self.registered {
             return Err(EBUSY);
         }
-        // SAFETY: `raw()` is a pinned ftrace_ops that stays allocated while registered (we
-        // unregister in `unregister`/`drop` before freeing it).
-        to_result(unsafe { bindings::register_ftrace_function(self.raw()) })?;
+        // SAFETY: `func` is our callback, which only uses the handler pinned next to the ops;
+        // both stay allocated until after `unregister` (see `drop`).
+        unsafe { self.ops().register() }?;
         self.registered = true;
         Ok(())
     }
@@ -190,8 +248,7 @@ impl<H: Handler> Ops<H> {
         if !self.registered {
             return Ok(());
         }
-        // SAFETY: the ops is registered (checked above) and still allocated.
-        to_result(unsafe { bindings::unregister_ftrace_function(self.raw()) })?;
+        self.ops().unregister()?;
         self.registered = false;
         Ok(())
     }
@@ -206,11 +263,10 @@ impl<H: Handler> Drop for Ops<H> {
     fn drop(&mut self) {
         if let Err(e) = self.unregister() {
             // Freeing a still-registered ops would leave ftrace calling freed memory: leak it.
-            pr_err!("ufgraph: unregister_ftrace_function failed ({:?}); leaking the ops\n", e);
+            pr_err!("unregister_ftrace_function failed ({:?}); leaking the ops\n", e);
             return;
         }
-        // SAFETY: the ops is not registered; this frees the filter hashes ftrace allocated for it.
-        unsafe { bindings::ftrace_free_filter(self.raw()) };
+        self.ops().free_filter();
         // SAFETY: `inner` is dropped exactly once, here, and nothing uses it afterwards.
         unsafe { ManuallyDrop::drop(&mut self.inner) };
     }

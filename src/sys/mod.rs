@@ -7,6 +7,10 @@
 
 pub mod debugfs;
 pub mod ftrace;
+pub mod percpu;
+pub mod sync;
+pub mod task;
+pub mod tracepoint;
 #[cfg(ufgraph_kunit)]
 pub mod ktest;
 

@@ -5,14 +5,16 @@
 use crate::bindings;
 use crate::counter::{Counter, Hits};
 use crate::pure::ipcount::IpCounts;
+use crate::retcount::RetHits;
+use crate::State;
 use crate::sys::ktest::{CaseResult, Test};
 use crate::{kcheck, kcheck_eq, kunit_suite};
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-fn new_hits(t: &Test) -> Result<Arc<Hits>, crate::sys::ktest::Failed> {
-    t.check_ok(Arc::new(Hits(IpCounts::new()), GFP_KERNEL).map_err(Into::into), "Arc::new")
+fn new_hits(t: &Test) -> Result<Arc<State>, crate::sys::ktest::Failed> {
+    t.check_ok(Arc::new(State { hits: Hits(IpCounts::new()), ret: RetHits::new() }, GFP_KERNEL).map_err(Into::into), "Arc::new")
 }
 
 fn counts_every_call(t: &mut Test) -> CaseResult {
@@ -29,7 +31,7 @@ fn counts_every_call(t: &mut Test) -> CaseResult {
     drop(counter);
     // SAFETY: as above.
     unsafe { bindings::ufg_test_add(1, 2) };
-    kcheck_eq!(t, hits.0.total(), 100, );
+    kcheck_eq!(t, hits.hits.0.total(), 100, );
     Ok(())
 }
 
@@ -49,10 +51,10 @@ fn glob_counts_functions_apart(t: &mut Test) -> CaseResult {
     let add = bindings::ufg_test_add as *const () as usize;
     let mul = bindings::ufg_test_mul as *const () as usize;
     // ftrace reports the function's ip, which may sit a few bytes past the symbol (IBT's endbr).
-    let near = |f: usize| hits.0.iter().filter(|&(ip, _)| ip >= f && ip < f + 16).map(|(_, n)| n).sum::<u64>();
+    let near = |f: usize| hits.hits.0.iter().filter(|&(ip, _)| ip >= f && ip < f + 16).map(|(_, n)| n).sum::<u64>();
     kcheck_eq!(t, near(add), 7);
     kcheck_eq!(t, near(mul), 4);
-    kcheck_eq!(t, hits.0.total(), 11);
+    kcheck_eq!(t, hits.hits.0.total(), 11);
     Ok(())
 }
 

@@ -4,3 +4,4 @@
 //! the in-VM runner collects their KTAP results.
 
 mod counter;
+mod fgraph;

@@ -1,0 +1,23 @@
+# rmmod while a task sleeps inside a hooked function: the module hands the return
+# address back (the task will return straight to its caller) and unloads; when the
+# task wakes up later it returns normally, with its data, and nothing crashes.
+. /selftests/lib.sh
+load graph=pipe_read
+(sleep 2; echo ufgraph-was-here) | cat > /tmp/sleeper.out &
+sleeper=$!
+wait_for 'grep -q " cat depth 1: pipe_read" $DBG/ufgraph/frames' 20 || fail "cat not seen inside pipe_read: $(cat $DBG/ufgraph/frames)"
+[ "$(stat_of live_frames)" -ge 1 ] || fail "no live frame: $(cat $DBG/ufgraph/stats)"
+dmesg -c > /dev/null
+unload
+dmesg | grep -q "handed [1-9][0-9]* pending return addresses back" || fail "no hand-back in dmesg: $(dmesg | tail -3)"
+loaded ufgraph && fail "still loaded"
+wait $sleeper || fail "the sleeping reader failed"
+grep -qx ufgraph-was-here /tmp/sleeper.out || fail "reader got: $(cat /tmp/sleeper.out)"
+# The module loads again and works.
+load graph=pipe_read
+echo again | cat > /tmp/sleeper.out
+# (the shell reading this command substitution is itself inside pipe_read)
+set -- $(graph_of pipe_read)
+[ "$1" -ge 1 ] && [ $(($1 - $2)) -le 1 ] || fail "pipe_read entries/returns $1/$2 after reload"
+unload
+exit 0

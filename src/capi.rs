@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The C API of include/ufgraph/*.h, implemented in Rust. `glue.c` exports these symbols to
+//! other modules (EXPORT_SYMBOL_GPL); each checks its arguments and hands over to the safe core.
+
+use crate::bindings::{self, ufgraph_ent, ufgraph_ops, ufgraph_ret};
+use crate::fgraph::graph::{self, graph, Entry, GraphHandler, Return, Slot};
+use crate::sys::ftrace::RawOps;
+use crate::sys::task::TaskRef;
+use core::ffi::{c_int, c_uint, c_ulong, c_void};
+use core::ptr::addr_of_mut;
+use kernel::alloc::KBox;
+use kernel::prelude::*;
+
+/// A C `struct ufgraph_ops`, seen as a graph handler: its callbacks are the C function pointers.
+#[repr(transparent)]
+struct COps(bindings::ufgraph_ops);
+
+// SAFETY: the C caller guarantees its callbacks may run on any CPU concurrently (the API's
+// documented contract); we only read the function pointers.
+unsafe impl Send for COps {}
+// SAFETY: as above.
+unsafe impl Sync for COps {}
+
+impl COps {
+    fn gops(&self) -> *mut ufgraph_ops {
+        (&self.0 as *const ufgraph_ops).cast_mut()
+    }
+}
+
+impl GraphHandler for COps {
+    fn entry(&self, e: &mut Entry<'_>) -> bool {
+        let Some(f) = self.0.entryfunc else { return false };
+        let mut trace = ufgraph_ent { func: e.func as _, depth: e.depth as c_int };
+        // SAFETY: the C caller registered this callback for exactly these arguments.
+        unsafe { f(&mut trace, self.gops(), e.regs.as_ptr()) != 0 }
+    }
+
+    fn ret(&self, r: &mut Return<'_>) {
+        let Some(f) = self.0.retfunc else { return };
+        let mut trace = ufgraph_ret {
+            func: r.func as _,
+            retval: r.retval() as _,
+            depth: r.depth as c_int,
+            overrun: 0,
+            calltime: r.calltime,
+            rettime: r.rettime,
+        };
+        // SAFETY: as above.
+        unsafe { f(&mut trace, self.gops(), r.regs.as_ptr()) };
+    }
+}
+
+/// See include/ufgraph/fgraph.h.
+///
+/// # Safety
+///
+/// `gops` must point to a `struct ufgraph_ops` that stays valid until `ufgraph_unregister`.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_register(gops: *mut ufgraph_ops) -> c_int {
+    if gops.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the caller passes a valid ops (contract).
+    let gops = unsafe { &mut *gops };
+    if !gops.ufgraph_slot.is_null() {
+        return EBUSY.to_errno();
+    }
+    // SAFETY: API calls are made while the module is loaded.
+    let Some(g) = (unsafe { graph() }) else { return ENODEV.to_errno() };
+    // SAFETY: `COps` is a transparent view of the caller's ops, which outlives the registration;
+    // so does its embedded ftrace_ops.
+    let slot = unsafe {
+        Slot::new((gops as *mut ufgraph_ops).cast::<COps>().cast_const(), RawOps::from_raw(addr_of_mut!(gops.ops).cast()))
+    };
+    let slot = match KBox::new(slot, GFP_KERNEL) {
+        Ok(s) => s,
+        Err(_) => return ENOMEM.to_errno(),
+    };
+    // SAFETY: the slot lives in its box until `ufgraph_unregister` frees it after unregistering.
+    if let Err(e) = unsafe { g.register(&slot) } {
+        return e.to_errno();
+    }
+    gops.idx = slot.idx() as c_int;
+    gops.ufgraph_slot = KBox::into_raw(slot).cast();
+    0
+}
+
+/// See include/ufgraph/fgraph.h.
+///
+/// # Safety
+///
+/// `gops` must be null or an ops passed to `ufgraph_register`.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_unregister(gops: *mut ufgraph_ops) {
+    if gops.is_null() {
+        return;
+    }
+    // SAFETY: the caller passes its registered ops (contract).
+    let gops = unsafe { &mut *gops };
+    let sp = gops.ufgraph_slot.cast::<Slot>();
+    if sp.is_null() {
+        return;
+    }
+    // SAFETY: a registered ops exists only while the graph core does.
+    let Some(g) = (unsafe { graph() }) else { return };
+    // SAFETY: `ufgraph_slot` is the box `ufgraph_register` leaked.
+    let slot = unsafe { KBox::from_raw(sp) };
+    if let Err(e) = g.unregister(&slot) {
+        pr_err!("ufgraph_unregister: {:?}\n", e);
+        // Not ours, or not registered: do not free what the core may still use.
+        KBox::into_raw(slot);
+        return;
+    }
+    gops.ufgraph_slot = core::ptr::null_mut();
+    gops.idx = -1;
+}
+
+/// See include/ufgraph/fgraph.h.
+#[no_mangle]
+pub extern "C" fn ufgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_void {
+    if idx < 0 || size_bytes <= 0 {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: called from an entry callback, while the module is loaded.
+    let Some(g) = (unsafe { graph() }) else { return core::ptr::null_mut() };
+    g.reserve_data(idx as usize, size_bytes as usize).map_or(core::ptr::null_mut(), |p| p.cast())
+}
+
+/// See include/ufgraph/fgraph.h.
+///
+/// # Safety
+///
+/// `size_bytes` must be null or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_retrieve_parent_data(idx: c_int, size_bytes: *mut c_int, depth: c_int) -> *mut c_void {
+    if idx < 0 || depth < 0 {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: called from a callback, while the module is loaded.
+    let Some(g) = (unsafe { graph() }) else { return core::ptr::null_mut() };
+    match g.retrieve_data(idx as usize, depth as usize) {
+        Some((p, words)) => {
+            if !size_bytes.is_null() {
+                // SAFETY: the caller passes a writable int (contract).
+                unsafe { *size_bytes = (words * core::mem::size_of::<usize>()) as c_int };
+            }
+            p.cast()
+        }
+        None => core::ptr::null_mut(),
+    }
+}
+
+/// See include/ufgraph/fgraph.h.
+///
+/// # Safety
+///
+/// As for `ufgraph_retrieve_parent_data`.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_retrieve_data(idx: c_int, size_bytes: *mut c_int) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { ufgraph_retrieve_parent_data(idx, size_bytes, 0) }
+}
+
+/// See include/ufgraph/fgraph.h.
+///
+/// # Safety
+///
+/// `gops` must be a registered ops.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_get_task_var(gops: *mut ufgraph_ops) -> *mut c_ulong {
+    if gops.is_null() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: the caller passes its registered ops (contract).
+    let idx = unsafe { (*gops).idx };
+    // SAFETY: called from a callback, while the module is loaded.
+    let Some(g) = (unsafe { graph() }) else { return core::ptr::null_mut() };
+    if idx < 0 {
+        return core::ptr::null_mut();
+    }
+    g.task_var(idx as usize).map_or(core::ptr::null_mut(), |p| p.cast())
+}
+
+/// See include/ufgraph/fgraph.h.
+///
+/// # Safety
+///
+/// `idx` must be valid for reads and writes; `task` current or pinned.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_ret_addr(task: *mut bindings::task_struct, idx: *mut c_int, ret: c_ulong, retp: *mut c_ulong) -> c_ulong {
+    if task.is_null() || idx.is_null() {
+        return ret;
+    }
+    // SAFETY: the caller passes a valid int (contract).
+    let mut pos = unsafe { *idx }.max(0) as usize;
+    let r = graph::ret_addr(TaskRef(task as usize), &mut pos, ret as usize, retp as usize);
+    // SAFETY: as above.
+    unsafe { *idx = pos as c_int };
+    r as c_ulong
+}
+
+/// See include/ufgraph/fgraph.h.
+///
+/// # Safety
+///
+/// `store` must be valid for `size` writes.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_stack_trace_save(store: *mut c_ulong, size: c_uint, skipnr: c_uint) -> c_uint {
+    if store.is_null() {
+        return 0;
+    }
+    // SAFETY: the caller passes `size` writable entries (contract).
+    let s = unsafe { core::slice::from_raw_parts_mut(store.cast::<usize>(), size as usize) };
+    graph::stack_trace(s, skipnr as usize) as c_uint
+}
+
+/// See include/ufgraph/fgraph.h.
+#[no_mangle]
+pub extern "C" fn ufgraph_trampoline_addr() -> c_ulong {
+    graph::trampoline() as c_ulong
+}

@@ -1,0 +1,642 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The multi-user function-graph core: up to 16 graph ops share each task's shadow stack.
+//!
+//! Each registered ops owns an `ftrace_ops` (its own filter) whose callback is [`graph_entry`].
+//! At a hooked function's entry, the first ops to see the call pushes a frame on the task's
+//! shadow stack and swaps the return address for our trampoline; the other ops hooking the same
+//! call join that frame, each adding its bit to the frame's bitmap (and its data above it) if its
+//! entry callback wants the return. On return the trampoline calls [`ufgraph_return_handler`],
+//! which runs the return callbacks of the ops in the bitmap and hands back the real address.
+//!
+//! ```text
+//!   hooked fn entry --ftrace--> graph_entry(ops A) --push frame, *retp = trampoline
+//!                   --ftrace--> graph_entry(ops B) --join frame (same call), bit B
+//!   hooked fn `ret` ----------> ufgraph_return_trampoline (asm) --> ufgraph_return_handler
+//!                                   ret callbacks of A, B; pop; --> real return address
+//! ```
+//!
+//! With one ops on a function, ftrace calls its callback directly (no list walk) and the return
+//! path runs a single bit: that is the single-user fast path.
+//!
+//! Module lifetime: a live frame's return lands in this module's trampoline, so the module's text
+//! must not go while one can still get there. Rather than refuse `rmmod` (the kernel checks the
+//! module's reference count before calling us, and with broad filters `rmmod` itself runs hooked
+//! functions), the core *hands the return addresses back* when it is torn down:
+//!
+//! 1. every graph ops is unregistered first: no new frame can appear;
+//! 2. under `stop_machine()` (no task runs), every live frame whose return slot still holds our
+//!    trampoline gets its real return address written back: that task will return straight to its
+//!    caller, never through us;
+//! 3. a grace period lets tasks that had already entered the trampoline finish it (their frames
+//!    are still on the shadow stacks, which are freed only afterwards);
+//! 4. a frame whose slot holds someone else's trampoline (the kernel's fgraph or a kretprobe
+//!    hooked the same call after us and saved our address) cannot be fixed from here: teardown
+//!    waits for it to return, saying so in the kernel log.
+//!
+//! A task that died inside hooked functions never returns: its frames are dropped with its stack.
+
+use super::tasks::{Stack, Tasks};
+use crate::bindings;
+use crate::pure::lru::Lru;
+use crate::pure::shadow::{DataRef, Frame, ARRAY_SIZE, FRAME_WORDS};
+use crate::sys::ftrace::{RawOps, Regs};
+use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt};
+#[cfg(CONFIG_PREEMPTION)]
+use crate::sys::sync::synchronize_rcu_tasks;
+use crate::sys::tracepoint::Probe;
+use core::ffi::{c_int, c_void};
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
+use kernel::alloc::KVec;
+use kernel::new_mutex;
+use kernel::prelude::*;
+use kernel::sync::Mutex;
+
+/// Where an entry callback is called from.
+pub struct Entry<'a> {
+    /// The hooked function (ftrace's ip).
+    pub func: usize,
+    /// How many hooked frames the task has below this one, plus one.
+    pub depth: usize,
+    /// Arguments, stack pointer.
+    pub regs: &'a Regs,
+    stack: &'a Stack,
+    idx: usize,
+}
+
+impl<'a> Entry<'a> {
+    /// Reserves `bytes` (1..=256) on the shadow stack for this ops' return callback, once per
+    /// entry. `None` if out of range, already reserved, or the stack is full.
+    pub fn reserve(&mut self, bytes: usize) -> Option<&'a mut [usize]> {
+        let d = self.stack.reserve_data(self.idx, bytes)?;
+        // SAFETY: the words were just reserved for this ops on the current task's stack; nothing
+        // else touches them until the frame pops (interrupts push above them).
+        Some(unsafe { core::slice::from_raw_parts_mut(self.stack.word_ptr(d.start), d.words) })
+    }
+
+    /// This ops' variable in the current task.
+    pub fn task_var(&self) -> &'a AtomicUsize {
+        self.stack.task_var(self.idx)
+    }
+
+    /// Data this ops reserved in the frame `depth` levels up the call chain (1: the caller's
+    /// hooked frame).
+    pub fn parent_data(&self, depth: usize) -> Option<&'a [usize]> {
+        data_slice(self.stack, self.stack.retrieve_data(self.idx, depth)?)
+    }
+}
+
+/// Where a return callback is called from.
+pub struct Return<'a> {
+    /// The hooked function.
+    pub func: usize,
+    /// As in [`Entry::depth`].
+    pub depth: usize,
+    /// When the function was entered (`trace_clock_local`).
+    pub calltime: u64,
+    /// When it returned.
+    pub rettime: u64,
+    /// The return value registers and the stack pointer as the function left them.
+    pub regs: &'a Regs,
+    stack: &'a Stack,
+    idx: usize,
+}
+
+impl<'a> Return<'a> {
+    /// The return value.
+    pub fn retval(&self) -> usize {
+        self.regs.retval()
+    }
+
+    /// What this ops' entry callback reserved for this frame.
+    pub fn data(&self) -> Option<&'a [usize]> {
+        self.parent_data(0)
+    }
+
+    /// What this ops reserved `depth` frames up (0: this frame).
+    pub fn parent_data(&self, depth: usize) -> Option<&'a [usize]> {
+        data_slice(self.stack, self.stack.retrieve_data(self.idx, depth)?)
+    }
+
+    /// This ops' variable in the current task.
+    pub fn task_var(&self) -> &'a AtomicUsize {
+        self.stack.task_var(self.idx)
+    }
+}
+
+fn data_slice(stack: &Stack, d: DataRef) -> Option<&[usize]> {
+    // SAFETY: `d` names words below the stack top that belong to a live frame of the current
+    // task; they are not rewritten while the frame lives.
+    Some(unsafe { core::slice::from_raw_parts(stack.word_ptr(d.start), d.words) })
+}
+
+/// A user of the graph core, in Rust.
+pub trait GraphHandler: Send + Sync {
+    /// At a hooked function's entry: return `true` to have [`GraphHandler::ret`] called on its
+    /// return. Runs with preemption disabled, possibly in NMI: must not sleep.
+    fn entry(&self, e: &mut Entry<'_>) -> bool;
+    /// At the return of a function whose entry returned `true`.
+    fn ret(&self, r: &mut Return<'_>);
+}
+
+/// What the core knows of a registered ops. Type-erased: Rust handlers and C `ufgraph_ops` both
+/// sit behind it.
+pub struct Slot {
+    idx: AtomicUsize,
+    ftrace: RawOps,
+    this: *const (),
+    entry: unsafe fn(*const (), &mut Entry<'_>) -> bool,
+    ret: unsafe fn(*const (), &mut Return<'_>),
+    /// Entries that found no shadow stack (a task whose fork allocation failed).
+    pub missed_nostack: AtomicU64,
+    /// Entries that found the shadow stack full (deep recursion).
+    pub missed_overrun: AtomicU64,
+    /// Returns whose callbacks were skipped because the return path recursed into itself.
+    pub missed_recursion: AtomicU64,
+}
+
+// SAFETY: `this` points to a Send + Sync handler (or a C ops the C caller keeps alive), reached
+// only through the `entry`/`ret` functions built for its type.
+unsafe impl Send for Slot {}
+// SAFETY: as above.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    /// A slot for `handler`, whose hooks go through `ftrace`.
+    ///
+    /// # Safety
+    ///
+    /// `handler` must stay valid, and `ftrace` (see [`RawOps::from_raw`]) too, until the slot is
+    /// unregistered.
+    pub unsafe fn new<H: GraphHandler>(handler: *const H, ftrace: RawOps) -> Self {
+        unsafe fn entry<H: GraphHandler>(this: *const (), e: &mut Entry<'_>) -> bool {
+            // SAFETY: `this` is the `H` the slot was made for (`Slot::new`'s contract).
+            unsafe { &*this.cast::<H>() }.entry(e)
+        }
+        unsafe fn ret<H: GraphHandler>(this: *const (), r: &mut Return<'_>) {
+            // SAFETY: as above.
+            unsafe { &*this.cast::<H>() }.ret(r)
+        }
+        Self {
+            idx: AtomicUsize::new(usize::MAX),
+            ftrace,
+            this: handler.cast(),
+            entry: entry::<H>,
+            ret: ret::<H>,
+            missed_nostack: AtomicU64::new(0),
+            missed_overrun: AtomicU64::new(0),
+            missed_recursion: AtomicU64::new(0),
+        }
+    }
+
+    /// The ops' index in the graph array (valid while registered).
+    pub fn idx(&self) -> usize {
+        self.idx.load(Relaxed)
+    }
+
+    /// The ftrace_ops carrying this slot's filter.
+    pub fn ftrace(&self) -> RawOps {
+        self.ftrace
+    }
+}
+
+struct RegState {
+    lru: Lru<ARRAY_SIZE>,
+    count: usize,
+    probes: KVec<Probe>,
+}
+
+/// Waits until no task can still be executing the trampoline's last instructions (after its
+/// frame was popped). With preemption, a task may be preempted there: wait for every task to
+/// switch voluntarily (RCU tasks). Without, nothing can schedule inside the trampoline and an
+/// RCU grace period (every CPU through a context switch) suffices, and is much quicker.
+fn wait_trampoline_exits() {
+    #[cfg(CONFIG_PREEMPTION)]
+    synchronize_rcu_tasks();
+    #[cfg(not(CONFIG_PREEMPTION))]
+    synchronize_rcu();
+}
+
+/// Counters shown in debugfs.
+#[derive(Default)]
+pub struct GraphStats {
+    /// Returns handled by the trampoline.
+    pub returns: AtomicU64,
+    /// Returns that did not find their frame on top and had to skip frames above it.
+    pub skipped_frames: AtomicU64,
+}
+
+/// The graph core: one per module instance.
+#[pin_data(PinnedDrop)]
+pub struct Graph {
+    array: [AtomicPtr<Slot>; ARRAY_SIZE],
+    #[pin]
+    reg: Mutex<RegState>,
+    #[pin]
+    tasks: Tasks,
+    module: &'static ThisModule,
+    /// Counters.
+    pub stats: GraphStats,
+}
+
+// The one instance the trampoline and the ftrace callbacks reach.
+static GRAPH: AtomicPtr<Graph> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The graph core of this module.
+///
+/// # Safety
+///
+/// Only from code that runs while the core exists: callbacks of registered ops, the return
+/// path of live frames, and API calls made while the module is loaded.
+pub unsafe fn graph<'a>() -> Option<&'a Graph> {
+    let g = GRAPH.load(Acquire);
+    // SAFETY: published by `Graph::publish`, cleared before it is dropped, and (per the contract)
+    // used only while it exists.
+    (!g.is_null()).then(|| unsafe { &*g })
+}
+
+/// The address of the return trampoline.
+pub fn trampoline() -> usize {
+    bindings::ufgraph_return_trampoline as *const () as usize
+}
+
+impl Graph {
+    /// A graph core with nothing registered.
+    pub fn new(module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            array: [const { AtomicPtr::new(core::ptr::null_mut()) }; ARRAY_SIZE],
+            reg <- new_mutex!(RegState {
+                lru: Lru::new(),
+                count: 0,
+                probes: KVec::new(),
+            }),
+            tasks <- Tasks::new(),
+            module,
+            stats: GraphStats::default(),
+        }? Error)
+    }
+
+    /// Makes this the instance the trampoline and callbacks use.
+    pub fn publish(self: Pin<&Self>) {
+        GRAPH.store(self.get_ref() as *const Self as *mut Self, Release);
+    }
+
+    /// The per-task stacks.
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
+    }
+
+    /// How many ops are registered.
+    pub fn registered(&self) -> usize {
+        self.reg.lock().count
+    }
+
+    // Step 2 of teardown (see the module documentation), on one CPU while the others spin with
+    // interrupts off. Returns (frames handed back, frames stacked over by another hooker).
+    fn hand_back(&self) -> (usize, usize) {
+        struct Count {
+            g: *const Graph,
+            handed: usize,
+            stacked: usize,
+        }
+        unsafe extern "C" fn run(data: *mut c_void) -> c_int {
+            // SAFETY: `data` is the `Count` below, alive for the synchronous stop_machine call.
+            let c = unsafe { &mut *data.cast::<Count>() };
+            // SAFETY: `g` is the graph being torn down, alive for the call.
+            let g = unsafe { &*c.g };
+            let tramp = trampoline();
+            g.tasks.for_each_stack(|stack| {
+                for f in stack.frames() {
+                    // A tail call's inner frame saved our own trampoline; the outermost frame of
+                    // that slot holds the real address and fixes the slot.
+                    if f.ret == tramp {
+                        continue;
+                    }
+                    // SAFETY: no task runs during stop_machine; `retp` is where this frame's
+                    // task keeps the return address (checked to still hold our trampoline).
+                    match unsafe { crate::arch::hand_back(&f, tramp) } {
+                        true => c.handed += 1,
+                        false => c.stacked += 1,
+                    }
+                }
+            });
+            0
+        }
+        let mut c = Count { g: self, handed: 0, stacked: 0 };
+        // SAFETY: `run` matches cpu_stop_fn_t and only touches `c` and the stacks; a NULL cpumask
+        // runs it on one CPU while all others are stopped.
+        unsafe { bindings::stop_machine(Some(run), (&mut c as *mut Count).cast(), core::ptr::null()) };
+        (c.handed, c.stacked)
+    }
+
+    // Teardown: steps 2 to 4 of the module documentation. Every ops is unregistered.
+    fn release_frames(&self) {
+        let live = self.tasks.live.sum();
+        if live > 0 {
+            let (handed, stacked) = self.hand_back();
+            pr_info!("handed {} pending return addresses back to their tasks\n", handed);
+            // From now on only the stacked frames will return through us.
+            self.tasks.live.add(stacked as isize - self.tasks.live.sum());
+            let mut waited = 0u32;
+            while self.tasks.live.sum() > 0 {
+                if waited % 50 == 0 {
+                    pr_warn!("waiting for {} returns that another hooker (function_graph, kretprobe) stacked over ours\n",
+                        self.tasks.live.sum());
+                }
+                msleep(100);
+                waited += 1;
+            }
+        }
+        // Tasks that entered the trampoline before the hand-back are still finishing it.
+        wait_trampoline_exits();
+    }
+
+    /// Registers `slot`: allocates its index (least recently used first), gives every task a
+    /// shadow stack on first use, and starts its ftrace_ops. `ENOSPC` when 16 ops are registered.
+    /// On failure nothing is left behind.
+    ///
+    /// # Safety
+    ///
+    /// `slot` must stay valid and unmoved until [`Graph::unregister`] returns.
+    pub unsafe fn register(&self, slot: &Slot) -> Result {
+        let mut reg = self.reg.lock();
+        let RegState { lru, probes, .. } = &mut *reg;
+        self.tasks.attach(probes)?;
+        let Some(idx) = lru.alloc() else {
+            return Err(ENOSPC);
+        };
+        slot.idx.store(idx, Relaxed);
+        let slot_ptr = (slot as *const Slot).cast_mut();
+        // SAFETY: we are the only writer of `private`/`func` before registration; the callback
+        // only uses `private` (the slot), which the caller keeps alive while registered.
+        unsafe {
+            let op = slot.ftrace.as_ptr();
+            (*op).func = Some(graph_entry);
+            (*op).private = slot_ptr.cast();
+        }
+        self.array[idx].store(slot_ptr, Release);
+        // SAFETY: func and private are set; the slot outlives the registration.
+        if let Err(e) = unsafe { slot.ftrace.register() } {
+            self.array[idx].store(core::ptr::null_mut(), Release);
+            let _ = reg.lru.release(idx);
+            return Err(e);
+        }
+        reg.count += 1;
+        Ok(())
+    }
+
+    /// Unregisters `slot`. When this returns no callback of it runs any more, and it may be freed.
+    /// Frames it hooked may still be live: their returns skip it (or, if its index was reused
+    /// meanwhile, call the new owner: hence the LRU order).
+    pub fn unregister(&self, slot: &Slot) -> Result {
+        let mut reg = self.reg.lock();
+        let idx = slot.idx();
+        if idx >= ARRAY_SIZE || self.array[idx].load(Relaxed) != (slot as *const Slot).cast_mut() {
+            return Err(ENOENT);
+        }
+        self.array[idx].store(core::ptr::null_mut(), Release);
+        let r = slot.ftrace.unregister();
+        // Return paths that loaded the slot did so with preemption disabled.
+        synchronize_rcu();
+        let _ = reg.lru.release(idx);
+        slot.idx.store(usize::MAX, Relaxed);
+        reg.count -= 1;
+        r
+    }
+
+    /// Reserves data for ops `idx` in the frame being built by the current task (C API).
+    pub fn reserve_data(&self, idx: usize, bytes: usize) -> Option<*mut usize> {
+        let np = NoPreempt::new();
+        let stack = self.tasks.current(&np)?;
+        let d = stack.reserve_data(idx, bytes)?;
+        Some(stack.word_ptr(d.start))
+    }
+
+    /// The data ops `idx` reserved `depth` frames down the current task's stack (C API).
+    pub fn retrieve_data(&self, idx: usize, depth: usize) -> Option<(*mut usize, usize)> {
+        let np = NoPreempt::new();
+        let stack = self.tasks.current(&np)?;
+        let d = stack.retrieve_data(idx, depth)?;
+        Some((stack.word_ptr(d.start), d.words))
+    }
+
+    /// Ops `idx`'s variable in the current task (C API).
+    pub fn task_var(&self, idx: usize) -> Option<*mut usize> {
+        if idx >= ARRAY_SIZE {
+            return None;
+        }
+        let np = NoPreempt::new();
+        Some(self.tasks.current(&np)?.task_var(idx).as_ptr())
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Graph {
+    fn drop(self: Pin<&mut Self>) {
+        let mut reg = self.reg.lock();
+        // The module's own users unregistered before us; other modules' users keep this module
+        // loaded (they link against it).
+        if reg.count != 0 {
+            pr_err!("graph core torn down with {} ops registered\n", reg.count);
+        }
+        self.release_frames();
+        self.tasks.detach(&mut reg.probes);
+        drop(reg);
+        GRAPH.store(core::ptr::null_mut(), Release);
+    }
+}
+
+/// The ftrace callback of every graph ops.
+unsafe extern "C" fn graph_entry(
+    ip: usize,
+    _parent_ip: usize,
+    op: *mut bindings::ftrace_ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    if fregs.is_null() {
+        return;
+    }
+    // SAFETY: `private` is the slot set by `Graph::register`, alive while the ops is registered,
+    // and ftrace does not call us after unregistering.
+    let slot = unsafe { &*(*op).private.cast::<Slot>() };
+    // SAFETY: registered ops exist only while the graph core does.
+    let Some(g) = (unsafe { graph() }) else { return };
+    // SAFETY: ftrace passes valid registers for the duration of the callback.
+    let regs = unsafe { Regs::from_raw(fregs) };
+    // ftrace calls us with preemption disabled already; this makes it explicit and cheap.
+    let np = NoPreempt::new();
+    let Some(stack) = g.tasks.current(&np) else {
+        slot.missed_nostack.fetch_add(1, Relaxed);
+        return;
+    };
+    let idx = slot.idx();
+    // SAFETY: ftrace gives the hooked function's return-address location for this call.
+    let retp = unsafe { bindings::ufg_fregs_retp(fregs) };
+    // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
+    let old_ret = unsafe { retp.read() };
+    let tramp = trampoline();
+
+    // Another ops hooking this same call pushed the frame already: join it. The frame's "seen"
+    // mask tells this call apart from a tail-recursive one at the same stack slot.
+    let mut fresh = None;
+    let bm = match stack.top_frame() {
+        Some(f) if old_ret == tramp && f.retp == retp as usize && f.func == ip && f.seen & (1 << idx) == 0 => {
+            f.start + FRAME_WORDS
+        }
+        _ => {
+            // SAFETY: no preconditions.
+            let now = unsafe { bindings::trace_clock_local() };
+            match stack.push(old_ret, ip, now, retp as usize) {
+                Ok(bm) => {
+                    fresh = Some(bm);
+                    bm
+                }
+                Err(_) => {
+                    slot.missed_overrun.fetch_add(1, Relaxed);
+                    return;
+                }
+            }
+        }
+    };
+    stack.mark_seen(bm, idx);
+
+    let save = stack.top();
+    let mut e = Entry { func: ip, depth: stack.depth(), regs, stack, idx };
+    // SAFETY: `this` is the handler this slot was made for, alive while registered.
+    if unsafe { (slot.entry)(slot.this, &mut e) } {
+        stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
+    } else {
+        stack.truncate(save);
+    }
+
+    if fresh.is_some() {
+        if stack.bitmap(bm) == 0 {
+            if let Some(f) = stack.top_frame() {
+                stack.pop(&f);
+            }
+        } else {
+            g.tasks.live.add(1);
+            // SAFETY: as above: the return-address location of this call.
+            unsafe { retp.write(tramp) };
+        }
+    }
+    drop(np);
+}
+
+/// Called by the return trampoline with the registers the hooked function returned with;
+/// returns the real return address.
+///
+/// # Safety
+///
+/// Only from the trampoline, which only runs as the return of a function whose entry installed
+/// it on the current task's stack.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_regs) -> usize {
+    let np = NoPreempt::new();
+    // SAFETY: frames return through us only while the graph core exists (teardown hands the
+    // others back and waits for the rest).
+    let g = unsafe { graph() }.expect("ufgraph: return trampoline without a graph core");
+    // SAFETY: the trampoline passes the registers it saved.
+    let regs = unsafe { Regs::from_raw(fregs) };
+    let Some(stack) = g.tasks.current(&np) else {
+        panic!("ufgraph: return trampoline on a task without a shadow stack");
+    };
+    let Some(mut f) = stack.top_frame() else {
+        panic!("ufgraph: return trampoline with an empty shadow stack");
+    };
+    // The frame must be this return's. If it is not, returns were skipped above it (a frame of
+    // a call that never returned normally): find ours further down and drop the others.
+    if !crate::arch::frame_matches(&f, regs) {
+        let Some(c) = stack.frames().find(|c| crate::arch::frame_matches(c, regs)) else {
+            panic!("ufgraph: no shadow-stack frame for this return");
+        };
+        // Everything above `c` belongs to calls that will never return through us.
+        let mut skipped = 0;
+        let mut c_top = stack.top();
+        for x in stack.frames().take_while(|x| x.start != c.start) {
+            skipped += 1;
+            c_top = x.start;
+        }
+        g.stats.skipped_frames.fetch_add(skipped, Relaxed);
+        g.tasks.live.add(-(skipped as isize));
+        stack.truncate(c_top);
+        f = c;
+    }
+
+    // SAFETY: no preconditions.
+    let rettime = unsafe { bindings::trace_clock_local() };
+    // SAFETY: no preconditions; paired below.
+    let bit = unsafe { bindings::ufg_recursion_trylock(f.func, f.ret) };
+    let mut bits = f.bitmap;
+    while bits != 0 {
+        let idx = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let sp = g.array[idx].load(Acquire);
+        if sp.is_null() {
+            continue;
+        }
+        // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it is
+        // removed, and we hold preemption disabled.
+        let slot = unsafe { &*sp };
+        if bit < 0 {
+            slot.missed_recursion.fetch_add(1, Relaxed);
+            continue;
+        }
+        let mut r = Return { func: f.func, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx };
+        // SAFETY: the slot's handler is alive while the slot is.
+        unsafe { (slot.ret)(slot.this, &mut r) };
+    }
+    if bit >= 0 {
+        // SAFETY: pairs with the successful trylock above.
+        unsafe { bindings::ufg_recursion_unlock(bit) };
+    }
+    stack.pop(&f);
+    g.tasks.live.add(-1);
+    g.stats.returns.fetch_add(1, Relaxed);
+    drop(np);
+    f.ret
+}
+
+/// The real return address for a frame of `task`'s stack whose return address slot at `retp`
+/// holds our trampoline: upstream's `ftrace_graph_ret_addr()`. `idx` carries the position between
+/// calls when walking a stack outwards (start at 0). Returns `ret` unchanged if it is not ours.
+pub fn ret_addr(task: crate::sys::task::TaskRef, idx: &mut usize, ret: usize, retp: usize) -> usize {
+    if ret != trampoline() {
+        return ret;
+    }
+    // SAFETY: API calls are made while the module is loaded.
+    let Some(g) = (unsafe { graph() }) else { return ret };
+    let np = NoPreempt::new();
+    let Some(stack) = g.tasks.of_task(task, &np) else { return ret };
+    let mut n = 0;
+    let mut found = ret;
+    for f in stack.frames() {
+        if n < *idx {
+            n += 1;
+            continue;
+        }
+        n += 1;
+        // A tail-called hooked function's frame saved our own trampoline: keep going down.
+        if (retp == 0 || f.retp == retp) && f.ret != trampoline() {
+            *idx = n;
+            found = f.ret;
+            break;
+        }
+    }
+    found
+}
+
+/// Stack trace of the current task into `store`, with our trampoline replaced by the real
+/// return addresses. Returns how many entries were stored.
+pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
+    crate::arch::stack_trace(store, skip)
+}
+
+/// Exposed for the architecture code: the real return address of the frame at `retp`, or
+/// `ret` itself. `pos` tracks the walk.
+pub(crate) fn fix_ret(pos: &mut usize, ret: usize, retp: usize) -> usize {
+    ret_addr(crate::sys::task::TaskRef::current(), pos, ret, retp)
+}
+
+/// For debugfs: the frame type, re-exported.
+pub type ShadowFrame = Frame;

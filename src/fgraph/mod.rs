@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The fgraph core: per-task shadow stacks shared by up to 16 graph ops.
+//!
+//! - [`tasks`]: finding and owning each task's shadow stack;
+//! - [`graph`]: the ops array, the entry callback, the return handler, module pinning;
+//! - [`ops`]: [`GraphOps`], the owner type for Rust users.
+//!
+//! The shadow stack's layout is in `pure::shadow`, the return trampolines under `arch/`.
+
+pub mod graph;
+pub mod ops;
+pub mod tasks;
+
+pub use graph::{Entry, GraphHandler, Return};
+pub use ops::GraphOps;

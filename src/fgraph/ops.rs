@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`GraphOps`]: a Rust graph user, owning its `ftrace_ops` (the filter), its slot and handler.
+
+use super::graph::{graph, GraphHandler, Slot};
+use crate::bindings;
+use crate::sys::ftrace::RawOps;
+use core::mem::ManuallyDrop;
+use core::pin::Pin;
+use core::ptr::addr_of_mut;
+use kernel::alloc::KBox;
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::types::Opaque;
+
+struct Inner<H> {
+    ftrace: Opaque<bindings::ftrace_ops>,
+    slot: Slot,
+    handler: H,
+}
+
+/// A graph ops: set its filter, register it, and `H` is called at the entry and return of the
+/// functions it selects. Dropping it unregisters it and frees its filter.
+pub struct GraphOps<H: GraphHandler> {
+    // Dropped by hand: only once the core no longer knows it.
+    inner: ManuallyDrop<Pin<KBox<Inner<H>>>>,
+    registered: bool,
+}
+
+// SAFETY: the ftrace_ops is only handed to ftrace (which locks) and the handler is Send + Sync.
+unsafe impl<H: GraphHandler> Send for GraphOps<H> {}
+// SAFETY: `&GraphOps` gives out `&H` (Sync) and the slot's atomics only.
+unsafe impl<H: GraphHandler> Sync for GraphOps<H> {}
+
+impl<H: GraphHandler> GraphOps<H> {
+    /// An unregistered ops with an empty filter.
+    pub fn new(handler: H) -> Result<Self> {
+        let mut b = KBox::<Inner<H>>::new_uninit(GFP_KERNEL)?;
+        let p: *mut Inner<H> = b.as_mut_ptr();
+        // SAFETY: `p` points to the box's (uninitialised) memory; we initialise every field in
+        // place. The slot records the addresses of the handler and the ftrace_ops next to it,
+        // which stay put: the box is pinned from here on and never moved out of.
+        let b = unsafe {
+            addr_of_mut!((*p).ftrace).write(Opaque::new(bindings::ftrace_ops::default()));
+            addr_of_mut!((*p).handler).write(handler);
+            let ops = RawOps::from_raw((*p).ftrace.get());
+            addr_of_mut!((*p).slot).write(Slot::new(addr_of_mut!((*p).handler), ops));
+            Pin::from(b.assume_init())
+        };
+        Ok(Self { inner: ManuallyDrop::new(b), registered: false })
+    }
+
+    /// Selects the functions matching `glob` (replacing the filter). `EINVAL` if none match.
+    pub fn set_filter(&mut self, glob: &CStr) -> Result {
+        self.inner.slot.ftrace().set_filter(glob)
+    }
+
+    /// Adds (or removes) the functions at `ips` to the filter; `reset` clears it first.
+    pub fn set_filter_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> Result {
+        self.inner.slot.ftrace().set_filter_ips(ips, remove, reset)
+    }
+
+    /// Starts hooking. `ENOSPC` when 16 ops are registered; on failure nothing is left behind.
+    pub fn register(&mut self) -> Result {
+        if self.registered {
+            return Err(EBUSY);
+        }
+        // SAFETY: API calls are made while the module (and its graph core) is loaded.
+        let g = unsafe { graph() }.ok_or(ENODEV)?;
+        // SAFETY: the slot is pinned in our box and unregistered before the box is freed.
+        unsafe { g.register(&self.inner.slot) }?;
+        self.registered = true;
+        Ok(())
+    }
+
+    /// Stops hooking: when this returns, no callback of ours runs.
+    pub fn unregister(&mut self) -> Result {
+        if !self.registered {
+            return Ok(());
+        }
+        // SAFETY: registered, so the graph core exists.
+        let g = unsafe { graph() }.ok_or(ENODEV)?;
+        g.unregister(&self.inner.slot)?;
+        self.registered = false;
+        Ok(())
+    }
+
+    /// The ops' index while registered.
+    pub fn idx(&self) -> Option<usize> {
+        self.registered.then(|| self.inner.slot.idx())
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &H {
+        &self.inner.handler
+    }
+
+    /// The slot (missed counters).
+    pub fn slot(&self) -> &Slot {
+        &self.inner.slot
+    }
+}
+
+impl<H: GraphHandler> Drop for GraphOps<H> {
+    fn drop(&mut self) {
+        if let Err(e) = self.unregister() {
+            // Freeing a registered ops would leave ftrace calling freed memory: leak it.
+            pr_err!("graph ops unregister failed ({:?}); leaking it\n", e);
+            return;
+        }
+        self.inner.slot.ftrace().free_filter();
+        // SAFETY: dropped exactly once, here, after unregistering; nothing refers to it now.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+    }
+}

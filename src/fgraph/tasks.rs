@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Per-task shadow stacks without a field in `task_struct`.
+//!
+//! A module cannot add the `ret_stack` field upstream keeps in `task_struct`, so every task's
+//! stack is found through a table keyed by the task's address:
+//!
+//! ```text
+//!   Tasks
+//!   +-- table ----(RCU)--> [ 0 | &A | TOMB | &B | ... ]    open addressing, key = task address
+//!   |                             |           |
+//!   |                             v           v
+//!   |                        +---------+ +---------+    one page per task:
+//!   |                        | task    | | task    |    the key, an rcu_head for deferred free,
+//!   |                        | rcu     | | rcu     |    then the shadow stack (pure::shadow)
+//!   |                        | stack.. | | stack.. |
+//!   |                        +---------+ +---------+
+//!   +-- idle[cpu] ---------> one page per possible CPU, for its idle task
+//!   +-- writer lock (irqsave): fork, free and table rebuilds
+//! ```
+//!
+//! * Lookup (every hooked entry and return) is lock-free and NMI-safe: one atomic load of the
+//!   table pointer and a short probe, with preemption disabled (an RCU-sched reader).
+//! * Stacks are allocated for every thread when the first graph ops registers, and from then on
+//!   at fork (the `sched_process_fork` tracepoint, in atomic context: GFP_ATOMIC). A fork whose
+//!   allocation fails leaves the task without a stack; its hooked calls are counted as missed.
+//! * Idle tasks are not on the task list: each possible CPU gets a stack up front, found by
+//!   `is_idle_task(current)` when the table has no entry (idle tasks never migrate).
+//! * A stack is freed from `sched_process_free`, which fires from the RCU callback that drops the
+//!   task's last RCU reference: after its final context switch, when it can no longer run. Frames
+//!   still on it (a task that died inside hooked functions, e.g. in `do_exit`) are subtracted
+//!   from the live-frame count, and the page goes after a grace period (`kfree_rcu`), since a
+//!   reader may still be probing the table.
+//! * The table is rebuilt bigger from a work item when half full; inserts refuse past three
+//!   quarters, so a fork storm degrades to counted misses, never to a long probe.
+
+use crate::bindings;
+use crate::pure::shadow::ShadowStack;
+use crate::pure::tasktable::{self, Counts, InsertError};
+use crate::sys::percpu::PerCpuCounter;
+use crate::sys::sync::{synchronize_rcu, IrqSpinLock, NoPreempt, Work};
+use crate::sys::task::{for_each_thread, nr_cpu_ids, this_cpu, TaskRef};
+use crate::sys::tracepoint::{self, Probe};
+use core::ffi::c_void;
+use core::mem::size_of;
+use core::ptr::null_mut;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
+use kernel::alloc::{flags, Flags, KBox, KVVec, KVec};
+use kernel::c_str;
+use kernel::prelude::*;
+
+/// Words in a task's shadow stack: what is left of a page after the header.
+pub const STACK_WORDS: usize = 506;
+/// A task's shadow stack.
+pub type Stack = ShadowStack<STACK_WORDS>;
+
+/// One page: a task's shadow stack and what it takes to find and free it.
+#[repr(C)]
+pub struct TaskStack {
+    task: usize,
+    rcu: bindings::callback_head,
+    /// The shadow stack.
+    pub stack: Stack,
+}
+
+const _: () = assert!(size_of::<TaskStack>() == 4096);
+
+fn key_of(e: usize) -> usize {
+    // SAFETY: table entries are live `TaskStack`s: they are freed only after removal and an RCU
+    // grace period, and every caller reads them inside a reader section or under the writer lock.
+    unsafe { (*(e as *const TaskStack)).task }
+}
+
+fn alloc_stack(task: usize, gfp: Flags) -> Option<*mut TaskStack> {
+    let b = KBox::<TaskStack>::new_uninit(gfp | flags::__GFP_ZERO | flags::__GFP_NOWARN).ok()?;
+    // SAFETY: all-zero is a valid `TaskStack`: an empty stack with zeroed task variables, a null
+    // rcu_head, task 0.
+    let mut b = unsafe { b.assume_init() };
+    b.task = task;
+    Some(KBox::into_raw(b))
+}
+
+/// # Safety
+///
+/// `p` came from `alloc_stack` and no reader can reach it any more.
+unsafe fn free_stack_now(p: *mut TaskStack) {
+    // SAFETY: per the function's contract.
+    drop(unsafe { KBox::from_raw(p) });
+}
+
+// Stacks allocated ahead of the task walk (which cannot sleep); the unused ones are freed.
+struct Spare<const N: usize> {
+    p: [*mut TaskStack; N],
+    n: usize,
+}
+
+impl<const N: usize> Spare<N> {
+    fn pop(&mut self) -> Option<*mut TaskStack> {
+        self.n = self.n.checked_sub(1)?;
+        Some(self.p[self.n])
+    }
+}
+
+impl<const N: usize> Drop for Spare<N> {
+    fn drop(&mut self) {
+        while let Some(p) = self.pop() {
+            // SAFETY: spare stacks were never published.
+            unsafe { free_stack_now(p) };
+        }
+    }
+}
+
+struct Table {
+    slots: KVVec<AtomicUsize>,
+}
+
+impl Table {
+    fn new(cap: usize) -> Result<KBox<Self>> {
+        let mut slots = KVVec::with_capacity(cap, GFP_KERNEL)?;
+        for _ in 0..cap {
+            slots.push(AtomicUsize::new(tasktable::EMPTY), GFP_KERNEL)?;
+        }
+        Ok(KBox::new(Self { slots }, GFP_KERNEL)?)
+    }
+}
+
+/// Counters shown in debugfs.
+#[derive(Default)]
+pub struct TaskStats {
+    /// Stacks allocated now (idle stacks included).
+    pub stacks: AtomicUsize,
+    /// Forked tasks that got no stack (allocation failed or table full).
+    pub fork_failed: AtomicU64,
+    /// Frames found on stacks of tasks that died inside hooked functions.
+    pub dead_frames: AtomicU64,
+    /// Table rebuilds.
+    pub rebuilds: AtomicU64,
+}
+
+/// Every task's shadow stack. Lives in a pinned box: the tracepoint probes and the rebuild work
+/// hold its address.
+#[pin_data(PinnedDrop)]
+pub struct Tasks {
+    table: AtomicPtr<Table>,
+    #[pin]
+    writer: IrqSpinLock<Counts>,
+    idle: KVec<AtomicPtr<TaskStack>>,
+    #[pin]
+    rebuild: Work,
+    attached: AtomicBool,
+    /// Frames whose return is hooked right now, over all tasks.
+    pub live: PerCpuCounter,
+    /// Counters.
+    pub stats: TaskStats,
+}
+
+fn idle_slots() -> Result<KVec<AtomicPtr<TaskStack>>> {
+    let n = nr_cpu_ids();
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        v.push(AtomicPtr::new(null_mut()), GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+unsafe extern "C" fn on_fork(data: *mut c_void, _parent: *mut bindings::task_struct, child: *mut bindings::task_struct) {
+    // SAFETY: `data` is the pinned `Tasks` this probe was attached with; it detaches its probes
+    // and waits for them before it goes away.
+    let tasks = unsafe { &*data.cast::<Tasks>() };
+    tasks.add(TaskRef(child as usize), flags::GFP_ATOMIC);
+}
+
+unsafe extern "C" fn on_free(data: *mut c_void, task: *mut bindings::task_struct) {
+    // SAFETY: as for `on_fork`.
+    let tasks = unsafe { &*data.cast::<Tasks>() };
+    tasks.remove(TaskRef(task as usize));
+}
+
+unsafe extern "C" fn rebuild_work(w: *mut bindings::work_struct) {
+    // SAFETY: the work is the `rebuild` field of a pinned `Tasks`, which cancels it (waiting for
+    // it to finish) before it goes away.
+    let tasks = unsafe { &*kernel::container_of!(w, Tasks, rebuild) };
+    if let Err(e) = tasks.grow(0) {
+        pr_warn!("cannot grow the task table: {:?}\n", e);
+    }
+}
+
+impl Tasks {
+    /// An empty set: no table, no stacks, no probes, until [`Tasks::attach`].
+    pub fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            table: AtomicPtr::new(null_mut()),
+            writer <- IrqSpinLock::new(Counts::default()),
+            idle: idle_slots()?,
+            rebuild <- Work::new(rebuild_work),
+            attached: AtomicBool::new(false),
+            live: PerCpuCounter::new()?,
+            stats: TaskStats::default(),
+        }? Error)
+    }
+
+    /// The stack of the current task, if it has one. The caller keeps preemption disabled while
+    /// it uses the table, and may use the stack itself for as long as the current task lives.
+    #[inline(always)]
+    pub fn current(&self, _np: &NoPreempt) -> Option<&Stack> {
+        self.of(TaskRef::current(), true)
+    }
+
+    /// The stack of `task`, which must be alive (current, or pinned by the caller), with
+    /// preemption disabled.
+    pub fn of_task(&self, task: TaskRef, _np: &NoPreempt) -> Option<&Stack> {
+        self.of(task, false)
+    }
+
+    fn of(&self, task: TaskRef, is_current: bool) -> Option<&Stack> {
+        let table = self.table.load(Acquire);
+        if table.is_null() {
+            return None;
+        }
+        // SAFETY: a published table is freed only after an RCU grace period, and callers hold
+        // preemption disabled (an RCU-sched reader).
+        let slots = unsafe { &(*table).slots };
+        if let Some(e) = tasktable::lookup(slots, task.0, key_of) {
+            // SAFETY: the entry is a live `TaskStack` (see `key_of`); it belongs to `task`, which
+            // is alive, so it is not freed while the caller uses it.
+            return Some(unsafe { &(*(e as *const TaskStack)).stack });
+        }
+        // SAFETY: `task` is alive (caller's contract).
+        if unsafe { task.is_idle() } {
+            // SAFETY: as above.
+            let cpu = if is_current { this_cpu() } else { unsafe { task.cpu() } };
+            let p = self.idle.get(cpu)?.load(Acquire);
+            // SAFETY: idle stacks live until `Tasks` is dropped.
+            return (!p.is_null()).then(|| unsafe { &(*p).stack });
+        }
+        None
+    }
+
+    /// Allocates a stack for `task` and files it. Called from the fork probe (atomic) and the
+    /// initial walk. A task that has one already keeps it.
+    fn add(&self, task: TaskRef, gfp: Flags) -> bool {
+        let Some(p) = alloc_stack(task.0, gfp) else {
+            self.stats.fork_failed.fetch_add(1, Relaxed);
+            return false;
+        };
+        self.file(task, p)
+    }
+
+    // Files a preallocated stack; frees it if the task has one already or the table is full.
+    fn file(&self, task: TaskRef, p: *mut TaskStack) -> bool {
+        let r = self.writer.with(|counts| {
+            let table = self.table.load(Relaxed);
+            if table.is_null() {
+                return (Err(InsertError::Full), false);
+            }
+            // SAFETY: writers hold the lock; the table is only replaced under it.
+            let slots = unsafe { &(*table).slots };
+            let r = tasktable::insert(slots, counts, task.0, p as usize, key_of);
+            (r, tasktable::wants_rebuild(counts, slots.len()))
+        });
+        match r {
+            (Ok(()), grow) => {
+                self.stats.stacks.fetch_add(1, Relaxed);
+                if grow {
+                    self.rebuild.schedule();
+                }
+                true
+            }
+            (Err(InsertError::Exists(_)), _) => {
+                // SAFETY: `p` was never published.
+                unsafe { free_stack_now(p) };
+                true
+            }
+            (Err(InsertError::Full), _) => {
+                // SAFETY: `p` was never published.
+                unsafe { free_stack_now(p) };
+                self.stats.fork_failed.fetch_add(1, Relaxed);
+                self.rebuild.schedule();
+                false
+            }
+        }
+    }
+
+    /// Unfiles and frees the stack of a task that can no longer run.
+    fn remove(&self, task: TaskRef) {
+        let e = self.writer.with(|counts| {
+            let table = self.table.load(Relaxed);
+            if table.is_null() {
+                return None;
+            }
+            // SAFETY: writers hold the lock.
+            let slots = unsafe { &(*table).slots };
+            tasktable::remove(slots, counts, task.0, key_of)
+        });
+        let Some(e) = e else { return };
+        let ts = e as *mut TaskStack;
+        // SAFETY: the stack is unfiled but not freed; its task is dead, so nothing writes it.
+        let dead = unsafe { (*ts).stack.frames().count() };
+        if dead > 0 {
+            self.live.add(-(dead as isize));
+            self.stats.dead_frames.fetch_add(dead as u64, Relaxed);
+        }
+        self.stats.stacks.fetch_sub(1, Relaxed);
+        // SAFETY: `ts` came from `alloc_stack` (kmalloc'd); readers that found it before the
+        // removal are RCU-sched readers, so it is freed after a grace period. `rcu` lies within
+        // the first page of the object, as kfree_rcu requires.
+        unsafe { bindings::ufg_kfree_rcu(core::ptr::addr_of_mut!((*ts).rcu), ts.cast()) };
+    }
+
+    /// Rebuilds the table with room for at least `want` entries (and for the current ones).
+    /// Process context.
+    fn grow(&self, want: usize) -> Result {
+        loop {
+            let used = self.writer.with(|c| c.used);
+            let cap = tasktable::capacity_for(used.max(want));
+            let new = KBox::into_raw(Table::new(cap)?);
+            let old = self.writer.with(|counts| {
+                let old = self.table.load(Relaxed);
+                // SAFETY: `new` is ours until published.
+                let new_slots = unsafe { &(*new).slots };
+                let rebuilt = if old.is_null() {
+                    Ok(Counts::default())
+                } else {
+                    // SAFETY: writers hold the lock; `old` is the live table.
+                    tasktable::rebuild(unsafe { &(*old).slots }, new_slots, key_of)
+                };
+                match rebuilt {
+                    Ok(c) => {
+                        *counts = c;
+                        self.table.store(new, Release);
+                        Ok(old)
+                    }
+                    // Forks filled it meanwhile: try again, bigger.
+                    Err(_) => Err(()),
+                }
+            });
+            match old {
+                Ok(old) => {
+                    self.stats.rebuilds.fetch_add(1, Relaxed);
+                    if !old.is_null() {
+                        synchronize_rcu();
+                        // SAFETY: unpublished, and every reader that could see it has finished.
+                        drop(unsafe { KBox::from_raw(old) });
+                    }
+                    return Ok(());
+                }
+                // SAFETY: never published.
+                Err(()) => drop(unsafe { KBox::from_raw(new) }),
+            }
+        }
+    }
+
+    /// Gives every task a stack: attaches the fork and free probes (into `probes`), sizes the
+    /// table, allocates idle stacks and walks the task list. Process context. Callers serialise
+    /// `attach` and `detach` (the graph's registration mutex) and keep `self` pinned. On failure
+    /// everything is undone.
+    pub fn attach(&self, probes: &mut KVec<Probe>) -> Result {
+        if self.attached.load(Relaxed) {
+            return Ok(());
+        }
+        let r = self.attach_inner(probes);
+        match r {
+            Ok(()) => self.attached.store(true, Relaxed),
+            Err(_) => self.detach(probes),
+        }
+        r
+    }
+
+    fn attach_inner(&self, probes: &mut KVec<Probe>) -> Result {
+        let data = (self as *const Self).cast_mut().cast::<c_void>();
+        // Probes first: a task forked during the walk is then covered by one or the other.
+        // SAFETY: the probe signatures match sched_process_fork(parent, child) and
+        // sched_process_free(task); `self` is pinned and the caller detaches them (`detach`)
+        // before it goes away.
+        unsafe {
+            probes.push(Probe::attach(c_str!("sched_process_fork"), on_fork as *mut c_void, data)?, GFP_KERNEL)?;
+            probes.push(Probe::attach(c_str!("sched_process_free"), on_free as *mut c_void, data)?, GFP_KERNEL)?;
+        }
+
+        let mut n = 0;
+        for_each_thread(|_| n += 1);
+        self.grow(n + 64)?;
+
+        for slot in self.idle.iter() {
+            let p = alloc_stack(0, GFP_KERNEL).ok_or(ENOMEM)?;
+            self.stats.stacks.fetch_add(1, Relaxed);
+            slot.store(p, Release);
+        }
+
+        // The walk runs under rcu_read_lock(): allocate outside it, in batches, and repeat until
+        // a walk finds every task covered.
+        const BATCH: usize = 64;
+        let mut spare = Spare { p: [null_mut(); BATCH], n: 0 };
+        let result = loop {
+            while spare.n < BATCH {
+                match alloc_stack(0, GFP_KERNEL) {
+                    Some(p) => {
+                        spare.p[spare.n] = p;
+                        spare.n += 1;
+                    }
+                    None => break,
+                }
+            }
+            if spare.n == 0 {
+                break Err(ENOMEM);
+            }
+            let mut wanted = false;
+            for_each_thread(|t| {
+                let _np = NoPreempt::new();
+                if self.of(t, false).is_some() {
+                    return;
+                }
+                match spare.pop() {
+                    Some(p) => {
+                        // SAFETY: `p` is ours until filed.
+                        unsafe { (*p).task = t.0 };
+                        if !self.file(t, p) {
+                            wanted = true;
+                        }
+                    }
+                    None => wanted = true,
+                }
+            });
+            if !wanted {
+                break Ok(());
+            }
+            self.grow(0)?;
+        };
+        drop(spare);
+        result
+    }
+
+    /// Undoes `attach`: detaches the probes and frees every stack. The caller guarantees nobody
+    /// uses the stacks any more (no graph ops registered, no frames live) and serialises this
+    /// with `attach`.
+    pub fn detach(&self, probes: &mut KVec<Probe>) {
+        if !probes.is_empty() {
+            *probes = KVec::new();
+            tracepoint::synchronize_unregister();
+        }
+        self.attached.store(false, Relaxed);
+        self.rebuild.cancel_sync();
+        let table = self.writer.with(|counts| {
+            *counts = Counts::default();
+            self.table.swap(null_mut(), AcqRel)
+        });
+        if !table.is_null() {
+            synchronize_rcu();
+            // SAFETY: unpublished, readers gone; entries are freed once, here.
+            let table = unsafe { KBox::from_raw(table) };
+            tasktable::for_each(&table.slots, |e| {
+                // SAFETY: entries are live stacks nobody else references now.
+                unsafe { free_stack_now(e as *mut TaskStack) };
+                self.stats.stacks.fetch_sub(1, Relaxed);
+            });
+        }
+        for slot in self.idle.iter() {
+            let p = slot.swap(null_mut(), AcqRel);
+            if !p.is_null() {
+                // SAFETY: as above.
+                unsafe { free_stack_now(p) };
+                self.stats.stacks.fetch_sub(1, Relaxed);
+            }
+        }
+    }
+
+    /// Calls `f` on every stack, idle stacks included, without locking: only for a caller that
+    /// no writer can race (under `stop_machine`).
+    pub fn for_each_stack(&self, mut f: impl FnMut(&Stack)) {
+        let table = self.table.load(Acquire);
+        if !table.is_null() {
+            // SAFETY: the table is live; the caller excludes concurrent rebuilds and frees.
+            tasktable::for_each(unsafe { &(*table).slots }, |e| {
+                // SAFETY: entries are live stacks (see `key_of`).
+                f(unsafe { &(*(e as *const TaskStack)).stack })
+            });
+        }
+        for slot in self.idle.iter() {
+            let p = slot.load(Acquire);
+            if !p.is_null() {
+                // SAFETY: idle stacks live until `detach`.
+                f(unsafe { &(*p).stack });
+            }
+        }
+    }
+
+    /// How many tasks (idle tasks included) have a stack.
+    pub fn count(&self) -> usize {
+        self.stats.stacks.load(Relaxed)
+    }
+
+    /// Whether stacks have been handed out.
+    pub fn is_attached(&self) -> bool {
+        self.attached.load(Relaxed)
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Tasks {
+    fn drop(self: Pin<&mut Self>) {
+        // The owner detached (it holds the probes); a rebuild may still be queued.
+        self.rebuild.cancel_sync();
+    }
+}

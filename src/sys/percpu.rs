@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Counters split per CPU, so that hot paths on different CPUs never share a cache line.
+//!
+//! A counter is incremented on the CPU that runs the event and may be decremented on another
+//! (a frame pushed on one CPU can be popped after migration): each per-CPU value may go negative,
+//! only the sum means something.
+
+use crate::sys::task::{nr_cpu_ids, this_cpu};
+use core::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+use kernel::alloc::{flags::GFP_KERNEL, KVVec};
+use kernel::prelude::*;
+
+#[repr(C, align(64))]
+struct Line(AtomicIsize);
+
+/// A counter with one cache line per possible CPU.
+pub struct PerCpuCounter {
+    lines: KVVec<Line>,
+}
+
+impl PerCpuCounter {
+    /// A zeroed counter.
+    pub fn new() -> Result<Self> {
+        let n = nr_cpu_ids();
+        let mut lines = KVVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            lines.push(Line(AtomicIsize::new(0)), GFP_KERNEL)?;
+        }
+        Ok(Self { lines })
+    }
+
+    /// Adds `v` on this CPU's line.
+    #[inline(always)]
+    pub fn add(&self, v: isize) {
+        // An out-of-range CPU cannot happen (nr_cpu_ids bounds every CPU number); fall back to
+        // line 0 rather than panic in a hot path.
+        let line = self.lines.get(this_cpu()).unwrap_or(&self.lines[0]);
+        line.0.fetch_add(v, Relaxed);
+    }
+
+    /// The sum over all CPUs. Exact when nothing adds concurrently.
+    pub fn sum(&self) -> isize {
+        self.lines.iter().map(|l| l.0.load(Relaxed)).sum()
+    }
+}

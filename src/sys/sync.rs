@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Synchronisation the 6.12 kernel crate lacks: an irq-safe spinlock, preemption guards, RCU
+//! grace periods, and work items with a Rust callback.
+
+use crate::bindings;
+use core::cell::UnsafeCell;
+use core::marker::PhantomPinned;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// A spinlock taken with interrupts disabled (`spin_lock_irqsave`), for data that interrupt or
+/// softirq context (tracepoint probes run in both) also locks.
+#[pin_data]
+pub struct IrqSpinLock<T> {
+    #[pin]
+    lock: Opaque<bindings::spinlock_t>,
+    data: UnsafeCell<T>,
+    #[pin]
+    _pin: PhantomPinned,
+}
+
+// SAFETY: the data is only reached through the lock.
+unsafe impl<T: Send> Send for IrqSpinLock<T> {}
+// SAFETY: the lock serialises all access to the data.
+unsafe impl<T: Send> Sync for IrqSpinLock<T> {}
+
+impl<T> IrqSpinLock<T> {
+    /// A pin-initialiser for a lock around `data`.
+    pub fn new(data: T) -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `spin_lock_init` initialises the spinlock in place; it stays pinned.
+            lock <- Opaque::ffi_init(|slot| unsafe { bindings::ufg_spin_lock_init(slot) }),
+            data: UnsafeCell::new(data),
+            _pin: PhantomPinned,
+        })
+    }
+
+    /// Runs `f` with the lock held and local interrupts disabled.
+    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: the lock was initialised by `new` and is pinned.
+        let flags = unsafe { bindings::ufg_spin_lock_irqsave(self.lock.get()) };
+        // SAFETY: the lock is held: nobody else accesses the data until we release it.
+        let r = f(unsafe { &mut *self.data.get() });
+        // SAFETY: we hold the lock, taken with these flags.
+        unsafe { bindings::ufg_spin_unlock_irqrestore(self.lock.get(), flags) };
+        r
+    }
+}
+
+/// Preemption disabled (without tracing) for the guard's lifetime: an RCU-sched read-side
+/// critical section, which `synchronize_rcu()` waits for.
+pub struct NoPreempt(());
+
+impl NoPreempt {
+    /// Disables preemption.
+    #[inline(always)]
+    pub fn new() -> Self {
+        // SAFETY: balanced by `drop`.
+        unsafe { bindings::ufg_preempt_disable() };
+        Self(())
+    }
+}
+
+impl Drop for NoPreempt {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: balances `new`.
+        unsafe { bindings::ufg_preempt_enable() };
+    }
+}
+
+/// Waits for every preemption-disabled region and RCU reader that started before the call.
+pub fn synchronize_rcu() {
+    // SAFETY: may sleep; callers are in process context.
+    unsafe { bindings::synchronize_rcu() };
+}
+
+/// Waits until every task has passed a voluntary context switch: no task is still executing
+/// code it was preempted in before the call (our trampoline, say).
+#[allow(dead_code)]
+pub fn synchronize_rcu_tasks() {
+    // SAFETY: may sleep; callers are in process context.
+    unsafe { bindings::ufg_synchronize_rcu_tasks() };
+}
+
+/// Sleeps for `ms` milliseconds.
+pub fn msleep(ms: u32) {
+    // SAFETY: may sleep; callers are in process context.
+    unsafe { bindings::msleep(ms) };
+}
+
+/// A `work_struct` whose callback is a plain function given the work's address; embed it in a
+/// pinned structure and recover the structure with [`kernel::container_of!`].
+#[repr(transparent)]
+pub struct Work(Opaque<bindings::work_struct>);
+
+// SAFETY: the workqueue API may be called on a work item from any task, concurrently.
+unsafe impl Send for Work {}
+// SAFETY: as above.
+unsafe impl Sync for Work {}
+
+impl Work {
+    /// A pin-initialiser for a work item calling `f`.
+    pub fn new(f: unsafe extern "C" fn(*mut bindings::work_struct)) -> impl PinInit<Self> {
+        // SAFETY: INIT_WORK initialises the work_struct in place; `Work` is transparent.
+        unsafe {
+            kernel::init::pin_init_from_closure(move |slot: *mut Self| {
+                bindings::ufg_init_work(slot.cast(), Some(f));
+                Ok(())
+            })
+        }
+    }
+
+    /// Queues the work on the system workqueue, unless it is queued already.
+    pub fn schedule(&self) -> bool {
+        // SAFETY: the work_struct was initialised by `new` and is pinned with its owner.
+        unsafe { bindings::ufg_schedule_work(self.0.get()) }
+    }
+
+    /// Cancels the work and waits for a running instance to finish.
+    pub fn cancel_sync(&self) {
+        // SAFETY: as for `schedule`; may sleep.
+        unsafe { bindings::cancel_work_sync(self.0.get()) };
+    }
+
+    /// The raw pointer (the callback's argument).
+    pub fn as_ptr(&self) -> *mut bindings::work_struct {
+        self.0.get()
+    }
+}
+
+/// A `delayed_work` whose callback is a plain function given the embedded `work_struct`'s
+/// address (the first field of a `delayed_work`, so the cast back is direct).
+#[repr(transparent)]
+pub struct DelayedWork(Opaque<bindings::delayed_work>);
+
+// SAFETY: the workqueue API may be called on a work item from any task, concurrently.
+unsafe impl Send for DelayedWork {}
+// SAFETY: as above.
+unsafe impl Sync for DelayedWork {}
+
+impl DelayedWork {
+    /// A pin-initialiser for a delayed work item calling `f`.
+    pub fn new(f: unsafe extern "C" fn(*mut bindings::work_struct)) -> impl PinInit<Self> {
+        // SAFETY: INIT_DELAYED_WORK initialises the delayed_work in place; `DelayedWork` is
+        // transparent.
+        unsafe {
+            kernel::init::pin_init_from_closure(move |slot: *mut Self| {
+                bindings::ufg_init_delayed_work(slot.cast(), Some(f));
+                Ok(())
+            })
+        }
+    }
+
+    /// Queues the work to run in `ms` milliseconds, unless it is pending already.
+    pub fn schedule(&self, ms: u32) -> bool {
+        // SAFETY: initialised by `new`, pinned with its owner.
+        unsafe { bindings::ufg_schedule_delayed_work(self.0.get(), ms) }
+    }
+
+    /// Cancels the work, waiting for a running instance; a self-requeueing work stays cancelled.
+    pub fn cancel_sync(&self) {
+        // SAFETY: as for `schedule`; may sleep.
+        unsafe { bindings::ufg_cancel_delayed_work_sync(self.0.get()) };
+    }
+
+    /// Recovers the `DelayedWork` from the `work_struct` its callback is given.
+    ///
+    /// # Safety
+    ///
+    /// `w` must be the work of a `DelayedWork`.
+    pub unsafe fn from_work<'a>(w: *mut bindings::work_struct) -> &'a Self {
+        // SAFETY: `work` is the first field of `struct delayed_work`, and `DelayedWork` is a
+        // transparent wrapper of it.
+        unsafe { &*w.cast::<Self>() }
+    }
+}

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Tasks and CPUs, seen as opaque keys: ufgraph never looks inside a `task_struct`.
+
+use crate::bindings;
+use core::ffi::c_void;
+
+/// A task, by its `task_struct` address. Holding one does not keep the task alive: it is a key
+/// for lookups, compared but never dereferenced by Rust code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskRef(pub usize);
+
+impl TaskRef {
+    /// The task running this code.
+    #[inline(always)]
+    pub fn current() -> Self {
+        // SAFETY: `current` is always valid in kernel context.
+        Self(unsafe { bindings::ufg_current() } as usize)
+    }
+
+    /// The raw pointer, for C calls.
+    pub fn as_ptr(self) -> *mut bindings::task_struct {
+        self.0 as *mut bindings::task_struct
+    }
+
+    /// Whether this is a CPU's idle task.
+    ///
+    /// # Safety
+    ///
+    /// The task must be alive (current, or pinned by the caller).
+    pub unsafe fn is_idle(self) -> bool {
+        // SAFETY: the caller guarantees the task_struct is valid.
+        unsafe { bindings::ufg_is_idle_task(self.as_ptr()) }
+    }
+
+    /// The CPU the task last ran on.
+    ///
+    /// # Safety
+    ///
+    /// The task must be alive (current, or pinned by the caller).
+    pub unsafe fn cpu(self) -> usize {
+        // SAFETY: the caller guarantees the task_struct is valid.
+        unsafe { bindings::ufg_task_cpu(self.as_ptr()) as usize }
+    }
+}
+
+impl TaskRef {
+    /// The task's pid (its thread id).
+    ///
+    /// # Safety
+    ///
+    /// The task must be alive (current, pinned, or seen in an RCU walk of the task list).
+    pub unsafe fn pid(self) -> i32 {
+        // SAFETY: the caller guarantees the task_struct is valid.
+        unsafe { bindings::ufg_task_pid(self.as_ptr()) }
+    }
+
+    /// The task's command name.
+    ///
+    /// # Safety
+    ///
+    /// As for [`TaskRef::pid`].
+    pub unsafe fn comm(self) -> [u8; 16] {
+        let mut buf = [0u8; 16];
+        // SAFETY: the task is valid (caller); `buf` has TASK_COMM_LEN (16) bytes.
+        unsafe { bindings::ufg_task_comm(self.as_ptr(), buf.as_mut_ptr()) };
+        buf
+    }
+}
+
+/// The CPU this code runs on. Stable only with preemption disabled.
+#[inline(always)]
+pub fn this_cpu() -> usize {
+    // SAFETY: no preconditions (raw_smp_processor_id).
+    unsafe { bindings::ufg_cpu() as usize }
+}
+
+/// One more than the highest possible CPU number.
+pub fn nr_cpu_ids() -> usize {
+    // SAFETY: no preconditions.
+    unsafe { bindings::ufg_nr_cpu_ids() as usize }
+}
+
+/// Calls `f` for every thread of every process (idle tasks excluded), under `rcu_read_lock()`:
+/// `f` must not sleep. Threads created or freed meanwhile may or may not be seen.
+pub fn for_each_thread<F: FnMut(TaskRef)>(mut f: F) {
+    unsafe extern "C" fn tramp<F: FnMut(TaskRef)>(t: *mut bindings::task_struct, data: *mut c_void) {
+        // SAFETY: `data` is the `&mut F` passed below, alive for the whole walk.
+        let f = unsafe { &mut *data.cast::<F>() };
+        f(TaskRef(t as usize));
+    }
+    // SAFETY: `tramp::<F>` matches the callback type and `data` points to `f`, which outlives
+    // the call; the walk calls back synchronously only.
+    unsafe { bindings::ufg_for_each_thread(Some(tramp::<F>), (&mut f as *mut F).cast::<c_void>()) };
+}

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The fgraph core on real functions: return values, data slots, the 16-ops limit, LRU index
+//! reuse, deep recursion, parent data and task variables, unwinding.
+
+use crate::bindings;
+use crate::fgraph::graph::{self, graph, trampoline};
+use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
+use crate::pure::shadow::ARRAY_SIZE;
+use crate::sys::ktest::{CaseResult, Failed, Test};
+use crate::{kcheck, kcheck_eq, kunit_suite};
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use kernel::alloc::KVec;
+use kernel::c_str;
+use kernel::prelude::*;
+use kernel::str::CStr;
+
+/// Counts entries and returns; optionally reserves `bytes` per entry holding a pattern derived
+/// from `tag` and the first argument, and checks it (and, for `ufg_test_add`, the return value)
+/// at the return.
+struct Rec {
+    entries: AtomicUsize,
+    returns: AtomicUsize,
+    bad: AtomicUsize,
+    bytes: usize,
+    tag: usize,
+    check_sum: bool,
+}
+
+impl Rec {
+    fn new(bytes: usize, tag: usize, check_sum: bool) -> Self {
+        Self { entries: AtomicUsize::new(0), returns: AtomicUsize::new(0), bad: AtomicUsize::new(0), bytes, tag, check_sum }
+    }
+
+    fn pattern(&self, arg: usize, i: usize) -> usize {
+        self.tag.wrapping_mul(0x1000_0001) ^ (arg << 8) ^ i
+    }
+}
+
+impl GraphHandler for Rec {
+    fn entry(&self, e: &mut Entry<'_>) -> bool {
+        self.entries.fetch_add(1, Relaxed);
+        if self.bytes > 0 {
+            let arg = e.regs.arg(0);
+            let sum = e.regs.arg(0).wrapping_add(e.regs.arg(1)) as u32 as usize;
+            match e.reserve(self.bytes) {
+                Some(w) => {
+                    for (i, x) in w.iter_mut().enumerate() {
+                        *x = self.pattern(arg, i);
+                    }
+                    if self.check_sum {
+                        w[0] = sum;
+                    }
+                }
+                None => {
+                    self.bad.fetch_add(1, Relaxed);
+                }
+            }
+        }
+        true
+    }
+
+    fn ret(&self, r: &mut Return<'_>) {
+        self.returns.fetch_add(1, Relaxed);
+        if self.bytes == 0 {
+            return;
+        }
+        let ok = match r.data() {
+            Some(w) if w.len() == self.bytes.div_ceil(8) => {
+                if self.check_sum {
+                    w[0] == r.retval() as u32 as usize
+                } else {
+                    // The first argument is gone at return: recover it from word 1's pattern.
+                    let arg = (w.get(1).map_or(w[0], |&x| x ^ 1) ^ self.tag.wrapping_mul(0x1000_0001)) >> 8;
+                    w.iter().enumerate().all(|(i, &x)| x == self.pattern(arg, i))
+                }
+            }
+            _ => false,
+        };
+        if !ok {
+            self.bad.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+fn ops_on(t: &Test, glob: &CStr, h: Rec) -> Result<GraphOps<Rec>, Failed> {
+    let mut ops = t.check_ok(GraphOps::new(h), "GraphOps::new")?;
+    t.check_ok(ops.set_filter(glob), "set_filter")?;
+    Ok(ops)
+}
+
+fn core_is_idle(t: &Test) -> CaseResult {
+    // SAFETY: the module is loaded while its tests run.
+    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    kcheck_eq!(t, g.registered(), 0);
+    Ok(())
+}
+
+fn add(a: i32, b: i32) -> i32 {
+    // SAFETY: a plain C fixture (testfns.c) with no preconditions.
+    unsafe { bindings::ufg_test_add(a, b) }
+}
+
+fn return_values_and_counts(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let mut ops = ops_on(t, c_str!("ufg_test_add"), Rec::new(8, 1, true))?;
+    t.check_ok(ops.register(), "register")?;
+    for i in 0..200 {
+        kcheck_eq!(t, add(i, 2 * i), 3 * i);
+    }
+    let h = ops.handler();
+    kcheck_eq!(t, h.entries.load(Relaxed), 200);
+    kcheck_eq!(t, h.returns.load(Relaxed), 200);
+    kcheck_eq!(t, h.bad.load(Relaxed), 0);
+    t.check_ok(ops.unregister(), "unregister")?;
+    add(1, 1);
+    kcheck_eq!(t, ops.handler().entries.load(Relaxed), 200);
+    Ok(())
+}
+
+// Upstream's "multiple fgraph storage" selftest: several ops on one function, each storing data
+// of a different size, each reading back exactly its own on return.
+fn multiple_storage(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let sizes = [1usize, 8, 24, 100, 256];
+    let mut all = KVec::new();
+    for (n, &bytes) in sizes.iter().enumerate() {
+        let mut ops = ops_on(t, c_str!("ufg_test_add"), Rec::new(bytes, n + 7, false))?;
+        t.check_ok(ops.register(), "register")?;
+        t.check_ok(all.push(ops, GFP_KERNEL).map_err(Into::into), "push")?;
+    }
+    for i in 0..50 {
+        kcheck_eq!(t, add(i, 1), i + 1);
+    }
+    for (n, ops) in all.iter().enumerate() {
+        let h = ops.handler();
+        kcheck!(t, h.entries.load(Relaxed) == 50 && h.returns.load(Relaxed) == 50,
+            "ops {} ({} bytes): {} entries {} returns", n, sizes[n], h.entries.load(Relaxed), h.returns.load(Relaxed));
+        kcheck!(t, h.bad.load(Relaxed) == 0, "ops {} ({} bytes): {} bad data", n, sizes[n], h.bad.load(Relaxed));
+    }
+    Ok(())
+}
+
+fn mul(a: i64, b: i64) -> i64 {
+    // SAFETY: a plain C fixture with no preconditions.
+    unsafe { bindings::ufg_test_mul(a as _, b as _) as i64 }
+}
+
+fn fill(t: &Test, n: usize) -> Result<KVec<GraphOps<Rec>>, Failed> {
+    let mut v = KVec::new();
+    for _ in 0..n {
+        let mut ops = ops_on(t, c_str!("ufg_test_mul"), Rec::new(0, 0, false))?;
+        t.check_ok(ops.register(), "register")?;
+        t.check_ok(v.push(ops, GFP_KERNEL).map_err(Into::into), "push")?;
+    }
+    Ok(v)
+}
+
+fn seventeenth_ops_is_enospc(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let all = fill(t, ARRAY_SIZE)?;
+    // SAFETY: the module is loaded.
+    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    kcheck_eq!(t, g.registered(), ARRAY_SIZE);
+    let mut extra = ops_on(t, c_str!("ufg_test_mul"), Rec::new(0, 0, false))?;
+    match extra.register() {
+        Err(e) => kcheck!(t, e == ENOSPC, "17th register: {:?}", e),
+        Ok(()) => return Err(t.fail(format_args!("a 17th ops was accepted"))),
+    }
+    kcheck_eq!(t, g.registered(), ARRAY_SIZE);
+    kcheck!(t, extra.idx().is_none());
+    kcheck_eq!(t, mul(6, 7), 42);
+    // Every registered ops saw the call; the refused one did not.
+    for ops in all.iter() {
+        kcheck_eq!(t, ops.handler().returns.load(Relaxed), 1);
+    }
+    kcheck_eq!(t, extra.handler().entries.load(Relaxed), 0);
+    drop(all);
+    kcheck_eq!(t, g.registered(), 0);
+    // With room again, the refused ops registers fine.
+    t.check_ok(extra.register(), "register after the others left")?;
+    kcheck_eq!(t, mul(2, 3), 6);
+    kcheck_eq!(t, extra.handler().returns.load(Relaxed), 1);
+    Ok(())
+}
+
+fn lru_reuses_released_index_last(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    // With free indexes around, a released index is not handed out next.
+    let a = fill(t, 1)?;
+    let freed = a[0].idx().unwrap_or(usize::MAX);
+    drop(a);
+    let b = fill(t, 1)?;
+    kcheck!(t, b[0].idx() != Some(freed), "index {} reused at once", freed);
+    drop(b);
+    // Full array: free two, in order; they come back in the order they were freed.
+    let mut all = fill(t, ARRAY_SIZE)?;
+    let first = all[3].idx().unwrap_or(usize::MAX);
+    let second = all[11].idx().unwrap_or(usize::MAX);
+    t.check_ok(all[3].unregister(), "unregister")?;
+    t.check_ok(all[11].unregister(), "unregister")?;
+    let x = fill(t, 1)?;
+    let y = fill(t, 1)?;
+    kcheck_eq!(t, x[0].idx(), Some(first));
+    kcheck_eq!(t, y[0].idx(), Some(second));
+    Ok(())
+}
+
+fn deep_recursion_counts_overrun(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let mut ops = ops_on(t, c_str!("ufg_test_recurse"), Rec::new(0, 0, false))?;
+    t.check_ok(ops.register(), "register")?;
+    const DEPTH: i32 = 150;
+    // SAFETY: a plain C fixture; 150 levels are well within the kernel stack.
+    let r = unsafe { bindings::ufg_test_recurse(DEPTH) };
+    kcheck_eq!(t, r, DEPTH);
+    let h = ops.handler();
+    let overrun = ops.slot().missed_overrun.load(Relaxed) as usize;
+    kcheck!(t, overrun > 0, "150 nested frames fit in one page?");
+    kcheck_eq!(t, h.entries.load(Relaxed) + overrun, DEPTH as usize + 1);
+    kcheck_eq!(t, h.returns.load(Relaxed), h.entries.load(Relaxed));
+    t.info(format_args!("{} frames hooked, {} overrun", h.entries.load(Relaxed), overrun));
+    // And the stack is usable again at once.
+    // SAFETY: as above.
+    kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(5) }, 5);
+    Ok(())
+}
+
+// ftrace reports a function by its patched call site, a few bytes into it (after ENDBR).
+fn near(ip: usize, sym: usize) -> bool {
+    ip >= sym && ip < sym + 16
+}
+
+/// Records, in each frame, the function; checks the parent frame's record from the inner call,
+/// and counts entries in the task variable.
+struct Nest {
+    outer: usize,
+    inner: usize,
+    parent_ok: AtomicUsize,
+    parent_bad: AtomicUsize,
+    var_seen: AtomicUsize,
+}
+
+impl GraphHandler for Nest {
+    fn entry(&self, e: &mut Entry<'_>) -> bool {
+        let v = e.task_var();
+        v.store(v.load(Relaxed) + 1, Relaxed);
+        let func = e.func;
+        if let Some(w) = e.reserve(8) {
+            w[0] = func;
+        }
+        if near(func, self.inner) {
+            match e.parent_data(1) {
+                Some(p) if near(p[0], self.outer) => self.parent_ok.fetch_add(1, Relaxed),
+                _ => self.parent_bad.fetch_add(1, Relaxed),
+            };
+        }
+        true
+    }
+
+    fn ret(&self, r: &mut Return<'_>) {
+        if r.data().map(|w| w[0]) != Some(r.func) {
+            self.parent_bad.fetch_add(1, Relaxed);
+        }
+        self.var_seen.store(r.task_var().load(Relaxed), Relaxed);
+    }
+}
+
+fn parent_data_and_task_var(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let outer = bindings::ufg_test_outer as *const () as usize;
+    let inner = bindings::ufg_test_inner as *const () as usize;
+    let nest = Nest { outer, inner, parent_ok: AtomicUsize::new(0), parent_bad: AtomicUsize::new(0), var_seen: AtomicUsize::new(0) };
+    let mut ops = t.check_ok(GraphOps::new(nest), "GraphOps::new")?;
+    t.check_ok(ops.set_filter(c_str!("ufg_test_outer")), "filter")?;
+    // By address: ftrace maps a function's start to its patch site.
+    t.check_ok(ops.set_filter_ips(&[inner], false, false), "filter ips")?;
+    t.check_ok(ops.register(), "register")?;
+    for i in 0..10 {
+        // SAFETY: plain C fixtures.
+        let r = unsafe { bindings::ufg_test_outer(i) } as i64;
+        kcheck_eq!(t, r, (i as i64 + 1) * 3 + 1);
+    }
+    let h = ops.handler();
+    kcheck_eq!(t, h.parent_ok.load(Relaxed), 10);
+    kcheck_eq!(t, h.parent_bad.load(Relaxed), 0);
+    // Each call enters two hooked functions: the task variable grows by two per call.
+    let end = h.var_seen.load(Relaxed);
+    // SAFETY: as above.
+    unsafe { bindings::ufg_test_outer(0) };
+    kcheck_eq!(t, ops.handler().var_seen.load(Relaxed), end + 2);
+    Ok(())
+}
+
+/// Takes a stack trace in the return callback.
+struct Tracer {
+    trace: [AtomicUsize; 16],
+    n: AtomicUsize,
+}
+
+impl GraphHandler for Tracer {
+    fn entry(&self, _e: &mut Entry<'_>) -> bool {
+        true
+    }
+
+    fn ret(&self, _r: &mut Return<'_>) {
+        let mut buf = [0usize; 16];
+        let n = graph::stack_trace(&mut buf, 0);
+        for (slot, v) in self.trace.iter().zip(buf.iter()) {
+            slot.store(*v, Relaxed);
+        }
+        self.n.store(n, Relaxed);
+    }
+}
+
+fn unwinding_shows_the_real_caller(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let mut ops = t.check_ok(
+        GraphOps::new(Tracer { trace: [const { AtomicUsize::new(0) }; 16], n: AtomicUsize::new(0) }),
+        "GraphOps::new",
+    )?;
+    t.check_ok(ops.set_filter(c_str!("ufg_test_add")), "filter")?;
+    t.check_ok(ops.register(), "register")?;
+    // SAFETY: a plain C fixture.
+    kcheck_eq!(t, unsafe { bindings::ufg_test_caller(5) }, 7);
+    let h = ops.handler();
+    let n = h.n.load(Relaxed);
+    kcheck!(t, n > 3, "only {} frames", n);
+    let caller = bindings::ufg_test_caller as *const () as usize;
+    let mut found = false;
+    for i in 0..n.min(16) {
+        let ip = h.trace[i].load(Relaxed);
+        kcheck!(t, ip != trampoline(), "frame {} is the trampoline", i);
+        if ip > caller && ip < caller + 0x100 {
+            found = true;
+        }
+    }
+    kcheck!(t, found, "ufg_test_caller ({:#x}) is not in the trace", caller);
+    Ok(())
+}
+
+kunit_suite!(FGRAPH_SUITE, "ufgraph_fgraph", [
+    return_values_and_counts,
+    multiple_storage,
+    seventeenth_ops_is_enospc,
+    lru_reuses_released_index_last,
+    deep_recursion_counts_overrun,
+    parent_data_and_task_var,
+    unwinding_shows_the_real_caller,
+]);
