@@ -29,4 +29,19 @@ if grep -E 'warning:|WARNING:' "$log"; then
 	[ "${UFG_WERROR:-0}" = 1 ] && ufg_die "module build for $tag has warnings"
 fi
 cp "$src"/*.ko "$moddir/"
+
+# Client modules of the C API (selftests/modules), built like an outside module would
+# be: against the installed headers and ufgraph.ko's Module.symvers.
+clients=$src/clients
+mkdir -p "$clients"
+cp -a "$UFG_TOP"/selftests/modules/. "$clients/"
+cp -a "$UFG_TOP"/include "$clients/include"
+if ! ufg_kmake "$arch" "$flavour" M="$clients" KBUILD_EXTRA_SYMBOLS="$src/Module.symvers" modules >"$log.clients" 2>&1; then
+	cat "$log.clients"
+	ufg_die "client module build for $tag failed"
+fi
+if grep -E 'warning:|WARNING:' "$log.clients"; then
+	[ "${UFG_WERROR:-0}" = 1 ] && ufg_die "client module build for $tag has warnings"
+fi
+cp "$clients"/*.ko "$moddir/"
 ufg_log "modules for $tag in $moddir"

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Mutation fuzzer for the fprobe definition parser (`src/pure/probedef/`), on stable Rust.
+//!
+//! ```sh
+//! cargo run --release -p ufgraph-fuzz -- [ITERATIONS [SEED]]
+//! ```
+//!
+//! Deterministic: the same seed runs the same inputs. Each input is a corpus entry (valid and
+//! invalid definitions, upstream's selftest cases) mutated by a few random edits: bytes, parser
+//! tokens, boundary numbers, splices, repetitions. Inputs that parse are added to the corpus, so
+//! the mutations reach deeper into valid definitions as the run goes.
+//!
+//! Beyond not panicking, every input must keep the parser's promises:
+//! - an error's caret lies within the command as the log shows it, and the `error_log` entry
+//!   has upstream's shape;
+//! - a definition respects upstream's limits (argument count, names, field sizes, instruction
+//!   budget, entry-data slots), and its listing (`Display`) parses back to the same probe,
+//!   unless upstream itself would refuse that listing (a default event name that is not an
+//!   identifier, a line too long);
+//! - a definition matches itself as an existing probe (no `DIFF_ARG_TYPE`, a `SAME_PROBE`).
+//!
+//! On a violation it prints the input and exits with status 1.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::panic::{self, AssertUnwindSafe};
+use std::process::ExitCode;
+
+use ufgraph_pure::probedef::{
+    commands, parse, Command, Config, ErrCode, Error, FetchArg, Load, ProbeDef, ProbeError, StoreKind,
+    MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_DEREFS, MAX_EVENT_NAME_LEN,
+    MAX_PROBE_EVENT_SIZE, MAX_TRACE_ARGS,
+};
+
+const CONFIGS: [Config; 2] = [
+    Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 },
+    // Small limits and long offsets: other boundaries, longer %pd rewrites.
+    Config { max_stack_index: 7, dentry_name_offset: 0x1234_5678, file_dentry_offset: 0 },
+];
+
+const SEEDS: &[&str] = &[
+    "f vfs_read",
+    "f:mygrp/myev vfs_read $arg1 $arg2:u32 +8($arg3):string",
+    "f:ev vfs_read%return $retval $arg1 x=+0(+8($arg2)):u8[4]",
+    "f10:g.e do_exit%return code=$arg1:s32 $retval:x32",
+    "t sched_switch prev=$arg2 next=+0x10($arg3):u64",
+    "t:tp/ev 9p_client_req $arg1:symbol",
+    "f vfs_read $stack $stack0 $stack12 $comm $COMM:string",
+    "f vfs_read @jiffies @jiffies+8:u32 @0xffffffff81000000:x16 @sym-4:symstr",
+    "f vfs_read \\1 \\-1 \\0x10:u8 \\\"str\" s=\\\"a=b\" \\+-3",
+    "f vfs_read +u8($arg1):ustring +0($arg1):ustring -8(+u0($stack)):u16[3]",
+    "f vfs_read $arg1:b3@5/32 +4($arg2):b1@0/8[2] x=$arg3:b64@0/64",
+    "f vfs_read f=$arg1:%pD d=+8($arg2):%pd $arg3:%pd",
+    "f vfs_read $arg1:symstr +0($arg1):string[2] +0($arg1):char[64]",
+    "f vfs_read a=$arg1 b=$arg1 c=$arg1 d=$arg1 e=$arg1 f=$arg1 g=$arg1 h=$arg1",
+    "f vfs_read +0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(@0)))))))))))))",
+    "f vfs_read +0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0($arg1))))))))))))))",
+    "-:fprobes/myev",
+    "-:myev vfs_read a=$arg1",
+    "!f:grp/",
+    "",
+    "f vfs_read # comment\nf:e2 vfs_write $arg1\n-:e2",
+    // Upstream's selftest cases.
+    "f100 vfs_read",
+    "f1a111 vfs_read",
+    "f100000 vfs_read",
+    "f:/bar vfs_read",
+    "f:foo.1/bar vfs_read",
+    "f: vfs_read",
+    "f:foo/bar.1 vfs_read",
+    "f vfs_read $stack10000",
+    "f vfs_read $arg10000",
+    "f vfs_read $none_var",
+    "f vfs_read %ax",
+    "f vfs_read @12345678abcde",
+    "f vfs_read @+10",
+    "f vfs_read arg1=\\x",
+    "f vfs_read arg1=\\\"abcd",
+    "f vfs_read +0@0)",
+    "f vfs_read +0ab1(@0)",
+    "f vfs_read +0(+0(@0)",
+    "f vfs_read +0($comm)",
+    "f vfs_read &1",
+    "f vfs_read +0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(@0))))))))))))))",
+    "f vfs_read +0(@11):u8[10",
+    "f vfs_read +0(@11):u8[10]a",
+    "f vfs_read +0(@11):u8[10a]",
+    "f vfs_read +0(@11):u8[256]",
+    "f vfs_read @11:unknown_type",
+    "f vfs_read $stack0:string",
+    "f vfs_read @11:b10@a/16",
+    "f vfs_read arg123456789012345678901234567890=@11",
+    "f vfs_read =@11",
+    "f vfs_read var.1=@11",
+    "f vfs_read var1=@11 var1=@12",
+    "f vfs_read +1234567(+1234567(+1234567(+1234567(+1234567(+1234567(@1234))))))",
+    "f vfs_read arg1=",
+    "f vfs_read%hoge",
+    "f vfs_read $arg* $arg*",
+    "t kfree $arg*",
+    "f vfs_read file->foo",
+];
+
+/// Pieces of the grammar, for insertions.
+const TOKENS: &[&str] = &[
+    "f", "t", "f:", "t:", "-:", "!", "%return", "%", "$", "$arg", "$arg1", "$arg2", "$arg*", "$retval",
+    "$stack", "$stack0", "$comm", "$COMM", "@", "@0x10", "@sym", "@+", "+0(", "-8(", "+u0(", "-u4(",
+    "++1(", "+-1(", ")", "(", ":", "::", "u8", "s16", "x32", "u64", "char", "string", "ustring",
+    "symstr", "symbol", "%pd", "%pD", ":%pd", ":%pD", "b4@2/8", "b1@0/64", "[", "]", "[4]", "[64]",
+    "[65]", "\\", "\\\"", "\"", "\\1", "\\-1", "=", "x=", "arg1=", "/", ".", " ", "  ", "\t", "\n",
+    "\0", "#", "*", "_", "-", "+", "0x", "é", "\u{a0}", "common_pid", "__probe_ip", "grp/", "ev",
+    "vfs_read", "vfs_read%return",
+];
+
+/// Numbers around upstream's limits.
+const NUMBERS: &[&str] = &[
+    "0", "1", "7", "8", "9", "13", "14", "15", "16", "31", "32", "33", "63", "64", "65", "127", "128",
+    "129", "255", "256", "2047", "2048", "2049", "3072", "4095", "4096", "4097", "0x7fffffff",
+    "0x80000000", "0xffffffff", "0x100000000", "9223372036854775807", "9223372036854775808",
+    "18446744073709551615", "18446744073709551616", "-1", "-0", "+0", "010", "08", "0x", "0xg",
+];
+
+/// SplitMix64: small, fast, and good enough to drive mutations.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in 0..n (n > 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'t, T>(&mut self, items: &'t [T]) -> &'t T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// Applies one random edit to `input`.
+fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
+    let len = input.len();
+    let at = |rng: &mut Rng| rng.below(len + 1);
+    match rng.below(11) {
+        // Overwrite a byte with a byte the grammar cares about, or any byte.
+        0 if len > 0 => {
+            let i = rng.below(len);
+            input[i] = if rng.below(4) == 0 { rng.next() as u8 } else { *rng.pick(b"$@+-u()[]:=/.%\\\"*0123456789abx _\t") };
+        }
+        1 => {
+            let i = at(rng);
+            let tok = rng.pick(TOKENS).as_bytes();
+            input.splice(i..i, tok.iter().copied());
+        }
+        2 => {
+            let i = at(rng);
+            let tok = rng.pick(NUMBERS).as_bytes();
+            input.splice(i..i, tok.iter().copied());
+        }
+        // Delete a range.
+        3 if len > 0 => {
+            let i = rng.below(len);
+            let n = 1 + rng.below((len - i).min(8));
+            input.drain(i..i + n);
+        }
+        // Duplicate a range in place.
+        4 if len > 0 => {
+            let i = rng.below(len);
+            let n = 1 + rng.below((len - i).min(16));
+            let piece: Vec<u8> = input[i..i + n].to_vec();
+            input.splice(i..i, piece);
+        }
+        // Replace a number-looking run with a boundary number.
+        5 => {
+            if let Some(start) = (0..len).map(|_| rng.below(len.max(1))).find(|&i| input.get(i).is_some_and(u8::is_ascii_digit)) {
+                let end = (start..len).find(|&i| !input[i].is_ascii_hexdigit() && input[i] != b'x').unwrap_or(len);
+                let num = rng.pick(NUMBERS).as_bytes();
+                input.splice(start..end, num.iter().copied());
+            }
+        }
+        // Splice with another corpus entry.
+        6 => {
+            let other = rng.pick(corpus).as_bytes();
+            let (i, j) = (at(rng), rng.below(other.len() + 1));
+            input.truncate(i);
+            input.extend_from_slice(&other[j..]);
+        }
+        // Repeat a token many times: argument counts, nesting, lengths.
+        7 => {
+            let tok = *rng.pick(&[" \\1", " $arg1", " $arg1:%pd", "+0(", ")", "a", " x=\\1"]);
+            let n = 1 + rng.below(140);
+            let i = at(rng);
+            input.splice(i..i, tok.repeat(n).into_bytes());
+        }
+        // Swap two words.
+        8 => {
+            let text = String::from_utf8_lossy(input).into_owned();
+            let mut words: Vec<&str> = text.split(' ').collect();
+            if words.len() > 1 {
+                let (a, b) = (rng.below(words.len()), rng.below(words.len()));
+                words.swap(a, b);
+                *input = words.join(" ").into_bytes();
+            }
+        }
+        // Insert a named argument built from pieces.
+        9 => {
+            let arg = format!(" {}={}{}", rng.pick(&["a", "arg1", "x_1", "common_pid", ""]), rng.pick(TOKENS), rng.pick(TOKENS));
+            input.extend_from_slice(arg.as_bytes());
+        }
+        _ => {
+            if len > 0 {
+                let i = rng.below(len);
+                input.truncate(i);
+            }
+        }
+    }
+}
+
+/// What went wrong with an input.
+type Verdict = Result<(), String>;
+
+fn ensure(ok: bool, what: impl FnOnce() -> String) -> Verdict {
+    if ok {
+        Ok(())
+    } else {
+        Err(what())
+    }
+}
+
+fn check_error(cmd: &str, cfg: &Config, e: &ProbeError) -> Verdict {
+    let log = e.log(cmd, cfg, 1_234_567_890).to_string();
+    let lines: Vec<&str> = log.lines().collect();
+    ensure(lines.len() == if e.also.is_some() { 6 } else { 3 }, || format!("log shape: {log:?}"))?;
+    ensure(log.ends_with("^\n"), || format!("log end: {log:?}"))?;
+    let shown = lines[1].strip_prefix("  Command: ").ok_or_else(|| format!("command line: {log:?}"))?;
+    ensure(e.pos <= shown.len(), || format!("caret {} past command {shown:?}", e.pos))?;
+    ensure(lines[2].len() == 11 + e.pos + 1, || format!("caret line: {log:?}"))?;
+    ensure(lines[0].starts_with("[    1.234567] trace_fprobe: error: "), || format!("head: {log:?}"))?;
+    ensure(lines[0].ends_with(e.code.message()), || format!("message: {log:?}"))?;
+    // The caret is in the failing word (or just past it).
+    let word = shown.split(' ').nth(e.index).ok_or_else(|| format!("no word {} in {shown:?}", e.index))?;
+    ensure(e.offset <= word.len(), || format!("offset {} past word {word:?}", e.offset))?;
+    let start: usize = shown.split(' ').take(e.index).map(|w| w.len() + 1).sum();
+    ensure(start + e.offset == e.pos, || format!("pos {} is not word {} + {}", e.pos, e.index, e.offset))?;
+    ensure(e.errno.to_kernel() < 0, || "errno".into())
+}
+
+/// What must survive listing and parsing again.
+fn summary(d: &ProbeDef<'_>) -> String {
+    let mut s = format!(
+        "{:?} {} {} {} ret={} max={} n={} size={} entry={:?}",
+        d.kind(),
+        d.group(),
+        d.event(),
+        d.symbol(),
+        d.is_return(),
+        d.maxactive(),
+        d.nargs(),
+        d.args_size(),
+        d.entry_args()
+    );
+    for a in d.args() {
+        let f = a.fetch;
+        let _ = write!(s, " | {} {:?} @{} {} {:?} {:?} {:?} {:?} {}", a.name, a.ty, a.offset, a.comm, f.load, f.derefs(), f.store, f.bitfield, f.count);
+    }
+    s
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut b = s.bytes();
+    b.next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_') && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+fn check_arg(d: &ProbeDef<'_>, a: &FetchArg<'_>, end: &mut usize) -> Verdict {
+    let f = &a.fetch;
+    ensure(is_identifier(a.name) && a.name.len() <= MAX_ARG_NAME_LEN, || format!("name {:?}", a.name))?;
+    ensure(a.comm.to_string().len() <= MAX_ARGSTR_LEN, || format!("comm {}", a.comm))?;
+    ensure(f.derefs().len() < MAX_DEREFS, || format!("{} derefs", f.derefs().len()))?;
+    ensure(usize::from(f.store.size) == a.ty.size(), || format!("store size {:?} for {:?}", f.store, a.ty))?;
+    ensure(usize::from(f.count) <= MAX_ARRAY_LEN, || format!("count {}", f.count))?;
+    let string_store = matches!(f.store.kind, StoreKind::String | StoreKind::UserString | StoreKind::SymString);
+    ensure(string_store == a.ty.is_string(), || format!("store {:?} for {:?}", f.store, a.ty))?;
+    if let Some(bf) = f.bitfield {
+        ensure(usize::from(bf.basesize) == a.ty.size(), || format!("bitfield {bf:?}"))?;
+    }
+    ensure(usize::from(a.offset) == *end, || format!("offset {} after {}", a.offset, end))?;
+    *end += a.size();
+    match f.load {
+        Load::EntryArg { arg, slot } => {
+            ensure(d.is_return() && d.entry_args().get(usize::from(slot)) == Some(&arg), || format!("slot {slot} of {arg}"))
+        }
+        Load::Retval => ensure(d.is_return(), || "retval on entry".into()),
+        Load::Arg(_) => ensure(!d.is_return(), || "Arg on exit".into()),
+        _ => Ok(()),
+    }
+}
+
+fn check_def(cfg: &Config, d: &ProbeDef<'_>) -> Verdict {
+    ensure(d.nargs() <= MAX_TRACE_ARGS, || format!("{} args", d.nargs()))?;
+    ensure(d.args().len() == d.nargs() && d.args().count() == d.nargs(), || "args lost".into())?;
+    ensure(!d.group().is_empty() && !d.event().is_empty(), || "names".into())?;
+    ensure(d.event().len() < MAX_EVENT_NAME_LEN, || "event too long".into())?;
+    ensure(d.entry_data_size() == 8 * d.entry_args().len(), || "entry size".into())?;
+    let mut end = 0;
+    for a in d.args() {
+        check_arg(d, &a, &mut end)?;
+    }
+    ensure(end == d.args_size() && end <= MAX_PROBE_EVENT_SIZE, || format!("size {end} vs {}", d.args_size()))?;
+
+    // The probe clashes with no copy of itself but duplicates it.
+    ensure(d.diff_arg_types(d.args().map(|a| a.sig())).is_none(), || "differs from itself".into())?;
+    ensure(d.diff_probe_type(d.is_return(), d.kind()).is_none(), || "other type than itself".into())?;
+    let comms: Vec<String> = d.args().map(|a| a.comm.to_string()).collect();
+    let same = d.same_probe(d.symbol(), comms.iter().map(String::as_str));
+    ensure(same.is_some_and(|e| e.code == ErrCode::SameProbe && e.pos == 0), || "not the same as itself".into())?;
+
+    // Listing round trip.
+    let listed = d.to_string();
+    match parse(&listed, cfg) {
+        Ok(Command::Add(again)) => {
+            ensure(summary(d) == summary(&again), || format!("listed {listed:?} parses differently"))?;
+            ensure(again.to_string() == listed, || format!("listing {listed:?} is not stable"))
+        }
+        Err(Error::Probe(e)) if e.code == ErrCode::BadEventName && !d.event_given() => Ok(()),
+        Err(Error::CommandTooLong) if listed.len() > MAX_COMMAND_LEN => Ok(()),
+        other => Err(format!("listing {listed:?} gives {other:?}")),
+    }
+}
+
+/// Runs one input through every configuration; returns a label for the statistics.
+fn check(input: &str) -> Result<&'static str, String> {
+    let mut label = "";
+    for (n, cfg) in CONFIGS.iter().enumerate() {
+        let verdict = match parse(input, cfg) {
+            Ok(Command::Empty) => {
+                label = if n == 0 { "empty" } else { label };
+                Ok(())
+            }
+            Ok(Command::Add(d)) => {
+                label = if n == 0 { "defined" } else { label };
+                check_def(cfg, &d)
+            }
+            Ok(Command::Remove(r)) => {
+                label = if n == 0 { "removal" } else { label };
+                let none: [(&str, &str); 0] = [];
+                let _ = r.matches("fprobes", "ev", "vfs_read", none);
+                ensure(r.group().is_some() || !r.event().is_empty(), || "empty removal".into())
+            }
+            Err(Error::Probe(e)) => {
+                label = if n == 0 { e.code.name() } else { label };
+                check_error(input, cfg, &e)
+            }
+            Err(e) => {
+                label = if n == 0 {
+                    match e {
+                        Error::NotFprobe => "(not fprobe)",
+                        Error::TooManyArgs => "(too many args)",
+                        Error::DentryArgsTooLong => "(dentry args too long)",
+                        Error::BadRemove => "(bad removal)",
+                        _ => "(too long)",
+                    }
+                } else {
+                    label
+                };
+                Ok(())
+            }
+        };
+        verdict.map_err(|v| format!("config {n}: {v}"))?;
+    }
+    // Multi-line writes split into commands.
+    for line in commands(input) {
+        let _ = parse(line, &CONFIGS[0]);
+    }
+    Ok(label)
+}
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args().skip(1);
+    let iterations: u64 = argv.next().map_or(Ok(1_000_000), |a| a.replace('_', "").parse()).unwrap_or_else(|_| {
+        eprintln!("usage: probedef [ITERATIONS [SEED]]");
+        std::process::exit(2)
+    });
+    let seed: u64 = argv.next().and_then(|a| a.parse().ok()).unwrap_or(0x0f9b_0be5);
+    let mut rng = Rng(seed);
+    let mut corpus: Vec<String> = SEEDS.iter().map(|s| s.to_string()).collect();
+    let base = corpus.len();
+    const CORPUS_MAX: usize = 4096;
+    let mut stats: BTreeMap<&'static str, u64> = BTreeMap::new();
+
+    // Quiet panics: we report the input ourselves.
+    panic::set_hook(Box::new(|_| {}));
+    for i in 0..iterations {
+        let mut bytes = rng.pick(&corpus).clone().into_bytes();
+        for _ in 0..1 + rng.below(4) {
+            mutate(&mut rng, &mut bytes, &corpus);
+        }
+        bytes.truncate(2 * MAX_COMMAND_LEN);
+        let input = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        match panic::catch_unwind(AssertUnwindSafe(|| check(&input))) {
+            Ok(Ok(label)) => {
+                *stats.entry(label).or_default() += 1;
+                if label == "defined" {
+                    // Keep definitions to mutate further, replacing older finds when full.
+                    if corpus.len() < CORPUS_MAX {
+                        corpus.push(input);
+                    } else {
+                        let slot = base + rng.below(CORPUS_MAX - base);
+                        corpus[slot] = input;
+                    }
+                }
+            }
+            Ok(Err(why)) => {
+                eprintln!("probedef: input {i} (seed {seed}) breaks an invariant: {why}\ninput: {input:?}");
+                return ExitCode::FAILURE;
+            }
+            Err(p) => {
+                let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+                eprintln!("probedef: input {i} (seed {seed}) panics: {}\ninput: {input:?}", msg.unwrap_or_default());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    println!("probedef: {iterations} inputs run (seed {seed}), no panic, no invariant broken");
+    let mut by_count: Vec<_> = stats.into_iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(&a.1));
+    for (label, n) in by_count {
+        println!("  {n:>9}  {label}");
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_keep_invariants() {
+        for s in SEEDS {
+            check(s).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+        }
+    }
+
+    #[test]
+    fn short_run() {
+        let mut rng = Rng(1);
+        let corpus: Vec<String> = SEEDS.iter().map(|s| s.to_string()).collect();
+        for _ in 0..20_000 {
+            let mut bytes = rng.pick(&corpus).clone().into_bytes();
+            mutate(&mut rng, &mut bytes, &corpus);
+            let input = String::from_utf8_lossy(&bytes).into_owned();
+            check(&input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
+        }
+    }
+}

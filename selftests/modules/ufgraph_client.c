@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A C user of ufgraph's fgraph API, built only from <ufgraph/fgraph.h>: hooks the
+ * entry and return of @func, stores data at entry and checks it at return, counts in
+ * the per-task variable, and reports what it saw when unloaded:
+ *
+ *   ufgraph_client: entries=N returns=N data_ok=N data_bad=N
+ */
+#include <linux/atomic.h>
+#include <linux/ftrace.h>
+#include <linux/module.h>
+#include <linux/string.h>
+#include <ufgraph/fgraph.h>
+
+static char *func = "version_proc_show";
+module_param(func, charp, 0444);
+
+static atomic_t entries, returns, data_ok, data_bad;
+
+struct client_data {
+	unsigned long func;
+	unsigned long magic;
+};
+
+static int client_entry(struct ufgraph_ent *trace, struct ufgraph_ops *gops,
+			struct ftrace_regs *fregs)
+{
+	struct client_data *d;
+	unsigned long *var;
+
+	atomic_inc(&entries);
+	d = ufgraph_reserve_data(gops->idx, sizeof(*d));
+	if (d) {
+		d->func = trace->func;
+		d->magic = 0x5eedf00d;
+	}
+	var = ufgraph_get_task_var(gops);
+	if (var)
+		(*var)++;
+	return 1;
+}
+
+static void client_return(struct ufgraph_ret *trace, struct ufgraph_ops *gops,
+			  struct ftrace_regs *fregs)
+{
+	struct client_data *d;
+	int size = 0;
+
+	atomic_inc(&returns);
+	d = ufgraph_retrieve_data(gops->idx, &size);
+	if (d && size == sizeof(*d) && d->func == trace->func && d->magic == 0x5eedf00d &&
+	    trace->rettime >= trace->calltime)
+		atomic_inc(&data_ok);
+	else
+		atomic_inc(&data_bad);
+}
+
+static struct ufgraph_ops client_ops = {
+	.entryfunc = client_entry,
+	.retfunc = client_return,
+};
+
+static int __init client_init(void)
+{
+	int ret;
+
+	ret = ftrace_set_filter(&client_ops.ops, func, strlen(func), 0);
+	if (ret)
+		return ret;
+	ret = ufgraph_register(&client_ops);
+	if (ret) {
+		ftrace_free_filter(&client_ops.ops);
+		return ret;
+	}
+	pr_info("ufgraph_client: hooked %s as ops %d\n", func, client_ops.idx);
+	return 0;
+}
+
+static void __exit client_exit(void)
+{
+	ufgraph_unregister(&client_ops);
+	ftrace_free_filter(&client_ops.ops);
+	pr_info("ufgraph_client: entries=%d returns=%d data_ok=%d data_bad=%d\n",
+		atomic_read(&entries), atomic_read(&returns), atomic_read(&data_ok),
+		atomic_read(&data_bad));
+}
+
+module_init(client_init);
+module_exit(client_exit);
+MODULE_DESCRIPTION("A C client of ufgraph's fgraph API, for the selftests");
+MODULE_LICENSE("GPL");

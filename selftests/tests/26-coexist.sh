@@ -1,0 +1,55 @@
+# ufgraph, the kernel's function_graph tracer, a kretprobe and a kernel fprobe, all on
+# the same function at once, in both stacking orders: every one of them sees every
+# return with the right value, and the callers get their values back.
+. /selftests/lib.sh
+T=/sys/kernel/tracing
+F=version_proc_show
+
+kernel_hooks_on() {
+	echo > $T/trace
+	echo "r:ufgkret $F ret=\$retval" > $T/kprobe_events || fail "kretprobe event"
+	# (>> : truncating dynamic_events would delete the kprobe event too)
+	echo "f:ufgfp/ufgfexit $F%return ret=\$retval" >> $T/dynamic_events || fail "fprobe event"
+	echo 1 > $T/events/kprobes/ufgkret/enable
+	echo 1 > $T/events/ufgfp/ufgfexit/enable
+	echo $F > $T/set_graph_function
+	echo function_graph > $T/current_tracer
+}
+
+kernel_hooks_off() {
+	echo nop > $T/current_tracer
+	echo > $T/set_graph_function
+	echo 0 > $T/events/kprobes/ufgkret/enable
+	echo 0 > $T/events/ufgfp/ufgfexit/enable
+	echo > $T/dynamic_events
+	echo > $T/kprobe_events
+}
+
+check_round() {
+	for i in $(seq 1 20); do
+		grep -q "^Linux version" /proc/version || fail "$1: /proc/version broken"
+	done
+	set -- "$1" $(graph_of $F)
+	[ "$2" = 20 ] && [ "$3" = 20 ] || fail "$1: ufgraph saw $2/$3 entries/returns"
+	n=$(grep -c "ufgkret:.*ret=0x0" $T/trace)
+	[ "$n" = 20 ] || { head -30 $T/trace; fail "$1: kretprobe saw $n returns with ret=0"; }
+	n=$(grep -c "ufgfexit:.*ret=0x0" $T/trace)
+	[ "$n" = 20 ] || fail "$1: fprobe saw $n returns with ret=0"
+	n=$(grep -c " $F()" $T/trace)
+	[ "$n" -ge 20 ] || fail "$1: function_graph saw $n calls"
+}
+
+[ -d $T/events ] || skip "no tracefs"
+# ufgraph first, the kernel's hooks stacked over it.
+load graph=$F
+kernel_hooks_on
+check_round "ufgraph below"
+kernel_hooks_off
+unload
+# The kernel's hooks first, ufgraph over them.
+kernel_hooks_on
+load graph=$F
+check_round "ufgraph above"
+unload
+kernel_hooks_off
+exit 0
