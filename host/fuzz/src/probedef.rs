@@ -100,6 +100,12 @@ const SEEDS: &[&str] = &[
     "f vfs_read $arg* $arg*",
     "t kfree $arg*",
     "f vfs_read file->foo",
+    // Rarer errors.
+    "f vfs_read a1=+0($arg1):u64[64] a2=+0($arg1):u64[64] a3=+0($arg1):u64[64] a4=+0($arg1):u64[64]",
+    "f vfs_read%return $arg1:symstr +u0($arg1):symstr",
+    "f:gggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggg/e vfs_read",
+    "t kfree $retval",
+    "f vfs_read $comm:u8 \"x\":string[2]",
 ];
 
 /// Pieces of the grammar, for insertions.
@@ -405,8 +411,10 @@ fn main() -> ExitCode {
         match panic::catch_unwind(AssertUnwindSafe(|| check(&input))) {
             Ok(Ok(label)) => {
                 *stats.entry(label).or_default() += 1;
-                if label == "defined" {
-                    // Keep definitions to mutate further, replacing older finds when full.
+                // Keep some definitions and a few failures to mutate further, replacing older
+                // finds when full: definitions lead deeper, failures keep the mix varied.
+                let keep = if label == "defined" { rng.below(4) == 0 } else { rng.below(32) == 0 };
+                if keep {
                     if corpus.len() < CORPUS_MAX {
                         corpus.push(input);
                     } else {
