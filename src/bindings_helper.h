@@ -6,6 +6,7 @@
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/ftrace.h>
+#include <linux/kprobes.h>
 #include <linux/module.h>
 #include <linux/rcupdate.h>
 #include <linux/stacktrace.h>
@@ -22,3 +23,5 @@
 /* Constants bindgen cannot evaluate from their macros. */
 const size_t UFG_KSYM_SYMBOL_LEN = KSYM_SYMBOL_LEN;
 #include <ufgraph/fgraph.h>
+#define UFGRAPH_NO_UPSTREAM_NAMES
+#include <ufgraph/fprobe.h>

@@ -4,8 +4,14 @@
  * (through glue_kunit.c, with UFG_KUNIT defined) into ufgraph_kunit.ko, which
  * must not export anything so that both modules can coexist.
  */
+#include <linux/fs.h>
+#include <linux/seq_file.h>
+#include <linux/uio.h>
 #include <linux/ftrace.h>
+#include <linux/glob.h>
+#include <linux/kprobes.h>
 #include <linux/module.h>
+#include <linux/uaccess.h>
 #include <linux/moduleparam.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
@@ -274,6 +280,15 @@ EXPORT_SYMBOL_GPL(ufgraph_get_task_var);
 EXPORT_SYMBOL_GPL(ufgraph_ret_addr);
 EXPORT_SYMBOL_GPL(ufgraph_stack_trace_save);
 EXPORT_SYMBOL_GPL(ufgraph_trampoline_addr);
+
+#define UFGRAPH_NO_UPSTREAM_NAMES
+#include <ufgraph/fprobe.h>
+EXPORT_SYMBOL_GPL(ufgraph_register_fprobe);
+EXPORT_SYMBOL_GPL(ufgraph_register_fprobe_ips);
+EXPORT_SYMBOL_GPL(ufgraph_register_fprobe_syms);
+EXPORT_SYMBOL_GPL(ufgraph_unregister_fprobe);
+EXPORT_SYMBOL_GPL(ufgraph_fprobe_is_registered);
+EXPORT_SYMBOL_GPL(ufgraph_fprobe_count_ips_from_filter);
 #endif
 
 int ufg_task_pid(struct task_struct *t)
@@ -284,4 +299,45 @@ int ufg_task_pid(struct task_struct *t)
 void ufg_task_comm(const struct task_struct *t, char *buf)
 {
 	strscpy(buf, t->comm, TASK_COMM_LEN);
+}
+
+bool ufg_glob_match(const char *pat, const char *str)
+{
+	return glob_match(pat, str);
+}
+
+bool ufg_within_module(unsigned long addr, const struct module *mod)
+{
+	return within_module(addr, mod);
+}
+
+struct file *ufg_file_open(const char *path)
+{
+	return filp_open(path, O_RDONLY, 0);
+}
+
+long ufg_file_read(struct file *f, void *buf, unsigned long len, long long *pos)
+{
+	/*
+	 * tracefs lists are seq_files with only ->read (seq_read), which kernel_read()
+	 * refuses; seq_read_iter() on a kernel buffer is what it would have done.
+	 */
+	struct kvec kv = { .iov_base = buf, .iov_len = len };
+	struct iov_iter iter;
+	struct kiocb kiocb;
+	ssize_t n;
+
+	if (f->f_op->read != seq_read)
+		return -EINVAL;
+	init_sync_kiocb(&kiocb, f);
+	kiocb.ki_pos = *pos;
+	iov_iter_kvec(&iter, ITER_DEST, &kv, 1, len);
+	n = seq_read_iter(&kiocb, &iter);
+	*pos = kiocb.ki_pos;
+	return n;
+}
+
+void ufg_file_close(struct file *f)
+{
+	filp_close(f, NULL);
 }

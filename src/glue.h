@@ -82,6 +82,13 @@ unsigned long ufg_unwind_sp(void *state);
 void ufg_unwind_set_ip(void *state, unsigned long ip);
 bool ufg_unwind_next(void *state);
 
+struct file;
+struct file *ufg_file_open(const char *path);
+long ufg_file_read(struct file *f, void *buf, unsigned long len, long long *pos);
+void ufg_file_close(struct file *f);
+bool ufg_glob_match(const char *pat, const char *str);
+bool ufg_within_module(unsigned long addr, const struct module *mod);
+
 /* The architecture's return trampoline (arch/.../ufgraph_tramp*.S). */
 void ufgraph_return_trampoline(void);
 /* Test fixtures (testfns.c), linked into ufgraph_kunit.ko only. */

@@ -22,6 +22,7 @@ pub mod bindings;
 pub mod capi;
 pub mod counter;
 pub mod fgraph;
+pub mod fprobe;
 pub mod pure;
 pub mod retcount;
 pub mod sys;
@@ -32,6 +33,8 @@ use core::fmt::{self, Write};
 use core::sync::atomic::Ordering::Relaxed;
 use counter::{Counter, Hits};
 use fgraph::graph::Graph;
+use fprobe::capi::ModuleWatch;
+use fprobe::Fprobes;
 use fgraph::GraphOps;
 use pure::ipcount::IpCounts;
 use retcount::{RetCounter, RetHits};
@@ -69,6 +72,8 @@ struct UfGraph {
     _counter: Option<Counter>,
     _retcount: Option<GraphOps<RetCounter>>,
     _debugfs: Dir<State>,
+    _modwatch: ModuleWatch,
+    _fprobes: Pin<KBox<Fprobes>>,
     _graph: Pin<KBox<Graph>>,
 }
 
@@ -130,6 +135,11 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
     let Some(g) = (unsafe { fgraph::graph::graph() }) else { return Ok(()) };
     let t = g.tasks();
     writeln!(m, "registered_ops {}", g.registered())?;
+    if let Some(f) = fprobe::fprobes() {
+        let (ips, probes) = f.counts();
+        writeln!(m, "fprobes {}", probes)?;
+        writeln!(m, "fprobe_functions {}", ips)?;
+    }
     writeln!(m, "live_frames {}", t.live.sum())?;
     writeln!(m, "tasks_with_stack {}", t.count())?;
     writeln!(m, "shadow_stack_bytes {}", t.count() * core::mem::size_of::<fgraph::tasks::TaskStack>())?;
@@ -144,6 +154,9 @@ impl kernel::Module for UfGraph {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let graph = KBox::pin_init(Graph::new(module), GFP_KERNEL)?;
         graph.as_ref().publish();
+        let fprobes = KBox::pin_init(Fprobes::new(), GFP_KERNEL)?;
+        fprobes.as_ref().publish();
+        let modwatch = ModuleWatch::new()?;
 
         let state = Arc::new(State { hits: Hits(IpCounts::new()), ret: RetHits::new() }, GFP_KERNEL)?;
         let name = if cfg!(ufgraph_kunit) { c_str!("ufgraph_kunit") } else { c_str!("ufgraph") };
@@ -179,6 +192,13 @@ impl kernel::Module for UfGraph {
                 }
             },
         };
-        Ok(Self { _counter: counter, _retcount: retcount, _debugfs: debugfs, _graph: graph })
+        Ok(Self {
+            _counter: counter,
+            _retcount: retcount,
+            _debugfs: debugfs,
+            _modwatch: modwatch,
+            _fprobes: fprobes,
+            _graph: graph,
+        })
     }
 }

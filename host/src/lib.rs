@@ -10,6 +10,3 @@ mod pure;
 
 pub use pure::*;
 
-// Until src/pure/mod.rs declares it (`pub mod probedef;`); remove this line then.
-#[path = "../../src/pure/probedef/mod.rs"]
-pub mod probedef;

@@ -56,6 +56,8 @@ use kernel::sync::Mutex;
 pub struct Entry<'a> {
     /// The hooked function (ftrace's ip).
     pub func: usize,
+    /// Where the function will return to (its caller).
+    pub ret_ip: usize,
     /// How many hooked frames the task has below this one, plus one.
     pub depth: usize,
     /// Arguments, stack pointer.
@@ -90,6 +92,8 @@ impl<'a> Entry<'a> {
 pub struct Return<'a> {
     /// The hooked function.
     pub func: usize,
+    /// Where the function returns to.
+    pub ret_ip: usize,
     /// As in [`Entry::depth`].
     pub depth: usize,
     /// When the function was entered (`trace_clock_local`).
@@ -137,6 +141,8 @@ pub trait GraphHandler: Send + Sync {
     fn entry(&self, e: &mut Entry<'_>) -> bool;
     /// At the return of a function whose entry returned `true`.
     fn ret(&self, r: &mut Return<'_>);
+    /// A call of `func` could not be hooked (no shadow stack, or a full one).
+    fn missed(&self, _func: usize) {}
 }
 
 /// What the core knows of a registered ops. Type-erased: Rust handlers and C `ufgraph_ops` both
@@ -147,6 +153,7 @@ pub struct Slot {
     this: *const (),
     entry: unsafe fn(*const (), &mut Entry<'_>) -> bool,
     ret: unsafe fn(*const (), &mut Return<'_>),
+    missed: unsafe fn(*const (), usize),
     /// Entries that found no shadow stack (a task whose fork allocation failed).
     pub missed_nostack: AtomicU64,
     /// Entries that found the shadow stack full (deep recursion).
@@ -177,12 +184,17 @@ impl Slot {
             // SAFETY: as above.
             unsafe { &*this.cast::<H>() }.ret(r)
         }
+        unsafe fn missed<H: GraphHandler>(this: *const (), func: usize) {
+            // SAFETY: as above.
+            unsafe { &*this.cast::<H>() }.missed(func)
+        }
         Self {
             idx: AtomicUsize::new(usize::MAX),
             ftrace,
             this: handler.cast(),
             entry: entry::<H>,
             ret: ret::<H>,
+            missed: missed::<H>,
             missed_nostack: AtomicU64::new(0),
             missed_overrun: AtomicU64::new(0),
             missed_recursion: AtomicU64::new(0),
@@ -467,6 +479,8 @@ unsafe extern "C" fn graph_entry(
     let np = NoPreempt::new();
     let Some(stack) = g.tasks.current(&np) else {
         slot.missed_nostack.fetch_add(1, Relaxed);
+        // SAFETY: the slot's handler is alive while it is registered.
+        unsafe { (slot.missed)(slot.this, ip) };
         return;
     };
     let idx = slot.idx();
@@ -493,6 +507,8 @@ unsafe extern "C" fn graph_entry(
                 }
                 Err(_) => {
                     slot.missed_overrun.fetch_add(1, Relaxed);
+                    // SAFETY: as above.
+                    unsafe { (slot.missed)(slot.this, ip) };
                     return;
                 }
             }
@@ -501,7 +517,10 @@ unsafe extern "C" fn graph_entry(
     stack.mark_seen(bm, idx);
 
     let save = stack.top();
-    let mut e = Entry { func: ip, depth: stack.depth(), regs, stack, idx };
+    // The real return address: what the slot held, unless it is our trampoline (a frame joined,
+    // or a tail call), in which case the frame below knows it.
+    let ret_ip = if old_ret == tramp { stack.frames().find(|f| f.ret != tramp).map_or(old_ret, |f| f.ret) } else { old_ret };
+    let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, stack, idx };
     // SAFETY: `this` is the handler this slot was made for, alive while registered.
     if unsafe { (slot.entry)(slot.this, &mut e) } {
         stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
@@ -582,7 +601,7 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
             slot.missed_recursion.fetch_add(1, Relaxed);
             continue;
         }
-        let mut r = Return { func: f.func, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx };
+        let mut r = Return { func: f.func, ret_ip: f.ret, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx };
         // SAFETY: the slot's handler is alive while the slot is.
         unsafe { (slot.ret)(slot.this, &mut r) };
     }

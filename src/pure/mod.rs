@@ -6,7 +6,10 @@
 //! `ufgraph-pure` crate (`host/`), where `cargo test` and the fuzz targets exercise it. Keep it free
 //! of `kernel::` and `std::` (tests may use `std`).
 
+pub mod fprobe_hdr;
+pub mod funclist;
 pub mod ipcount;
 pub mod lru;
+pub mod probedef;
 pub mod shadow;
 pub mod tasktable;

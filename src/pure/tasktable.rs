@@ -133,6 +133,30 @@ pub fn remove(slots: &[AtomicUsize], c: &mut Counts, key: usize, key_of: impl Fn
     None
 }
 
+/// Replaces the entry for `key` with `entry` and returns the old one. Writers only.
+pub fn replace(slots: &[AtomicUsize], key: usize, entry: usize, key_of: impl Fn(usize) -> usize) -> Option<usize> {
+    let cap = slots.len();
+    let mut i = home(key, cap);
+    for _ in 0..cap {
+        match slots[i].load(Ordering::Relaxed) {
+            EMPTY => return None,
+            TOMBSTONE => {}
+            e if key_of(e) == key => {
+                slots[i].store(entry, Ordering::Release);
+                return Some(e);
+            }
+            _ => {}
+        }
+        i = (i + 1) & (cap - 1);
+    }
+    None
+}
+
+/// Whether `n` more inserts fit in a table of `cap` slots without refusal.
+pub fn has_room(c: &Counts, cap: usize, n: usize) -> bool {
+    (c.used + c.tombs + n) * 4 <= cap * 3
+}
+
 /// Calls `f` on every entry.
 pub fn for_each(slots: &[AtomicUsize], mut f: impl FnMut(usize)) {
     for s in slots {
@@ -232,6 +256,21 @@ mod tests {
         for e in 0..48 {
             assert_eq!(lookup(&big, w.keys[e], w.key_of()), Some(e + 2));
         }
+    }
+
+    #[test]
+    fn replace_swaps_in_place() {
+        let w = World { keys: vec![0x100, 0x200, 0x300] };
+        let t = table(16);
+        let mut c = Counts::default();
+        insert(&t, &mut c, 0x100, 2, w.key_of()).unwrap();
+        // Entry 3 (key 0x200) is not in: nothing to replace.
+        assert_eq!(replace(&t, 0x200, 3, w.key_of()), None);
+        // An entry with the same key (index 2 again, standing for a new copy) replaces it.
+        assert_eq!(replace(&t, 0x100, 2, w.key_of()), Some(2));
+        assert_eq!(c.used, 1);
+        assert!(has_room(&c, 16, 11));
+        assert!(!has_room(&c, 16, 12));
     }
 
     // A model check against HashMap under random inserts and removes.

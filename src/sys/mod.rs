@@ -7,7 +7,9 @@
 
 pub mod debugfs;
 pub mod ftrace;
+pub mod ksym;
 pub mod percpu;
+pub mod rcutable;
 pub mod sync;
 pub mod task;
 pub mod tracepoint;

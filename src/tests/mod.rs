@@ -5,3 +5,4 @@
 
 mod counter;
 mod fgraph;
+mod fprobe;

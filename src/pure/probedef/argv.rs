@@ -214,7 +214,12 @@ impl Write for BufWriter<'_> {
 
 /// Writes word `index` of a command as upstream's log shows it: rewritten if it is a `%pd`/`%pD`
 /// fetch argument (index >= 2) and `expanded` carries the configuration of the rewrite.
-fn write_word<W: Write>(w: &mut W, index: usize, word: &str, expanded: Option<&Config>) -> fmt::Result {
+fn write_word<W: Write>(
+    w: &mut W,
+    index: usize,
+    word: &str,
+    expanded: Option<&Config>,
+) -> fmt::Result {
     match expanded.filter(|_| index >= 2).and_then(|cfg| DentryWord::of(word, cfg)) {
         Some(d) => d.write(w),
         None => w.write_str(word),
@@ -229,7 +234,11 @@ fn word_len(index: usize, word: &str, expanded: Option<&Config>) -> usize {
 }
 
 /// Writes the command as upstream's error log shows it: the words joined by single spaces.
-pub(super) fn write_command<W: Write>(w: &mut W, cmd: &str, expanded: Option<&Config>) -> fmt::Result {
+pub(super) fn write_command<W: Write>(
+    w: &mut W,
+    cmd: &str,
+    expanded: Option<&Config>,
+) -> fmt::Result {
     for (i, word) in words(c_str(cmd)).enumerate() {
         if i > 0 {
             w.write_char(' ')?;
@@ -243,7 +252,12 @@ pub(super) fn write_command<W: Write>(w: &mut W, cmd: &str, expanded: Option<&Co
 ///
 /// An index past the last word puts the caret one past the end of the command, whatever the
 /// offset (upstream's rule; no fprobe error uses it).
-pub(super) fn error_pos(cmd: &str, index: usize, offset: usize, expanded: Option<&Config>) -> usize {
+pub(super) fn error_pos(
+    cmd: &str,
+    index: usize,
+    offset: usize,
+    expanded: Option<&Config>,
+) -> usize {
     let mut len = 0;
     for (i, word) in words(c_str(cmd)).enumerate() {
         if i == index {
@@ -259,7 +273,8 @@ mod tests {
     use super::*;
     use std::string::String;
 
-    const CFG: Config = Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 };
+    const CFG: Config =
+        Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 };
 
     fn command(cmd: &str, expanded: bool) -> String {
         let mut s = String::new();
@@ -286,8 +301,10 @@ mod tests {
 
     #[test]
     fn dentry_rewrite_matches_upstream() {
-        assert_eq!(command("f vfs_read f=$arg1:%pD d=+0($arg2):%pd", true),
-            "f vfs_read f=+0x0(+0x28(+0x48($arg1))):string d=+0x0(+0x28(+0($arg2))):string");
+        assert_eq!(
+            command("f vfs_read f=$arg1:%pD d=+0($arg2):%pd", true),
+            "f vfs_read f=+0x0(+0x28(+0x48($arg1))):string d=+0x0(+0x28(+0($arg2))):string"
+        );
         assert_eq!(command("f vfs_read $arg1:%pd", true), "f vfs_read +0x0(+0x28($arg1)):string");
         assert_eq!(command("f vfs_read $arg1:%pd", false), "f vfs_read $arg1:%pd");
         // The symbol is not a fetch argument, even if it looks like one.

@@ -164,6 +164,23 @@ pub enum Errno {
 }
 
 impl Errno {
+    /// The errno of a kernel return value (a negated errno number): [`Errno::Other`] for those
+    /// without a variant.
+    pub const fn from_kernel(value: i32) -> Errno {
+        match value {
+            -22 => Errno::Inval,
+            -7 => Errno::TooBig,
+            -34 => Errno::Range,
+            -2 => Errno::NoEnt,
+            -12 => Errno::NoMem,
+            -28 => Errno::NoSpc,
+            -95 => Errno::OpNotSupp,
+            -125 => Errno::Canceled,
+            -17 => Errno::Exist,
+            other => Errno::Other(other),
+        }
+    }
+
     /// The kernel return value: the negated errno number (`-22` for `EINVAL`).
     pub const fn to_kernel(self) -> i32 {
         match self {
@@ -304,7 +321,15 @@ impl fmt::Display for ErrorLog<'_> {
         let (sec, nsec) = (self.ts_ns / 1_000_000_000, self.ts_ns % 1_000_000_000);
         let expanded = self.err.expanded.then_some(self.cfg);
         for code in core::iter::once(self.err.code).chain(self.err.also) {
-            write!(f, "[{:5}.{:06}] {}: error: {}\n{}", sec, nsec / 1000, SUBSYSTEM, code.message(), CMD_PREFIX)?;
+            write!(
+                f,
+                "[{:5}.{:06}] {}: error: {}\n{}",
+                sec,
+                nsec / 1000,
+                SUBSYSTEM,
+                code.message(),
+                CMD_PREFIX
+            )?;
             write_command(f, self.cmd, expanded)?;
             f.write_str("\n")?;
             for _ in 0..CMD_PREFIX.len() + self.err.pos {
@@ -337,7 +362,8 @@ mod tests {
 
     #[test]
     fn log_format() {
-        let cfg = Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 };
+        let cfg =
+            Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 };
         let err = ProbeError {
             code: ErrCode::BadArgNum,
             errno: Errno::Inval,
@@ -355,12 +381,19 @@ mod tests {
         let twice = ProbeError { code: ErrCode::BadVar, also: Some(ErrCode::BadFetchArg), ..err };
         let log = twice.log("f vfs_read %ax", &cfg, 123_456_789_012_345).to_string();
         assert_eq!(log.lines().count(), 6);
-        assert!(log.starts_with("[123456.789012] trace_fprobe: error: Invalid $-variable specified\n"));
+        assert!(
+            log.starts_with("[123456.789012] trace_fprobe: error: Invalid $-variable specified\n")
+        );
         assert!(log.contains("\n[123456.789012] trace_fprobe: error: Invalid fetch argument\n"));
     }
 
     #[test]
     fn errnos() {
+        for e in -200..0 {
+            assert_eq!(Errno::from_kernel(e).to_kernel(), e);
+        }
+        assert_eq!(Errno::from_kernel(-2), Errno::NoEnt);
+        assert_eq!(Errno::from_kernel(-16), Errno::Other(-16));
         assert_eq!(Error::NotFprobe.errno().to_kernel(), -22);
         assert_eq!(Error::TooManyArgs.errno(), Errno::TooBig);
         assert_eq!(Error::DentryArgsTooLong.errno().to_kernel(), -12);

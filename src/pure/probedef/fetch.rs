@@ -1,59 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Fetch programs: how to read one probe argument, and the parser that builds them.
-//!
-//! # The program
-//!
-//! Upstream compiles each fetch argument into an array of `struct fetch_insn` run in fixed
-//! stages (kernel/trace/trace_probe_tmpl.h). A [`Fetch`] is that array with the stages made
-//! explicit, so that the interpreter is straight-line code:
-//!
-//! ```text
-//!   1. load     val = <Load>                        exactly one
-//!   2. derefs   for d in derefs:                    zero or more
-//!                   lval = val
-//!                   val  = read_ulong(val + d.offset)          (user memory if d.user)
-//!   3. store    write the field at `dest` from val, by store.kind:
-//!                 Raw        the low store.size bytes of val
-//!                 Mem        store.size bytes at val + store.offset   (UserMem: user memory)
-//!                 String     the NUL-terminated string at val + store.offset (UserString: user)
-//!                 SymString  the "symbol+off/size" text of address val + store.offset
-//!   4. bitfield if Some(b): x = stored value (b.basesize bytes);
-//!                 x = (x << b.lshift) >> b.rshift, in b.basesize-byte arithmetic
-//!   5. array    if count > 0, repeat 3-4 for elements 1..count:
-//!                 non-strings: dest += store.size; val += store.size
-//!                 strings:     val = lval + 8 * i, then redo the last deref of stage 2
-//!                              (an array of string pointers; fails if there is no deref)
-//! ```
-//!
-//! [`Load`] maps to upstream's first-stage ops: `Arg(n)` is `regs_get_kernel_argument(n)` (for
-//! tracepoint probes n is already shifted past the stub's dummy first parameter), `EntryArg`
-//! reads slot `slot` (8 bytes each) of the entry data a return probe saved at function entry
-//! (see [`ProbeDef::entry_args`](super::ProbeDef::entry_args)), `Comm` is the address of
-//! `current->comm`, `ImmStr` the address of a copy of the string, and `Symbol` the address
-//! `kallsyms` gives the symbol (resolved when the probe is registered: see
-//! [`split_symbol_offset`]).
-//!
-//! All memory reads are nofault reads; a failed read leaves the field as upstream leaves it
-//! (zeroed scalars, a zero-length string).
-//!
-//! Shift amounts and offsets keep upstream's C types: a dereference offset is parsed as a
-//! `long` and kept as an `int` (so it wraps the same way), and a bitfield's shifts are computed
-//! in `unsigned long` and kept in a `u8`. An interpreter must not trap on a shift of the full
-//! width or more (use `checked_shl(..).unwrap_or(0)`).
-//!
-//! # The limits
-//!
-//! Upstream gives each argument 16 instructions, the last one reserved for its end marker; a
-//! symbol load takes two. The parser counts instructions the same way, so that it refuses
-//! exactly the nestings upstream refuses, with the same error (`TOO_MANY_OPS`, or
-//! `BAD_BITFIELD` when only the bitfield does not fit).
+//! Fetch programs: how to read one probe argument (see [`Fetch`]), and the parser of fetch
+//! arguments that builds them.
 
 use core::fmt;
 
 use super::argv::DentryExpansion;
 use super::error::{ErrCode, Errno};
-use super::num::{is_alpha, kstrtoll, kstrtoull, kstrtouint, neg_kstrtoll, simple_strtoul, NumError};
+use super::num::{
+    is_alpha, kstrtoll, kstrtouint, kstrtoull, neg_kstrtoll, simple_strtoul, NumError,
+};
 use super::types::FetchType;
 use super::{MAX_ARGSTR_LEN, MAX_ARRAY_LEN, MAX_TRACE_ARGS};
 
@@ -73,19 +29,20 @@ const END_SLOT: usize = FETCH_INSN_MAX - 1;
 /// Stage 1 of a [`Fetch`]: where the value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Load<'a> {
-    /// `$argN` on function entry: function argument `n` (from 0) of `ftrace_regs`.
-    Arg(u32),
+    /// `$argN` on function entry: function argument `n` (from 0) of `ftrace_regs`. For a
+    /// tracepoint probe, `n` is N: the stub probed takes a dummy first parameter.
+    Arg(u16),
     /// `$argN` on function exit: argument `arg` (from 0), saved at entry in entry-data `slot`.
     EntryArg {
         /// Argument number, from 0.
-        arg: u32,
+        arg: u16,
         /// Index of the `unsigned long` in the entry data that holds it.
         slot: u8,
     },
     /// `$retval`: the return value.
     Retval,
     /// `$stackN`: the `n`th `unsigned long` on the stack at the probe.
-    Stack(u32),
+    Stack(u16),
     /// `$stack`: the stack pointer.
     StackPointer,
     /// `$comm`: the address of the current task's `comm`.
@@ -147,7 +104,53 @@ pub struct Bitfield {
     pub rshift: u8,
 }
 
-/// The program that reads one probe argument. See the [module documentation](self).
+/// The program that reads one probe argument.
+///
+/// Upstream compiles each fetch argument into an array of `struct fetch_insn` run in fixed
+/// stages (kernel/trace/trace_probe_tmpl.h). A [`Fetch`] is that array with the stages made
+/// explicit, so that the interpreter is straight-line code:
+///
+/// ```text
+///   1. load     val = <Load>                        exactly one
+///   2. derefs   for d in derefs:                    zero or more
+///                   lval = val
+///                   val  = read_ulong(val + d.offset)          (user memory if d.user)
+///   3. store    write the field at `dest` from val, by store.kind:
+///                 Raw        the low store.size bytes of val
+///                 Mem        store.size bytes at val + store.offset   (UserMem: user memory)
+///                 String     the NUL-terminated string at val + store.offset (UserString: user)
+///                 SymString  the "symbol+off/size" text of address val + store.offset
+///   4. bitfield if Some(b): x = stored value (b.basesize bytes);
+///                 x = (x << b.lshift) >> b.rshift, in b.basesize-byte arithmetic
+///   5. array    if count > 0, repeat 3-4 for elements 1..count:
+///                 non-strings: dest += store.size; val += store.size
+///                 strings:     val = lval + 8 * i, then redo the last deref of stage 2
+///                              (an array of string pointers; fails if there is no deref)
+/// ```
+///
+/// [`Load`] maps to upstream's first-stage ops: `Arg(n)` is `regs_get_kernel_argument(n)` (for
+/// tracepoint probes n is already shifted past the stub's dummy first parameter), `EntryArg`
+/// reads slot `slot` (8 bytes each) of the entry data a return probe saved at function entry
+/// (see [`ProbeDef::entry_args`](super::ProbeDef::entry_args)), `Comm` is the address of
+/// `current->comm`, `ImmStr` the address of a copy of the string, and `Symbol` the address
+/// `kallsyms` gives the symbol (resolved when the probe is registered: see
+/// [`split_symbol_offset`]).
+///
+/// All memory reads are nofault reads. A failed dereference ends the argument's fetch, as it
+/// ends upstream's `process_fetch_insn_bottom()`; failed string reads store what upstream's
+/// `fetch_store_string()` stores.
+///
+/// Shift amounts and offsets keep upstream's C types: a dereference offset is parsed as a
+/// `long` and kept as an `int` (so it wraps the same way), and a bitfield's shifts are computed
+/// in `unsigned long` and kept in a `u8`. An interpreter must not trap on a shift of the full
+/// width or more (use `checked_shl(..).unwrap_or(0)`).
+///
+/// # The limits
+///
+/// Upstream gives each argument 16 instructions, the last one reserved for its end marker; a
+/// symbol load takes two. The parser counts instructions the same way, so that it refuses
+/// exactly the nestings upstream refuses, with the same error (`TOO_MANY_OPS`, or
+/// `BAD_BITFIELD` when only the bitfield does not fit).
 #[derive(Clone, Copy, Debug, Eq, Hash)]
 pub struct Fetch<'a> {
     /// Stage 1.
@@ -328,7 +331,7 @@ pub struct ArgSig<'s> {
 /// (upstream's `probe_entry_arg`: one `unsigned long` each, shared by every `$argN` reading it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct EntryArgs {
-    args: [u32; MAX_TRACE_ARGS],
+    args: [u16; MAX_TRACE_ARGS],
     len: u8,
 }
 
@@ -339,7 +342,7 @@ impl EntryArgs {
 
     /// The slot holding argument `arg`, taking the next free one on first use. `None` when full,
     /// which cannot happen: each fetch argument reads at most one `$argN`.
-    fn slot(&mut self, arg: u32) -> Option<u8> {
+    fn slot(&mut self, arg: u16) -> Option<u8> {
         let len = usize::from(self.len);
         if let Some(i) = self.as_slice().iter().position(|&a| a == arg) {
             return u8::try_from(i).ok();
@@ -350,7 +353,7 @@ impl EntryArgs {
     }
 
     /// Argument numbers (from 0), by slot.
-    pub(super) fn as_slice(&self) -> &[u32] {
+    pub(super) fn as_slice(&self) -> &[u16] {
         self.args.get(..usize::from(self.len)).unwrap_or(&[])
     }
 }
@@ -377,7 +380,7 @@ pub(super) struct ArgCtx {
     /// A tracepoint probe (`$argN` skips the stub's first parameter).
     pub(super) tracepoint: bool,
     /// Largest `N` of `$argN`/`$stackN` (upstream's `PARAM_MAX_STACK`).
-    pub(super) max_stack_index: u32,
+    pub(super) max_stack_index: u16,
     /// Arguments saved at entry so far.
     pub(super) entry: EntryArgs,
     /// Size of the argument fields so far (upstream's `tp->size`).
@@ -415,10 +418,9 @@ impl<'t> Builder<'t> {
 
     /// Sets the load. It is the innermost operand, so upstream writes it at slot 0 (a symbol
     /// takes slots 0 and 1: an unresolved-symbol holder, then the immediate it resolves into).
-    fn set_load(&mut self, load: Load<'t>) -> Result<(), Fail> {
+    fn set_load(&mut self, load: Load<'t>) {
         self.slots = if matches!(load, Load::Symbol(_)) { 2 } else { 1 };
         self.load = Some(load);
-        Ok(())
     }
 
     fn last_op(&self) -> Option<LastOp> {
@@ -452,7 +454,11 @@ impl<'t> Builder<'t> {
 
 /// `traceprobe_parse_probe_arg_body()`: parses the expression `body` of an argument, found at
 /// byte `at` of its word, into the field's type, its offset and its program.
-pub(super) fn parse_body<'t>(body: &'t str, at: usize, ctx: &mut ArgCtx) -> Result<(FetchType, u16, Fetch<'t>), Fail> {
+pub(super) fn parse_body<'t>(
+    body: &'t str,
+    at: usize,
+    ctx: &mut ArgCtx,
+) -> Result<(FetchType, u16, Fetch<'t>), Fail> {
     if body.len() > MAX_ARGSTR_LEN {
         return Err(fail(ErrCode::ArgTooLong, at, Errno::TooBig));
     }
@@ -481,8 +487,8 @@ struct TypeSpec<'t> {
     expr: &'t str,
     /// The type text, without an array suffix.
     name: Option<&'t str>,
-    /// Where the type text starts in the word (the expression's start when there is none).
-    at: usize,
+    /// Where the type text starts in the expression (0 when there is none).
+    from: usize,
     ty: FetchType,
     count: u32,
 }
@@ -528,40 +534,57 @@ fn parse_type(body: &str, at: usize) -> Result<TypeSpec<'_>, Fail> {
     } else {
         FetchType::find(name).ok_or(inval(ErrCode::BadType, type_at))?
     };
-    Ok(TypeSpec { expr, name, at: type_at, ty, count })
+    Ok(TypeSpec { expr, name, from: type_from.unwrap_or(0), ty, count })
 }
 
 /// `parse_probe_arg()`: parses a fetch expression at byte `*off` of its word. Nested
 /// dereferences move `*off` as upstream moves `ctx->offset`.
-fn parse_probe_arg<'t>(arg: &'t str, off: &mut usize, ctx: &mut ArgCtx, b: &mut Builder<'t>) -> Result<(), Fail> {
+fn parse_probe_arg<'t>(
+    arg: &'t str,
+    off: &mut usize,
+    ctx: &mut ArgCtx,
+    b: &mut Builder<'t>,
+) -> Result<(), Fail> {
     // Every branch starts with an ASCII byte, so `arg.get(1..)` is the rest of the expression.
     let rest = arg.get(1..).unwrap_or("");
     match arg.as_bytes().first().copied() {
-        Some(b'$') => parse_var(rest, *off, ctx, b),
+        Some(b'$') => {
+            b.set_load(parse_var(rest, *off, ctx)?);
+            Ok(())
+        }
         // fprobes have no registers. Upstream logs BAD_VAR but goes on, finds no instruction
         // written and logs BAD_FETCH_ARG too.
-        Some(b'%') => Err(Fail { also: Some(ErrCode::BadFetchArg), ..fail(ErrCode::BadVar, *off, Errno::Inval) }),
+        Some(b'%') => Err(Fail {
+            also: Some(ErrCode::BadFetchArg),
+            ..fail(ErrCode::BadVar, *off, Errno::Inval)
+        }),
         Some(b'@') => {
             if rest.starts_with(|c: char| c.is_ascii_digit()) {
-                let addr = kstrtoull(rest, 0).map_err(|e| fail(ErrCode::BadMemAddr, *off, e.errno()))?;
-                b.set_load(Load::Imm(addr))?;
+                let addr =
+                    kstrtoull(rest, 0).map_err(|e| fail(ErrCode::BadMemAddr, *off, e.errno()))?;
+                b.set_load(Load::Imm(addr));
             } else if rest.starts_with('+') {
                 return Err(fail(ErrCode::FileOnKprobe, *off, Errno::Inval));
             } else {
-                b.set_load(Load::Symbol(rest))?;
+                b.set_load(Load::Symbol(rest));
             }
             b.push_deref(Deref { offset: 0, user: false }, *off)
         }
         Some(sign @ (b'+' | b'-')) => parse_deref(arg, sign, off, ctx, b),
-        Some(b'\\') => parse_imm(rest, *off, b),
+        Some(b'\\') => {
+            b.set_load(parse_imm(rest, *off)?);
+            Ok(())
+        }
         // A bare name is a BTF argument, which needs BTF support we do not have.
-        Some(c) if is_alpha(c) || c == b'_' => Err(fail(ErrCode::NosupBtfarg, *off, Errno::OpNotSupp)),
+        Some(c) if is_alpha(c) || c == b'_' => {
+            Err(fail(ErrCode::NosupBtfarg, *off, Errno::OpNotSupp))
+        }
         _ => Err(fail(ErrCode::BadFetchArg, *off, Errno::Inval)),
     }
 }
 
 /// `parse_probe_vars()`: `$` followed by `var`, at byte `off` of its word.
-fn parse_var<'t>(var: &'t str, off: usize, ctx: &mut ArgCtx, b: &mut Builder<'t>) -> Result<(), Fail> {
+fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx) -> Result<Load<'static>, Fail> {
     let bad = |code| Err(fail(code, off, Errno::Inval));
     let max = u64::from(ctx.max_stack_index);
     // A prefix is enough: on a return probe "$retvalue" is "$retval".
@@ -569,11 +592,11 @@ fn parse_var<'t>(var: &'t str, off: usize, ctx: &mut ArgCtx, b: &mut Builder<'t>
         if !ctx.is_return {
             return bad(ErrCode::RetvalOnProbe);
         }
-        return b.set_load(Load::Retval);
+        return Ok(Load::Retval);
     }
     if let Some(num) = var.strip_prefix("stack") {
         if num.is_empty() {
-            return b.set_load(Load::StackPointer);
+            return Ok(Load::StackPointer);
         }
         if !num.starts_with(|c: char| c.is_ascii_digit()) {
             return bad(ErrCode::BadVar);
@@ -581,38 +604,38 @@ fn parse_var<'t>(var: &'t str, off: usize, ctx: &mut ArgCtx, b: &mut Builder<'t>
         return match kstrtoull(num, 10) {
             Err(_) => bad(ErrCode::BadVar),
             Ok(n) if n > max => bad(ErrCode::BadStackNum),
-            Ok(n) => b.set_load(Load::Stack(n as u32)),
+            // n <= max_stack_index, a u16.
+            Ok(n) => Ok(Load::Stack(n as u16)),
         };
     }
     if var == "comm" || var == "COMM" {
-        return b.set_load(Load::Comm);
+        return Ok(Load::Comm);
     }
     if let Some(num) = var.strip_prefix("arg") {
         let n = match kstrtoull(num, 10) {
             Err(_) => return bad(ErrCode::BadVar),
             Ok(n) if n == 0 || n > max => return bad(ErrCode::BadArgNum),
-            // n <= max_stack_index, a u32.
-            Ok(n) => (n - 1) as u32,
+            // n <= max_stack_index, a u16.
+            Ok(n) => (n - 1) as u16,
         };
-        let load = if ctx.is_return {
+        return Ok(if ctx.is_return {
             // Read at exit what the entry handler saved.
             let slot = ctx.entry.slot(n).ok_or(fail(ErrCode::TooManyOps, off, Errno::NoSpc))?;
             Load::EntryArg { arg: n, slot }
         } else {
             // A tracepoint probe attaches to a stub whose first parameter is a dummy.
-            Load::Arg(n + u32::from(ctx.tracepoint))
-        };
-        return b.set_load(load);
+            Load::Arg(n + u16::from(ctx.tracepoint))
+        });
     }
     bad(ErrCode::BadVar)
 }
 
 /// `\` followed by `imm`, at byte `off` of its word: an immediate value or string.
-fn parse_imm<'t>(imm: &'t str, off: usize, b: &mut Builder<'t>) -> Result<(), Fail> {
+fn parse_imm(imm: &str, off: usize) -> Result<Load<'_>, Fail> {
     if let Some(s) = imm.strip_prefix('"') {
         // The string runs to the end of the word, which must be the closing quote.
         return match s.strip_suffix('"') {
-            Some(text) => b.set_load(Load::ImmStr(text)),
+            Some(text) => Ok(Load::ImmStr(text)),
             None => Err(fail(ErrCode::ImmstrNoClose, off + 2 + s.len(), Errno::Inval)),
         };
     }
@@ -623,12 +646,17 @@ fn parse_imm<'t>(imm: &'t str, off: usize, b: &mut Builder<'t>) -> Result<(), Fa
         Some(b'+') => kstrtoll(imm.get(1..).unwrap_or(""), 0).map(|v| v as u64),
         _ => Err(NumError::Invalid),
     };
-    let value = value.map_err(|e| fail(ErrCode::BadImm, off + 1, e.errno()))?;
-    b.set_load(Load::Imm(value))
+    value.map(Load::Imm).map_err(|e| fail(ErrCode::BadImm, off + 1, e.errno()))
 }
 
 /// `+|-[u]OFFS(EXPR)` at byte `*off` of its word, `sign` being its first byte.
-fn parse_deref<'t>(arg: &'t str, sign: u8, off: &mut usize, ctx: &mut ArgCtx, b: &mut Builder<'t>) -> Result<(), Fail> {
+fn parse_deref<'t>(
+    arg: &'t str,
+    sign: u8,
+    off: &mut usize,
+    ctx: &mut ArgCtx,
+    b: &mut Builder<'t>,
+) -> Result<(), Fail> {
     let bytes = arg.as_bytes();
     let user = bytes.get(1) == Some(&b'u');
     // Upstream drops the 'u' by copying the sign over it and stepping past it, then steps past a
@@ -674,6 +702,10 @@ fn parse_deref<'t>(arg: &'t str, sign: u8, off: &mut usize, ctx: &mut ArgCtx, b:
 /// being where upstream's cursor stands.
 fn finalize<'t>(b: Builder<'t>, spec: &TypeSpec<'_>, off: usize) -> Result<Fetch<'t>, Fail> {
     let (ty, count) = (spec.ty, spec.count);
+    // Upstream points type errors found here at the type's offset in the expression counted from
+    // its cursor, which a dereference has moved past the expression's start: the caret lands
+    // that much to the right of the type (possibly past the end of the command).
+    let at_type = off + spec.from;
     let Some(load) = b.load else {
         return Err(fail(ErrCode::BadFetchArg, off, Errno::Inval));
     };
@@ -691,13 +723,13 @@ fn finalize<'t>(b: Builder<'t>, spec: &TypeSpec<'_>, off: usize) -> Result<Fetch
     let store = if ty.is_string() {
         if ty == FetchType::SymStr {
             if !matches!(last, Some(LastOp::Stack | LastOp::Retval | LastOp::Arg | LastOp::Deref)) {
-                return Err(fail(ErrCode::BadSymstring, spec.at, Errno::Inval));
+                return Err(fail(ErrCode::BadSymstring, at_type, Errno::Inval));
             }
         } else if !matches!(
             last,
             Some(LastOp::Deref | LastOp::UserDeref | LastOp::Imm | LastOp::Comm | LastOp::Data)
         ) {
-            return Err(fail(ErrCode::BadString, spec.at, Errno::Inval));
+            return Err(fail(ErrCode::BadString, at_type, Errno::Inval));
         }
         // The store gets a new instruction when the value is itself the address (symstr, an
         // immediate, $comm, a string constant) or, for arrays, the address of the first pointer;
@@ -724,7 +756,11 @@ fn finalize<'t>(b: Builder<'t>, spec: &TypeSpec<'_>, off: usize) -> Result<Fetch
         Store { kind, size, offset: folded.offset }
     } else if let Some(LastOp::Deref | LastOp::UserDeref) = last {
         let d = fold();
-        Store { kind: if d.user { StoreKind::UserMem } else { StoreKind::Mem }, size, offset: d.offset }
+        Store {
+            kind: if d.user { StoreKind::UserMem } else { StoreKind::Mem },
+            size,
+            offset: d.offset,
+        }
     } else {
         if slots == END_SLOT {
             return Err(fail(ErrCode::TooManyOps, off, Errno::TooBig));
@@ -735,7 +771,7 @@ fn finalize<'t>(b: Builder<'t>, spec: &TypeSpec<'_>, off: usize) -> Result<Fetch
 
     let bitfield = match spec.name.and_then(|n| n.strip_prefix('b')) {
         Some(bf) => {
-            let bad = fail(ErrCode::BadBitfield, spec.at, Errno::Inval);
+            let bad = fail(ErrCode::BadBitfield, at_type, Errno::Inval);
             let bf = bf.as_bytes();
             let (width, end) = simple_strtoul(bf, 0);
             if width == 0 || bf.get(end) != Some(&b'@') {
@@ -768,7 +804,7 @@ fn finalize<'t>(b: Builder<'t>, spec: &TypeSpec<'_>, off: usize) -> Result<Fetch
 
     if count > 0 {
         if !matches!(store.kind, StoreKind::Mem | StoreKind::String | StoreKind::UserString) {
-            return Err(fail(ErrCode::BadString, spec.at, Errno::Inval));
+            return Err(fail(ErrCode::BadString, at_type, Errno::Inval));
         }
         if slots == END_SLOT {
             return Err(fail(ErrCode::TooManyOps, off, Errno::TooBig));
@@ -791,7 +827,13 @@ mod tests {
     use super::*;
 
     fn ctx(is_return: bool) -> ArgCtx {
-        ArgCtx { is_return, tracepoint: false, max_stack_index: 2048, entry: EntryArgs::new(), size: 0 }
+        ArgCtx {
+            is_return,
+            tracepoint: false,
+            max_stack_index: 2048,
+            entry: EntryArgs::new(),
+            size: 0,
+        }
     }
 
     fn body(s: &str) -> Result<(FetchType, Fetch<'_>), Fail> {
@@ -846,7 +888,11 @@ mod tests {
 
     #[test]
     fn comm_displays_rewrite() {
-        let exp = DentryExpansion { kind: super::super::DentryKind::File, name_offset: 0x28, file_offset: 0x48 };
+        let exp = DentryExpansion {
+            kind: super::super::DentryKind::File,
+            name_offset: 0x28,
+            file_offset: 0x48,
+        };
         let c = Comm::new("$arg1:%pD", Some(exp));
         assert!(c.eq_str("+0x0(+0x28(+0x48($arg1))):string"));
         assert!(!c.eq_str("+0x0(+0x28(+0x48($arg1))):strin"));

@@ -20,10 +20,10 @@
 //!
 //! [`parse`] reads one such line into a [`Command`]. A definition ([`ProbeDef`]) borrows from the
 //! line; its fetch arguments come out one at a time from [`ProbeDef::args`], each with a small
-//! fixed-size [`Fetch`] program. Nothing allocates, and the definition stays a few hundred bytes
-//! whatever its arguments (128 arguments with their programs would be ~40 KiB, too much for a
-//! kernel stack): the arguments are validated once when the line is parsed and re-read from the
-//! line on iteration.
+//! fixed-size [`Fetch`] program. Nothing allocates, and the definition stays under half a
+//! kilobyte whatever its arguments (128 parsed arguments would take ~27 KiB, too much for a
+//! kernel stack): the arguments are validated once when the line is parsed and parsed again
+//! from the line on iteration.
 //!
 //! Errors are upstream's: the same [`ErrCode`], the same caret position in the same rebuilt
 //! command, the same errno; [`ProbeError::log`] renders the `error_log` entry. Every case of
@@ -86,7 +86,7 @@ pub const MAX_ARG_NAME_LEN: usize = 32;
 pub const MAX_EVENT_NAME_LEN: usize = 64;
 
 /// The largest `MAXACTIVE` of an exit probe (`RETHOOK_MAXACTIVE_MAX`).
-pub const MAXACTIVE_MAX: u32 = 4096;
+pub const MAXACTIVE_MAX: i32 = 4096;
 
 /// The longest line upstream's `dynamic_events` writer passes on (`WRITE_BUFSIZE` - 1).
 pub const MAX_COMMAND_LEN: usize = 4095;
@@ -113,8 +113,9 @@ const RESERVED_NAMES: [&str; 8] = [
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
     /// The largest N of `$argN` and `$stackN`: upstream's `PARAM_MAX_STACK`,
-    /// `THREAD_SIZE / sizeof(long)` (2048 for 16 KiB stacks).
-    pub max_stack_index: u32,
+    /// `THREAD_SIZE / sizeof(long)` (2048 for 16 KiB stacks; 16 bits hold it for stacks up to
+    /// 512 KiB).
+    pub max_stack_index: u16,
     /// `offsetof(struct dentry, d_name.name)`, for `%pd` and `%pD`.
     pub dentry_name_offset: u32,
     /// `offsetof(struct file, f_path.dentry)`, for `%pD`.
@@ -122,8 +123,8 @@ pub struct Config {
 }
 
 /// One parsed `dynamic_events` line.
-// A definition is ~700 bytes (its entry-argument table) and there is no heap to box it in here;
-// that is small enough to return by value, even on a kernel stack.
+// A definition is ~430 bytes (mostly its entry-argument table) and there is no heap to box it in
+// here; that is small enough to return by value, even on a kernel stack.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command<'a> {
@@ -190,7 +191,7 @@ pub struct ProbeDef<'a> {
     event: EventName<'a>,
     symbol: &'a str,
     is_return: bool,
-    maxactive: u32,
+    maxactive: i32,
     /// The command from the first fetch argument on.
     args: &'a str,
     nargs: usize,
@@ -232,8 +233,10 @@ impl<'a> ProbeDef<'a> {
             if digits.len() > MAX_EVENT_NAME_LEN - 1 {
                 return Err(inval(ErrCode::BadMaxact, 0, 1));
             }
+            // Upstream reads an unsigned int into an int: from 2^31 on the number is negative,
+            // passes the "too big" check, and only fails when the probe is registered.
             maxactive = match kstrtouint(digits, 0) {
-                Ok(n) if n != 0 => n,
+                Ok(n) if n != 0 => n as i32,
                 _ => return Err(inval(ErrCode::BadMaxact, 0, 1)),
             };
             if maxactive > MAXACTIVE_MAX {
@@ -243,7 +246,9 @@ impl<'a> ProbeDef<'a> {
 
         // SYM[%return] (parse_symbol_and_return()).
         let (symbol, mut is_return) = match place.find('%') {
-            Some(p) if !tracepoint && place.get(p..) == Some("%return") => (place.get(..p).unwrap_or(""), true),
+            Some(p) if !tracepoint && place.get(p..) == Some("%return") => {
+                (place.get(..p).unwrap_or(""), true)
+            }
             Some(p) => return Err(inval(ErrCode::BadAddrSuffix, 1, p)),
             None => (place, false),
         };
@@ -388,8 +393,9 @@ impl<'a> ProbeDef<'a> {
         self.is_return
     }
 
-    /// `MAXACTIVE` as given, 0 for the default.
-    pub fn maxactive(&self) -> u32 {
+    /// `MAXACTIVE` as given, 0 for the default. Upstream keeps it in an `int`: numbers from 2^31
+    /// on come out negative, as they do upstream, where registering such a probe fails.
+    pub fn maxactive(&self) -> i32 {
         self.maxactive
     }
 
@@ -401,13 +407,16 @@ impl<'a> ProbeDef<'a> {
     /// The fetch arguments, in order.
     pub fn args(&self) -> Args<'a> {
         let tracepoint = self.kind == ProbeKind::Tracepoint;
-        Args { parser: ArgParser::new(self.args, self.cfg, self.is_return, tracepoint), left: self.nargs }
+        Args {
+            parser: ArgParser::new(self.args, self.cfg, self.is_return, tracepoint),
+            left: self.nargs,
+        }
     }
 
     /// For an exit probe, the function arguments (numbered from 0) its entry handler saves, in
     /// entry-data slot order: the `unsigned long` at slot `i` holds argument `entry_args()[i]`
     /// ([`Load::EntryArg`] reads it). Empty when no `$argN` is read at exit.
-    pub fn entry_args(&self) -> &[u32] {
+    pub fn entry_args(&self) -> &[u16] {
         self.entry.as_slice()
     }
 
@@ -440,18 +449,23 @@ impl<'a> ProbeDef<'a> {
     /// (unknown symbol), none for `-ENOMEM` and `-EEXIST`, `FAIL_REG_PROBE` for the rest.
     pub fn registration_error(&self, errno: i32) -> Option<ProbeError> {
         const EILSEQ: i32 = -84;
+        let errno = Errno::from_kernel(errno);
         let code = match errno {
-            EILSEQ => ErrCode::BadInsnBndry,
-            e if e == Errno::NoEnt.to_kernel() => ErrCode::BadProbeAddr,
-            e if e == Errno::NoMem.to_kernel() || e == Errno::Exist.to_kernel() => return None,
+            Errno::Other(EILSEQ) => ErrCode::BadInsnBndry,
+            Errno::NoEnt => ErrCode::BadProbeAddr,
+            Errno::NoMem | Errno::Exist => return None,
             _ => ErrCode::FailRegProbe,
         };
-        Some(self.error_at(code, Errno::Other(errno), 1, 0))
+        Some(self.error_at(code, errno, 1, 0))
     }
 
     /// When an event of this group and name exists: `DIFF_PROBE_TYPE` unless it is of the same
     /// kind (entry/exit, function/tracepoint) as this definition.
-    pub fn diff_probe_type(&self, existing_is_return: bool, existing_kind: ProbeKind) -> Option<ProbeError> {
+    pub fn diff_probe_type(
+        &self,
+        existing_is_return: bool,
+        existing_kind: ProbeKind,
+    ) -> Option<ProbeError> {
         (existing_is_return != self.is_return || existing_kind != self.kind)
             .then(|| self.error_at(ErrCode::DiffProbeType, Errno::Exist, 0, 0))
     }
@@ -605,7 +619,9 @@ impl<'a> RemoveDef<'a> {
         let mut args = args.into_iter();
         words.all(|w| {
             args.next().is_some_and(|(name, comm)| {
-                w.strip_prefix(name).and_then(|r| r.strip_prefix('=')).is_some_and(|c| display_eq(&comm, c))
+                w.strip_prefix(name)
+                    .and_then(|r| r.strip_prefix('='))
+                    .is_some_and(|c| display_eq(&comm, c))
             })
         })
     }
@@ -623,9 +639,11 @@ impl<'a> EventName<'a> {
     fn generated(kind: ProbeKind, symbol: &str, is_return: bool) -> Self {
         let parts = match kind {
             ProbeKind::Fprobe => [symbol, "__", if is_return { "exit" } else { "entry" }],
-            ProbeKind::Tracepoint => {
-                [if symbol.starts_with(|c: char| c.is_ascii_digit()) { "_" } else { "" }, symbol, ""]
-            }
+            ProbeKind::Tracepoint => [
+                if symbol.starts_with(|c: char| c.is_ascii_digit()) { "_" } else { "" },
+                symbol,
+                "",
+            ],
         };
         // snprintf() into MAX_EVENT_NAME_LEN bytes: 63 and the NUL.
         let mut buf = [0u8; MAX_EVENT_NAME_LEN];
@@ -633,7 +651,9 @@ impl<'a> EventName<'a> {
         let mut len = 0;
         for part in parts {
             let take = part.len().min(room - len);
-            if let (Some(dst), Some(src)) = (buf.get_mut(len..len + take), part.as_bytes().get(..take)) {
+            if let (Some(dst), Some(src)) =
+                (buf.get_mut(len..len + take), part.as_bytes().get(..take))
+            {
                 dst.copy_from_slice(src);
                 len += take;
             }
@@ -809,7 +829,11 @@ impl<'a> ArgParser<'a> {
     /// Parses argument `i` written `text`: its name, where its expression starts, its type, the
     /// offset of its field and its program.
     #[allow(clippy::type_complexity)]
-    fn parse_text<'t>(&mut self, i: usize, text: &'t str) -> Result<(&'t str, usize, FetchType, u16, Fetch<'t>), Fail> {
+    fn parse_text<'t>(
+        &mut self,
+        i: usize,
+        text: &'t str,
+    ) -> Result<(&'t str, usize, FetchType, u16, Fetch<'t>), Fail> {
         let inval = |code| Fail { code, offset: 0, errno: Errno::Inval, also: None };
         let (name, body_at) = arg_name(text, i);
         if let Some(at) = body_at {

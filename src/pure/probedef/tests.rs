@@ -8,7 +8,8 @@ use std::format;
 use std::string::{String, ToString};
 use std::vec::Vec;
 
-const CFG: Config = Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 };
+const CFG: Config =
+    Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 };
 
 fn def(cmd: &str) -> ProbeDef<'_> {
     match parse(cmd, &CFG) {
@@ -85,10 +86,16 @@ fn upstream_syntax_errors() {
         ("f^1a111 vfs_read", BadMaxact),
         ("f^100000 vfs_read", MaxactTooBig),
         ("f:^/bar vfs_read", NoGroupName),
-        ("f:^12345678901234567890123456789012345678901234567890123456789012345/bar vfs_read", GroupTooLong),
+        (
+            "f:^12345678901234567890123456789012345678901234567890123456789012345/bar vfs_read",
+            GroupTooLong,
+        ),
         ("f:^foo.1/bar vfs_read", BadGroupName),
         ("f:^ vfs_read", NoEventName),
-        ("f:foo/^12345678901234567890123456789012345678901234567890123456789012345 vfs_read", EventTooLong),
+        (
+            "f:foo/^12345678901234567890123456789012345678901234567890123456789012345 vfs_read",
+            EventTooLong,
+        ),
         ("f:foo/^bar.1 vfs_read", BadEventName),
         ("f vfs_read ^$stack10000", BadStackNum),
         ("f vfs_read ^$arg10000", BadArgNum),
@@ -116,7 +123,10 @@ fn upstream_syntax_errors() {
         ("f vfs_read ^=@11", NoArgName),
         ("f vfs_read ^var.1=@11", BadArgName),
         ("f vfs_read var1=@11 ^var1=@12", UsedArgName),
-        ("f vfs_read ^+1234567(+1234567(+1234567(+1234567(+1234567(+1234567(@1234))))))", ArgTooLong),
+        (
+            "f vfs_read ^+1234567(+1234567(+1234567(+1234567(+1234567(+1234567(@1234))))))",
+            ArgTooLong,
+        ),
         ("f vfs_read arg1=^", NoArgBody),
         ("f vfs_read^%hoge", BadAddrSuffix),
         // The "no BTF" branch.
@@ -226,7 +236,10 @@ fn registers_log_two_errors() {
 #[test]
 fn head_and_defaults() {
     let d = def("f vfs_read");
-    assert_eq!((d.kind(), d.group(), d.event(), d.symbol()), (ProbeKind::Fprobe, "fprobes", "vfs_read__entry", "vfs_read"));
+    assert_eq!(
+        (d.kind(), d.group(), d.event(), d.symbol()),
+        (ProbeKind::Fprobe, "fprobes", "vfs_read__entry", "vfs_read")
+    );
     assert!(!d.is_return() && !d.event_given() && d.nargs() == 0 && d.maxactive() == 0);
 
     let d = def("f vfs_read%return");
@@ -249,6 +262,11 @@ fn head_and_defaults() {
     assert_eq!(def("f0x10 vfs_read%return").maxactive(), 16);
     assert_eq!(def("f4096 vfs_read%return").maxactive(), 4096);
     check_error("f^4097 vfs_read%return", ErrCode::MaxactTooBig);
+    check_error("f^2147483647 vfs_read%return", ErrCode::MaxactTooBig);
+    check_error("f^4294967296 vfs_read%return", ErrCode::BadMaxact);
+    // An int that wraps negative passes, as upstream's does.
+    assert_eq!(def("f2147483648 vfs_read%return").maxactive(), i32::MIN);
+    assert_eq!(def("f0xffffffff vfs_read%return").maxactive(), -1);
     check_error("f^0 vfs_read%return", ErrCode::BadMaxact);
     check_error("f^1x:ev vfs_read%return", ErrCode::BadMaxact);
     // $retval makes an exit probe, so maxactive is fine.
@@ -272,7 +290,10 @@ fn head_and_defaults() {
 #[test]
 fn tracepoints() {
     let d = def("t sched_switch $arg1 $arg2:u32");
-    assert_eq!((d.kind(), d.group(), d.event()), (ProbeKind::Tracepoint, "tracepoints", "sched_switch"));
+    assert_eq!(
+        (d.kind(), d.group(), d.event()),
+        (ProbeKind::Tracepoint, "tracepoints", "sched_switch")
+    );
     let a: Vec<_> = d.args().collect();
     // The stub's first parameter is skipped.
     assert_eq!(a[0].fetch.load, Load::Arg(1));
@@ -309,7 +330,10 @@ fn retval_makes_exit_probes() {
 fn variables() {
     let a = args("f vfs_read $arg1 $arg2048 $stack $stack0 $stack2048 $comm $COMM");
     let loads: Vec<_> = a.iter().map(|a| load(a.fetch.load)).collect();
-    assert_eq!(loads, ["Arg(0)", "Arg(2047)", "StackPointer", "Stack(0)", "Stack(2048)", "Comm", "Comm"]);
+    assert_eq!(
+        loads,
+        ["Arg(0)", "Arg(2047)", "StackPointer", "Stack(0)", "Stack(2048)", "Comm", "Comm"]
+    );
     assert_eq!(a[0].fetch.store, raw(8));
     assert_eq!(a[0].ty, FetchType::X64);
     // $comm is a string kept by its own store instruction.
@@ -348,9 +372,14 @@ fn entry_arguments_at_exit() {
     let loads: Vec<_> = d.args().map(|a| a.fetch.load).collect();
     assert_eq!(
         loads,
-        [Load::EntryArg { arg: 1, slot: 0 }, Load::EntryArg { arg: 0, slot: 1 }, Load::EntryArg { arg: 1, slot: 0 }, Load::Retval]
+        [
+            Load::EntryArg { arg: 1, slot: 0 },
+            Load::EntryArg { arg: 0, slot: 1 },
+            Load::EntryArg { arg: 1, slot: 0 },
+            Load::Retval
+        ]
     );
-    assert_eq!(def("f vfs_read $arg1").entry_args(), &[] as &[u32]);
+    assert_eq!(def("f vfs_read $arg1").entry_args(), &[] as &[u16]);
     assert_eq!(def("f vfs_read%return $retval").entry_data_size(), 0);
     // symstr takes registers, stack and memory but not entry data.
     check_error("f vfs_read%return $arg1:^symstr", ErrCode::BadSymstring);
@@ -401,7 +430,10 @@ fn dereferences() {
     let f = fetch("f vfs_read +u8(+u0($stack)):u8");
     assert_eq!(f.derefs(), &[Deref { offset: 0, user: true }]);
     assert_eq!(f.store, Store { kind: StoreKind::UserMem, size: 1, offset: 8 });
-    assert_eq!(fetch("f vfs_read -u8($arg1)").store, Store { kind: StoreKind::UserMem, size: 8, offset: -8 });
+    assert_eq!(
+        fetch("f vfs_read -u8($arg1)").store,
+        Store { kind: StoreKind::UserMem, size: 8, offset: -8 }
+    );
     assert_eq!(fetch("f vfs_read ++8($arg1)").store, mem(8, 8));
     assert_eq!(fetch("f vfs_read +-8($arg1)").store, mem(-8, 8));
     assert_eq!(fetch("f vfs_read -0x8($arg1)").store, mem(-8, 8));
@@ -447,7 +479,7 @@ fn nesting_limits() {
     // A store of its own, an array or a bitfield needs one more slot.
     check_error(&format!("f vfs_read +0(^{}:u8[2]", &nest(13, "@0")[3..]), ErrCode::TooManyOps);
     assert_eq!(err(&format!("f vfs_read {}:u8[2]", nest(13, "@0"))).errno, Errno::TooBig);
-    check_error(&format!("f vfs_read {}:^b1@0/8", nest(13, "@0")), ErrCode::BadBitfield);
+    check_error(&format!("f vfs_read {}:b1@^0/8", nest(13, "@0")), ErrCode::BadBitfield);
     check_error(&format!("f vfs_read +0(^{}:symstr", &nest(13, "@0")[3..]), ErrCode::TooManyOps);
     assert_eq!(fetch(&format!("f vfs_read {}:u8[2]", nest(12, "@0"))).count, 2);
 }
@@ -477,7 +509,8 @@ fn every_type() {
     assert_eq!((f.load, f.store.kind), (Load::Arg(0), StoreKind::SymString));
     let f = fetch("f vfs_read +8($arg1):symstr");
     assert_eq!((f.derefs(), f.store.offset), (&[deref(8)][..], 0));
-    check_error("f vfs_read +u8($arg1):^symstr", ErrCode::BadSymstring);
+    // After a dereference, the caret goes as far right of the type as upstream's cursor moved.
+    check_error("f vfs_read +u8($arg1):sym^str", ErrCode::BadSymstring);
     check_error("f vfs_read \\1:^symstr", ErrCode::BadSymstring);
     check_error("f vfs_read $stack:^symstr", ErrCode::BadSymstring);
     check_error("f vfs_read $arg1:^ustring", ErrCode::BadString);
@@ -496,8 +529,14 @@ fn bitfields() {
     assert_eq!(a.ty, FetchType::U32);
     assert_eq!(a.fetch.store, mem(4, 4));
     assert_eq!(a.fetch.bitfield, Some(Bitfield { basesize: 4, lshift: 24, rshift: 29 }));
-    assert_eq!(fetch("f vfs_read $arg1:b0x8@0/8").bitfield, Some(Bitfield { basesize: 1, lshift: 0, rshift: 0 }));
-    assert_eq!(fetch("f vfs_read $arg1:b1@63/64").bitfield, Some(Bitfield { basesize: 8, lshift: 0, rshift: 63 }));
+    assert_eq!(
+        fetch("f vfs_read $arg1:b0x8@0/8").bitfield,
+        Some(Bitfield { basesize: 1, lshift: 0, rshift: 0 })
+    );
+    assert_eq!(
+        fetch("f vfs_read $arg1:b1@63/64").bitfield,
+        Some(Bitfield { basesize: 8, lshift: 0, rshift: 63 })
+    );
     check_error("f vfs_read $arg1:^b8@1/8", ErrCode::BadBitfield);
     check_error("f vfs_read $arg1:^b0@1/8", ErrCode::BadBitfield);
     check_error("f vfs_read $arg1:^b@1/8", ErrCode::BadBitfield);
@@ -505,6 +544,14 @@ fn bitfields() {
     check_error("f vfs_read $arg1:^b1@/8", ErrCode::BadBitfield);
     check_error("f vfs_read $arg1:^b1@0x/8", ErrCode::BadBitfield);
     check_error("f vfs_read $arg1:^b1@1/9", ErrCode::BadType);
+    // After a dereference the caret moves right by as much as upstream's cursor did, here past
+    // the end of the command.
+    let cmd = format!("f vfs_read +{}(@0):b1@9/8", "0".repeat(30));
+    let e = err(&cmd);
+    assert_eq!((e.code, e.offset, e.pos), (ErrCode::BadBitfield, 32 + 36, 11 + 32 + 36));
+    assert!(e.pos > cmd.len());
+    let log = e.log(&cmd, &CFG, 0).to_string();
+    assert_eq!(log.lines().last().unwrap().len(), 11 + e.pos + 1);
     // Upstream adds width and offset in unsigned long: a sum that wraps passes its check.
     let f = fetch("f vfs_read $arg1:b18446744073709551615@1/64");
     assert_eq!(f.bitfield, Some(Bitfield { basesize: 8, lshift: 64, rshift: 65 }));
@@ -520,13 +567,16 @@ fn arrays() {
     assert_eq!(fetch("f vfs_read +0($arg1):x8[0x40]").count, 64);
     // A string array is an array of pointers: the last dereference stays, the store is new.
     let f = fetch("f vfs_read +8($arg1):string[2]");
-    assert_eq!((f.derefs(), f.store), (&[deref(8)][..], Store { kind: StoreKind::String, size: 4, offset: 0 }));
+    assert_eq!(
+        (f.derefs(), f.store),
+        (&[deref(8)][..], Store { kind: StoreKind::String, size: 4, offset: 0 })
+    );
     // ... which reads kernel strings even from user pointers, as upstream does.
     assert_eq!(fetch("f vfs_read +u8($arg1):string[2]").store.kind, StoreKind::String);
     assert_eq!(fetch("f vfs_read +u8($arg1):ustring[2]").store.kind, StoreKind::UserString);
     check_error("f vfs_read $arg1:^u8[2]", ErrCode::BadString);
-    check_error("f vfs_read +u0($arg1):^u8[2]", ErrCode::BadString);
-    check_error("f vfs_read +0($arg1):^symstr[2]", ErrCode::BadString);
+    check_error("f vfs_read +u0($arg1):u8[^2]", ErrCode::BadString);
+    check_error("f vfs_read +0($arg1):sym^str[2]", ErrCode::BadString);
     check_error("f vfs_read +0($arg1):u8[^0]", ErrCode::BadArrayNum);
     check_error("f vfs_read +0($arg1):u8[^]", ErrCode::BadArrayNum);
     check_error("f vfs_read +0($arg1):u8[^65]", ErrCode::ArrayTooBig);
@@ -554,14 +604,20 @@ fn dentry_shorthands() {
     let e = check_error("f vfs_read x=+0x0(+0x28(^$foo)):string", ErrCode::BadVar);
     let cmd = "f vfs_read x=$foo:%pd";
     assert_eq!(err(cmd).pos, e.pos);
-    assert!(err(cmd).log(cmd, &CFG, 0).to_string().contains("Command: f vfs_read x=+0x0(+0x28($foo)):string\n"));
+    assert!(err(cmd)
+        .log(cmd, &CFG, 0)
+        .to_string()
+        .contains("Command: f vfs_read x=+0x0(+0x28($foo)):string\n"));
     // Words before the failing one are shown rewritten too, and count so.
     let cmd = "f vfs_read $arg1:%pd $none";
     assert_eq!(err(cmd).pos, "f vfs_read +0x0(+0x28($arg1)):string ".len());
     // But not in errors found before the rewrite.
     let cmd = "f:a.b/c vfs_read $arg1:%pd";
     assert!(!err(cmd).expanded);
-    assert!(err(cmd).log(cmd, &CFG, 0).to_string().contains("Command: f:a.b/c vfs_read $arg1:%pd\n"));
+    assert!(err(cmd)
+        .log(cmd, &CFG, 0)
+        .to_string()
+        .contains("Command: f:a.b/c vfs_read $arg1:%pd\n"));
     // A type before the shorthand lands in the type upstream reads.
     check_error("f vfs_read +0x0(+0x28($arg1:^u8)):string", ErrCode::BadType);
     assert_eq!(err("f vfs_read $arg1:u8:%pd").pos, 28);
@@ -604,7 +660,10 @@ fn field_offsets_and_event_size() {
     assert_eq!(offsets, [0, 1, 5, 11]);
     assert_eq!(def("f vfs_read a=$arg1:u8 b=$arg2:u32 c=+0($arg3):u16[3] d=$comm").args_size(), 15);
     // Six 512-byte arrays fill the 3072 bytes; a seventh does not fit.
-    let six = format!("f vfs_read{}", (1..=6).map(|i| format!(" a{i}=+0($arg1):u64[64]")).collect::<String>());
+    let six = format!(
+        "f vfs_read{}",
+        (1..=6).map(|i| format!(" a{i}=+0($arg1):u64[64]")).collect::<String>()
+    );
     assert_eq!(def(&six).args_size(), 3072);
     let seven = format!("{six} +0(^$arg1):u64[64]");
     let e = check_error(&seven, ErrCode::EventTooBig);
@@ -640,7 +699,9 @@ fn limits() {
 
     // A smaller stack, a smaller PARAM_MAX_STACK.
     let small = Config { max_stack_index: 1024, ..CFG };
-    assert!(matches!(parse("f vfs_read $stack1025", &small), Err(Error::Probe(e)) if e.code == ErrCode::BadStackNum));
+    assert!(
+        matches!(parse("f vfs_read $stack1025", &small), Err(Error::Probe(e)) if e.code == ErrCode::BadStackNum)
+    );
 
     let long = format!("f vfs_read {}", "x".repeat(MAX_COMMAND_LEN));
     assert_eq!(parse(&long, &CFG), Err(Error::CommandTooLong));
@@ -700,9 +761,24 @@ fn removals() {
         "vfs_read",
         args()
     ));
-    assert!(!remove("-:myprobe vfs_read a=$arg2").matches("fprobes", "myprobe", "vfs_read", args()));
-    assert!(!remove("-:myprobe vfs_read a=$arg1 f=$arg2:%pD").matches("fprobes", "myprobe", "vfs_read", args()));
-    assert!(!remove("-:myprobe vfs_read a=$arg1 f=x g=y").matches("fprobes", "myprobe", "vfs_read", args()));
+    assert!(!remove("-:myprobe vfs_read a=$arg2").matches(
+        "fprobes",
+        "myprobe",
+        "vfs_read",
+        args()
+    ));
+    assert!(!remove("-:myprobe vfs_read a=$arg1 f=$arg2:%pD").matches(
+        "fprobes",
+        "myprobe",
+        "vfs_read",
+        args()
+    ));
+    assert!(!remove("-:myprobe vfs_read a=$arg1 f=x g=y").matches(
+        "fprobes",
+        "myprobe",
+        "vfs_read",
+        args()
+    ));
     // Symbols compare cut to 63 bytes.
     let long = "s".repeat(70);
     let cmd = format!("-:ev {}", &long[..63]);
@@ -736,9 +812,15 @@ fn listing_round_trips() {
     let cases = [
         ("f vfs_read", "f:fprobes/vfs_read__entry vfs_read"),
         ("f10 vfs_read $retval", "f10:fprobes/vfs_read__exit vfs_read%return arg1=$retval"),
-        ("f:g.e vfs_read%return $arg2 x=+8($arg1):u32[2]", "f:g/e vfs_read%return arg1=$arg2 x=+8($arg1):u32[2]"),
+        (
+            "f:g.e vfs_read%return $arg2 x=+8($arg1):u32[2]",
+            "f:g/e vfs_read%return arg1=$arg2 x=+8($arg1):u32[2]",
+        ),
         ("t sched_switch $arg1:u32", "t:tracepoints/sched_switch sched_switch arg1=$arg1:u32"),
-        ("f vfs_read f=$arg1:%pD", "f:fprobes/vfs_read__entry vfs_read f=+0x0(+0x28(+0x48($arg1))):string"),
+        (
+            "f vfs_read f=$arg1:%pD",
+            "f:fprobes/vfs_read__entry vfs_read f=+0x0(+0x28(+0x48($arg1))):string",
+        ),
     ];
     for (cmd, listed) in cases {
         let Ok(Command::Add(d)) = parse(cmd, &CFG) else { continue };

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The C API of include/ufgraph/fprobe.h (exported by glue.c), and the module-unload watch.
+
+use super::{fprobes, Fprobes, Target};
+use crate::bindings::{self, ufgraph_fprobe};
+use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::alloc::{KBox, KVec};
+use kernel::ffi::c_char;
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::types::Opaque;
+
+fn result(r: Result) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// `p` must be null or a NUL-terminated string valid for `'a`.
+unsafe fn opt_cstr<'a>(p: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: per the function's contract.
+    (!p.is_null()).then(|| unsafe { CStr::from_char_ptr(p) })
+}
+
+/// See include/ufgraph/fprobe.h.
+///
+/// # Safety
+///
+/// `fp` must stay valid until unregistered; the strings are NUL-terminated or null.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_register_fprobe(fp: *mut ufgraph_fprobe, filter: *const c_char, notfilter: *const c_char) -> c_int {
+    let Some(core) = fprobes() else { return ENODEV.to_errno() };
+    // SAFETY: the caller passes NUL-terminated strings (or null).
+    let (Some(f), nf) = (unsafe { opt_cstr(filter) }, unsafe { opt_cstr(notfilter) }) else {
+        return EINVAL.to_errno();
+    };
+    if fp.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the caller keeps `fp` valid until it unregisters it.
+    result(unsafe { core.register(fp, &Target::Filter(f, nf)) })
+}
+
+/// See include/ufgraph/fprobe.h.
+///
+/// # Safety
+///
+/// `fp` as above; `addrs` valid for `num` reads.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_register_fprobe_ips(fp: *mut ufgraph_fprobe, addrs: *mut c_ulong, num: c_int) -> c_int {
+    let Some(core) = fprobes() else { return ENODEV.to_errno() };
+    if fp.is_null() || addrs.is_null() || num <= 0 {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the caller passes `num` readable addresses.
+    let ips = unsafe { core::slice::from_raw_parts(addrs.cast::<usize>(), num as usize) };
+    // SAFETY: as above.
+    result(unsafe { core.register(fp, &Target::Ips(ips)) })
+}
+
+/// See include/ufgraph/fprobe.h.
+///
+/// # Safety
+///
+/// `fp` as above; `syms` valid for `num` reads of NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_register_fprobe_syms(fp: *mut ufgraph_fprobe, syms: *mut *const c_char, num: c_int) -> c_int {
+    let Some(core) = fprobes() else { return ENODEV.to_errno() };
+    if fp.is_null() || syms.is_null() || num <= 0 {
+        return EINVAL.to_errno();
+    }
+    let mut names: KVec<&CStr> = KVec::new();
+    for i in 0..num as usize {
+        // SAFETY: the caller passes `num` readable pointers.
+        let p = unsafe { *syms.add(i) };
+        // SAFETY: each is a NUL-terminated string (or null, refused).
+        let Some(s) = (unsafe { opt_cstr(p) }) else { return EINVAL.to_errno() };
+        if names.push(s, GFP_KERNEL).is_err() {
+            return ENOMEM.to_errno();
+        }
+    }
+    // SAFETY: as above.
+    result(unsafe { core.register(fp, &Target::Syms(&names)) })
+}
+
+/// See include/ufgraph/fprobe.h.
+///
+/// # Safety
+///
+/// `fp` must be null or point to a probe.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_unregister_fprobe(fp: *mut ufgraph_fprobe) -> c_int {
+    let Some(core) = fprobes() else { return ENODEV.to_errno() };
+    if fp.is_null() {
+        return EINVAL.to_errno();
+    }
+    result(core.unregister(fp))
+}
+
+/// See include/ufgraph/fprobe.h.
+///
+/// # Safety
+///
+/// `fp` must be null or point to a probe.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_fprobe_is_registered(fp: *mut ufgraph_fprobe) -> bool {
+    match fprobes() {
+        Some(core) if !fp.is_null() => core.is_registered(fp),
+        _ => false,
+    }
+}
+
+/// See include/ufgraph/fprobe.h.
+///
+/// # Safety
+///
+/// The strings are NUL-terminated or null.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_fprobe_count_ips_from_filter(filter: *const c_char, notfilter: *const c_char) -> c_int {
+    // SAFETY: the caller passes NUL-terminated strings (or null).
+    let (Some(f), nf) = (unsafe { opt_cstr(filter) }, unsafe { opt_cstr(notfilter) }) else {
+        return EINVAL.to_errno();
+    };
+    match Fprobes::resolve(&Target::Filter(f, nf)) {
+        Ok(ips) => ips.len() as c_int,
+        Err(e) if e == ENOENT => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Drops a going module's functions from every probe (a module notifier, registered while this
+/// lives).
+pub struct ModuleWatch {
+    nb: Pin<KBox<Opaque<bindings::notifier_block>>>,
+}
+
+unsafe extern "C" fn on_module(_nb: *mut bindings::notifier_block, action: c_ulong, data: *mut c_void) -> c_int {
+    if action == bindings::module_state_MODULE_STATE_GOING as c_ulong {
+        if let Some(core) = fprobes() {
+            let m = data.cast::<bindings::module>();
+            // SAFETY: the notifier gets the going module, valid for the call.
+            core.drop_module(|ip| unsafe { bindings::ufg_within_module(ip as _, m) });
+        }
+    }
+    0
+}
+
+impl ModuleWatch {
+    /// Starts watching.
+    pub fn new() -> Result<Self> {
+        let mut nb = bindings::notifier_block::default();
+        nb.notifier_call = Some(on_module);
+        let nb = KBox::pin(Opaque::new(nb), GFP_KERNEL)?;
+        // SAFETY: the block is pinned and unregistered in `drop` before it is freed.
+        kernel::error::to_result(unsafe { bindings::register_module_notifier(nb.get()) })?;
+        Ok(Self { nb })
+    }
+}
+
+impl Drop for ModuleWatch {
+    fn drop(&mut self) {
+        // SAFETY: registered in `new`; the notifier chain waits for running callbacks.
+        unsafe { bindings::unregister_module_notifier(self.nb.get()) };
+    }
+}
+
+// SAFETY: the notifier block is only handed to the notifier API, which locks.
+unsafe impl Send for ModuleWatch {}
+// SAFETY: `&ModuleWatch` exposes nothing.
+unsafe impl Sync for ModuleWatch {}

@@ -1,0 +1,645 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! fprobe on the fgraph core (upstream v6.14's design, kernel/trace/fprobe.c there).
+//!
+//! ```text
+//!                      +---------------------------+
+//!   ips (RCU table):   | ip -> IpEntry             |   IpEntry: the probes on that ip,
+//!                      +---------------------------+   copied on write, freed after a GP
+//!   live (RCU table):  | fprobe -> fprobe          |   registered probes: checked before
+//!                      +---------------------------+   an exit handler runs
+//!
+//!   probes with an exit handler --> one shared graph ops (filter: their ips)
+//!        entry: for each probe on ip: entry_handler, then a header + entry data on the
+//!               shadow stack (one reservation per call, pure::fprobe_hdr)
+//!        return: for each recorded probe still in `live`: exit_handler(entry data)
+//!   entry-only probes --> one shared ftrace_ops (filter: their ips), no shadow stack
+//! ```
+//!
+//! Registering a probe on N functions updates the filter of one shared ops once (one
+//! `ftrace_set_filter_ips` call with the ips that are new to it), publishes the N entries, and
+//! waits one RCU grace period to free the entries it replaced. Unregistering clears the probe
+//! from its entries in place (readers skip it), removes it from `live`, updates the filter once
+//! and waits one grace period: after that no handler of it runs.
+//!
+//! A module that holds probed functions can go: a module notifier drops its addresses from
+//! every probe when it starts going away.
+
+pub mod capi;
+
+use crate::bindings::{self, ufgraph_fprobe};
+use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
+use crate::pure::fprobe_hdr;
+use crate::pure::tasktable::Counts;
+use crate::sys::ftrace::{self, Ops, Regs};
+use crate::sys::ksym;
+use crate::sys::rcutable::RcuTable;
+use crate::sys::sync::{synchronize_rcu, NoPreempt};
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
+use kernel::alloc::{KBox, KVec};
+use kernel::new_mutex;
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Mutex;
+
+/// The probes on one function. Immutable once published but for `probes[i]`, which
+/// unregistration clears in place (readers skip null).
+pub struct IpEntry {
+    ip: usize,
+    exit: u32,
+    entry_only: u32,
+    probes: KVec<AtomicPtr<ufgraph_fprobe>>,
+}
+
+fn ip_key(e: usize) -> usize {
+    // SAFETY: table entries are live `IpEntry`s (freed only after removal and a grace period,
+    // read by readers inside preemption-disabled sections or by serialised writers).
+    unsafe { (*(e as *const IpEntry)).ip }
+}
+
+fn fp_key(e: usize) -> usize {
+    e
+}
+
+/// What ufgraph keeps per registered probe, in `fprobe::hlist_array`.
+struct Private {
+    ips: KVec<usize>,
+    exit: bool,
+}
+
+struct Reg {
+    ips_counts: Counts,
+    live_counts: Counts,
+    graph: Option<GraphOps<GraphSide>>,
+    graph_ips: usize,
+    entry: Option<Ops<EntrySide>>,
+    entry_ips: usize,
+}
+
+/// The fprobe core: one per module instance.
+#[pin_data(PinnedDrop)]
+pub struct Fprobes {
+    ips: RcuTable,
+    live: RcuTable,
+    #[pin]
+    reg: Mutex<Reg>,
+}
+
+static FPROBES: AtomicPtr<Fprobes> = AtomicPtr::new(core::ptr::null_mut());
+
+fn core_ref<'a>() -> Option<&'a Fprobes> {
+    let p = FPROBES.load(Acquire);
+    // SAFETY: published by `Fprobes::publish` while the module lives; handlers and API calls
+    // run only then.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// The fprobe core of this module, for the C API and the events.
+pub fn fprobes<'a>() -> Option<&'a Fprobes> {
+    core_ref()
+}
+
+fn missed(fp: *mut ufgraph_fprobe) {
+    // SAFETY: `fp` is a registered probe (callers found it in a published entry, inside a
+    // preemption-disabled section that unregistration waits for); `nmissed` is a plain
+    // unsigned long that every updater touches atomically.
+    unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }.fetch_add(1, Relaxed);
+}
+
+fn disabled(fp: *mut ufgraph_fprobe) -> bool {
+    // SAFETY: as for `missed`; the flags word is read once.
+    let flags = unsafe { core::ptr::addr_of!((*fp).flags).read_volatile() };
+    flags & bindings::UFGRAPH_FPROBE_FL_DISABLED != 0
+}
+
+/// The shared graph ops' handler: probes with exit handlers.
+pub struct GraphSide;
+
+impl GraphHandler for GraphSide {
+    fn entry(&self, e: &mut Entry<'_>) -> bool {
+        let Some(core) = core_ref() else { return false };
+        let np = NoPreempt::new();
+        let Some(ent) = core.ips.lookup(e.func, ip_key, &np) else { return false };
+        // SAFETY: a published entry stays valid until a grace period after it is replaced.
+        let ent = unsafe { &*(ent as *const IpEntry) };
+        // One reservation for all exit probes here: header + data words each, up to 32 words.
+        let mut words = 0;
+        for p in ent.probes.iter() {
+            let fp = p.load(Acquire);
+            // SAFETY: a non-null probe in a published entry is registered (see `missed`).
+            if fp.is_null() || unsafe { (*fp).exit_handler.is_none() } || disabled(fp) {
+                continue;
+            }
+            // SAFETY: as above.
+            words += 1 + unsafe { (*fp).entry_data_size }.div_ceil(8);
+        }
+        if words == 0 {
+            return false;
+        }
+        let Some(data) = e.reserve(words.min(32) * 8) else {
+            for p in ent.probes.iter() {
+                let fp = p.load(Acquire);
+                if !fp.is_null() {
+                    missed(fp);
+                }
+            }
+            return false;
+        };
+        let mut off = 0;
+        let mut any = false;
+        for p in ent.probes.iter() {
+            let fp = p.load(Acquire);
+            // SAFETY: as above.
+            if fp.is_null() || unsafe { (*fp).exit_handler.is_none() } || disabled(fp) {
+                continue;
+            }
+            // SAFETY: as above.
+            let w = unsafe { (*fp).entry_data_size }.div_ceil(8);
+            if off + 1 + w > data.len() {
+                missed(fp);
+                continue;
+            }
+            let dptr = if w > 0 { data[off + 1..].as_mut_ptr().cast::<c_void>() } else { core::ptr::null_mut() };
+            // SAFETY: as above.
+            let handler = unsafe { (*fp).entry_handler };
+            let skip = match handler {
+                // SAFETY: the C caller's handler, for its registered probe, with the documented
+                // arguments; `dptr` points to `w` words reserved for this call.
+                Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
+                None => false,
+            };
+            data[off] = if skip { fprobe_hdr::encode(0, w) } else { fprobe_hdr::encode(fp as usize, w) };
+            any |= !skip;
+            off += 1 + w;
+        }
+        // Words reserved beyond `off` (probes that turned out disabled) stay zero: a skip marker
+        // of size 0 each.
+        for w in data[off..].iter_mut() {
+            *w = 0;
+        }
+        drop(np);
+        any
+    }
+
+    fn ret(&self, r: &mut Return<'_>) {
+        let Some(core) = core_ref() else { return };
+        let Some(data) = r.data() else { return };
+        let np = NoPreempt::new();
+        let mut off = 0;
+        while off < data.len() {
+            let (fp, w) = fprobe_hdr::decode(data[off]);
+            let dptr = if w > 0 && off + 1 < data.len() { data[off + 1..].as_ptr().cast_mut().cast::<c_void>() } else { core::ptr::null_mut() };
+            if let Some(fp) = fp {
+                // A probe unregistered since the entry is gone from `live`; its exit handler
+                // must not run (it may be freed memory by now).
+                if core.live.lookup(fp, fp_key, &np).is_some() {
+                    let fp = fp as *mut ufgraph_fprobe;
+                    if !disabled(fp) {
+                        // SAFETY: registered (just checked, and unregistration waits for us).
+                        if let Some(h) = unsafe { (*fp).exit_handler } {
+                            // SAFETY: the caller's exit handler with the documented arguments.
+                            unsafe { h(fp, r.func as _, r.ret_ip as _, r.regs.as_ptr(), dptr) };
+                        }
+                    }
+                }
+            }
+            off += 1 + w;
+        }
+    }
+
+    fn missed(&self, func: usize) {
+        let Some(core) = core_ref() else { return };
+        let np = NoPreempt::new();
+        if let Some(ent) = core.ips.lookup(func, ip_key, &np) {
+            // SAFETY: as in `entry`.
+            for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
+                let fp = p.load(Acquire);
+                // SAFETY: as in `entry`.
+                if !fp.is_null() && unsafe { (*fp).exit_handler.is_some() } {
+                    missed(fp);
+                }
+            }
+        }
+    }
+}
+
+/// The shared ftrace ops' handler: entry-only probes.
+pub struct EntrySide;
+
+impl ftrace::Handler for EntrySide {
+    fn call(&self, ip: usize, parent_ip: usize, regs: &Regs) {
+        let Some(core) = core_ref() else { return };
+        let np = NoPreempt::new();
+        let Some(ent) = core.ips.lookup(ip, ip_key, &np) else { return };
+        // SAFETY: as in `GraphSide::entry`.
+        for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
+            let fp = p.load(Acquire);
+            // SAFETY: as in `GraphSide::entry`.
+            if fp.is_null() || unsafe { (*fp).exit_handler.is_some() } || disabled(fp) {
+                continue;
+            }
+            // SAFETY: the caller's handler, documented arguments, no entry data.
+            if let Some(h) = unsafe { (*fp).entry_handler } {
+                unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
+            }
+        }
+    }
+}
+
+/// Whether `addr` is the start of the function called `name` (`name+0x0/...` to kallsyms).
+fn is_start_of(addr: usize, name: &[u8]) -> bool {
+    let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize];
+    // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
+    let n = unsafe { bindings::sprint_symbol(buf.as_mut_ptr().cast(), addr as _) };
+    let s = &buf[..n.max(0) as usize];
+    s.len() > name.len() + 4 && &s[..name.len()] == name && &s[name.len()..name.len() + 5] == b"+0x0/"
+}
+
+/// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.
+pub fn glob_match(pat: &CStr, s: &CStr) -> bool {
+    // SAFETY: two NUL-terminated strings, only read.
+    unsafe { bindings::ufg_glob_match(pat.as_char_ptr(), s.as_char_ptr()) }
+}
+
+/// What to register a probe on.
+pub enum Target<'a> {
+    /// Functions whose names match a glob, and not a second one.
+    Filter(&'a CStr, Option<&'a CStr>),
+    /// Functions by address (start or ftrace location).
+    Ips(&'a [usize]),
+    /// Functions by name.
+    Syms(&'a [&'a CStr]),
+}
+
+impl Fprobes {
+    /// An empty core.
+    pub fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            ips: RcuTable::new(),
+            live: RcuTable::new(),
+            reg <- new_mutex!(Reg {
+                ips_counts: Counts::default(),
+                live_counts: Counts::default(),
+                graph: None,
+                graph_ips: 0,
+                entry: None,
+                entry_ips: 0,
+            }),
+        })
+    }
+
+    /// Makes this the instance handlers and the C API use.
+    pub fn publish(self: Pin<&Self>) {
+        FPROBES.store(self.get_ref() as *const Self as *mut Self, Release);
+    }
+
+    /// The ftrace locations `t` selects, sorted and without duplicates. `ENOENT` (with a log
+    /// line naming it) for an unknown symbol or an empty match, `EINVAL` for an address that is
+    /// neither a traceable function's ftrace location nor its start.
+    pub fn resolve(t: &Target<'_>) -> Result<KVec<usize>> {
+        let mut out = KVec::new();
+        match t {
+            Target::Ips(ips) => {
+                let mut found: KVec<Option<usize>> = KVec::new();
+                found.extend_with(ips.len(), None, GFP_KERNEL)?;
+                ksym::for_each_function(|f| {
+                    for (i, &a) in ips.iter().enumerate() {
+                        // A location, or the start of the function it belongs to (a few bytes
+                        // before it: ENDBR, BTI, patchable entry).
+                        if a == f.loc || (a < f.loc && f.loc - a <= 16 && is_start_of(a, f.name)) {
+                            found[i] = Some(f.loc);
+                        }
+                    }
+                    true
+                })?;
+                for (i, loc) in found.iter().enumerate() {
+                    let Some(loc) = loc else {
+                        pr_err!("fprobe: {:#x} is not a traceable function\n", ips[i]);
+                        return Err(EINVAL);
+                    };
+                    out.push(*loc, GFP_KERNEL)?;
+                }
+            }
+            Target::Syms(syms) => {
+                let mut found: KVec<Option<usize>> = KVec::new();
+                found.extend_with(syms.len(), None, GFP_KERNEL)?;
+                ksym::for_each_function(|f| {
+                    for (i, s) in syms.iter().enumerate() {
+                        if found[i].is_none() && f.name == s.as_bytes() {
+                            found[i] = Some(f.loc);
+                        }
+                    }
+                    true
+                })?;
+                for (i, loc) in found.iter().enumerate() {
+                    let Some(loc) = loc else {
+                        pr_err!("fprobe: {} is not a traceable function\n", syms[i]);
+                        return Err(ENOENT);
+                    };
+                    out.push(*loc, GFP_KERNEL)?;
+                }
+            }
+            Target::Filter(filter, notfilter) => {
+                let mut err = Ok(());
+                let mut name = [0u8; 256];
+                ksym::for_each_function(|f| {
+                    if f.name.len() >= name.len() {
+                        return true;
+                    }
+                    name[..f.name.len()].copy_from_slice(f.name);
+                    name[f.name.len()] = 0;
+                    // SAFETY: NUL-terminated just above, no NUL inside (a symbol name).
+                    let n = unsafe { CStr::from_bytes_with_nul_unchecked(&name[..=f.name.len()]) };
+                    if glob_match(filter, n) && !notfilter.is_some_and(|nf| glob_match(nf, n)) {
+                        if out.push(f.loc, GFP_KERNEL).is_err() {
+                            err = Err(ENOMEM);
+                            return false;
+                        }
+                    }
+                    true
+                })?;
+                err?;
+            }
+        }
+        out.sort_unstable();
+        let mut n = 0;
+        for i in 0..out.len() {
+            if i == 0 || out[i] != out[n - 1] {
+                out[n] = out[i];
+                n += 1;
+            }
+        }
+        // SAFETY: `n <= len`, and the first `n` elements are initialised.
+        unsafe { out.set_len(n) };
+        if out.is_empty() {
+            if let Target::Filter(f, _) = t {
+                pr_err!("fprobe: no traceable function matches {}\n", f);
+            }
+            return Err(ENOENT);
+        }
+        Ok(out)
+    }
+
+    // Adds (or removes) `ips` to the filter of the shared ops of one path, registering it on
+    // first use and unregistering it before its last ip goes (an empty filter traces everything).
+    fn update_path(&self, reg: &mut Reg, exit: bool, ips: &[usize], remove: bool) -> Result {
+        if ips.is_empty() {
+            return Ok(());
+        }
+        if exit {
+            if !remove {
+                if reg.graph.is_none() {
+                    let mut ops = GraphOps::new(GraphSide)?;
+                    ops.set_filter_ips(ips, false, true)?;
+                    ops.register()?;
+                    reg.graph = Some(ops);
+                } else if let Some(ops) = reg.graph.as_mut() {
+                    ops.set_filter_ips(ips, false, false)?;
+                }
+                reg.graph_ips += ips.len();
+            } else {
+                reg.graph_ips -= ips.len();
+                if reg.graph_ips == 0 {
+                    reg.graph = None;
+                } else if let Some(ops) = reg.graph.as_mut() {
+                    ops.set_filter_ips(ips, true, false)?;
+                }
+            }
+        } else if !remove {
+            if reg.entry.is_none() {
+                let mut ops = Ops::new(EntrySide, 0)?;
+                ops.set_filter_ips(ips, false, true)?;
+                ops.register()?;
+                reg.entry = Some(ops);
+            } else if let Some(ops) = reg.entry.as_mut() {
+                ops.set_filter_ips(ips, false, false)?;
+            }
+            reg.entry_ips += ips.len();
+        } else {
+            reg.entry_ips -= ips.len();
+            if reg.entry_ips == 0 {
+                reg.entry = None;
+            } else if let Some(ops) = reg.entry.as_mut() {
+                ops.set_filter_ips(ips, true, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers `fp` on `t`. On failure nothing is left behind.
+    ///
+    /// # Safety
+    ///
+    /// `fp` must point to a probe that stays valid until [`Fprobes::unregister`] returns.
+    pub unsafe fn register(&self, fp: *mut ufgraph_fprobe, t: &Target<'_>) -> Result {
+        // SAFETY: the caller passes a valid probe.
+        let (has_entry, has_exit, size) = unsafe { ((*fp).entry_handler.is_some(), (*fp).exit_handler.is_some(), (*fp).entry_data_size) };
+        if !has_entry && !has_exit {
+            return Err(EINVAL);
+        }
+        if fprobe_hdr::data_words(size).is_none() {
+            return Err(E2BIG);
+        }
+        if !fprobe_hdr::encodable(fp as usize) {
+            return Err(EINVAL);
+        }
+        let ips = Self::resolve(t)?;
+        let mut reg = self.reg.lock();
+        if self.live.lookup_w(&reg.live_counts, fp as usize, fp_key).is_some() {
+            return Err(EBUSY);
+        }
+        // Everything that can fail first: the new entries, room in both tables, the private
+        // record. Then the filter update (which can fail too, and is undone by not publishing).
+        let mut fresh: KVec<KBox<IpEntry>> = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
+        let mut path_new: KVec<usize> = KVec::new();
+        for &ip in ips.iter() {
+            let old = self.ips.lookup_w(&reg.ips_counts, ip, ip_key).map(|e| {
+                // SAFETY: writers own the entries (serialised by `reg`).
+                unsafe { &*(e as *const IpEntry) }
+            });
+            let mut probes = KVec::new();
+            let (mut exit, mut entry_only) = (0, 0);
+            if let Some(o) = old {
+                for p in o.probes.iter() {
+                    let q = p.load(Relaxed);
+                    if !q.is_null() {
+                        probes.push(AtomicPtr::new(q), GFP_KERNEL)?;
+                    }
+                }
+                exit = o.exit;
+                entry_only = o.entry_only;
+            }
+            probes.push(AtomicPtr::new(fp), GFP_KERNEL)?;
+            let before = if has_exit { exit } else { entry_only };
+            if before == 0 {
+                path_new.push(ip, GFP_KERNEL)?;
+            }
+            if has_exit { exit += 1 } else { entry_only += 1 }
+            fresh.push(KBox::new(IpEntry { ip, exit, entry_only, probes }, GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        let Reg { ips_counts, live_counts, .. } = &mut *reg;
+        self.ips.reserve(ips_counts, ips.len(), ip_key)?;
+        self.live.reserve(live_counts, 1, fp_key)?;
+        let private = KBox::new(Private { ips, exit: has_exit }, GFP_KERNEL)?;
+        let mut old_entries: KVec<usize> = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
+        self.update_path(&mut reg, has_exit, &path_new, false)?;
+
+        // Publish: nothing below can fail (room was reserved, capacity too).
+        for e in fresh.into_iter() {
+            let ip = e.ip;
+            let raw = KBox::into_raw(e) as usize;
+            match self.ips.upsert(&mut reg.ips_counts, ip, raw, ip_key) {
+                Ok(Some(old)) => {
+                    // Within the capacity reserved above: does not allocate.
+                    let _ = old_entries.push(old, GFP_ATOMIC);
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    // Cannot happen after `reserve`; keep the entry (leaked) rather than race.
+                    pr_err!("fprobe: ip table refused {:#x} after reserving room\n", ip);
+                }
+            }
+        }
+        let _ = self.live.upsert(&mut reg.live_counts, fp as usize, fp as usize, fp_key);
+        // SAFETY: the probe is ours to annotate while registered (the field is private to us).
+        unsafe { (*fp).hlist_array = KBox::into_raw(private).cast() };
+        drop(reg);
+        if !old_entries.is_empty() {
+            synchronize_rcu();
+            for &o in old_entries.iter() {
+                // SAFETY: unpublished; readers are gone after the grace period.
+                drop(unsafe { KBox::from_raw(o as *mut IpEntry) });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `fp` is registered.
+    pub fn is_registered(&self, fp: *mut ufgraph_fprobe) -> bool {
+        let reg = self.reg.lock();
+        self.live.lookup_w(&reg.live_counts, fp as usize, fp_key).is_some()
+    }
+
+    /// Unregisters `fp`: when this returns, neither handler runs any more. `EINVAL` if it is not
+    /// registered.
+    pub fn unregister(&self, fp: *mut ufgraph_fprobe) -> Result {
+        let mut reg = self.reg.lock();
+        if self.live.remove(&mut reg.live_counts, fp as usize, fp_key).is_none() {
+            return Err(EINVAL);
+        }
+        // SAFETY: registered probes carry our private record.
+        let private = unsafe { KBox::from_raw((*fp).hlist_array.cast::<Private>()) };
+        // SAFETY: as above.
+        unsafe { (*fp).hlist_array = core::ptr::null_mut() };
+        let mut path_gone: KVec<usize> = KVec::new();
+        let mut dead: KVec<usize> = KVec::new();
+        for &ip in private.ips.iter() {
+            let Some(e) = self.ips.lookup_w(&reg.ips_counts, ip, ip_key) else { continue };
+            // SAFETY: writers own the entries.
+            let ent = unsafe { &mut *(e as *mut IpEntry) };
+            for p in ent.probes.iter() {
+                if p.load(Relaxed) == fp {
+                    p.store(core::ptr::null_mut(), Release);
+                }
+            }
+            let n = if private.exit { &mut ent.exit } else { &mut ent.entry_only };
+            *n -= 1;
+            if *n == 0 {
+                let _ = path_gone.push(ip, GFP_KERNEL);
+            }
+            if ent.exit == 0 && ent.entry_only == 0 {
+                self.ips.remove(&mut reg.ips_counts, ip, ip_key);
+                let _ = dead.push(e, GFP_KERNEL);
+            }
+        }
+        if let Err(e) = self.update_path(&mut reg, private.exit, &path_gone, true) {
+            // The probe is gone from every entry: a stale filter only costs callbacks that find
+            // nothing.
+            pr_warn!("fprobe: filter update on unregister failed: {:?}\n", e);
+        }
+        drop(reg);
+        synchronize_rcu();
+        for &d in dead.iter() {
+            // SAFETY: unpublished, readers gone.
+            drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
+        }
+        Ok(())
+    }
+
+    /// How many distinct functions carry probes, and how many probes are registered.
+    pub fn counts(&self) -> (usize, usize) {
+        let reg = self.reg.lock();
+        (reg.ips_counts.used, reg.live_counts.used)
+    }
+
+    /// Drops every address inside `module` from the probes (the module is going away).
+    pub fn drop_module(&self, within: impl Fn(usize) -> bool) {
+        let mut reg = self.reg.lock();
+        let mut doomed: KVec<usize> = KVec::new();
+        self.ips.for_each(|e| {
+            if within(ip_key(e)) {
+                let _ = doomed.push(e, GFP_KERNEL);
+            }
+        });
+        if doomed.is_empty() {
+            return;
+        }
+        let (mut exit_gone, mut entry_gone): (KVec<usize>, KVec<usize>) = (KVec::new(), KVec::new());
+        for &e in doomed.iter() {
+            // SAFETY: writers own the entries.
+            let ent = unsafe { &*(e as *const IpEntry) };
+            for p in ent.probes.iter() {
+                let fp = p.load(Relaxed);
+                if fp.is_null() {
+                    continue;
+                }
+                // SAFETY: registered probes carry our private record; we hold `reg`.
+                let private = unsafe { &mut *(*fp).hlist_array.cast::<Private>() };
+                let mut kept = KVec::new();
+                for &ip in private.ips.iter() {
+                    if ip != ent.ip {
+                        let _ = kept.push(ip, GFP_KERNEL);
+                    }
+                }
+                private.ips = kept;
+            }
+            if ent.exit > 0 {
+                let _ = exit_gone.push(ent.ip, GFP_KERNEL);
+            }
+            if ent.entry_only > 0 {
+                let _ = entry_gone.push(ent.ip, GFP_KERNEL);
+            }
+            self.ips.remove(&mut reg.ips_counts, ent.ip, ip_key);
+        }
+        let _ = self.update_path(&mut reg, true, &exit_gone, true);
+        let _ = self.update_path(&mut reg, false, &entry_gone, true);
+        drop(reg);
+        synchronize_rcu();
+        for &e in doomed.iter() {
+            // SAFETY: unpublished, readers gone.
+            drop(unsafe { KBox::from_raw(e as *mut IpEntry) });
+        }
+        pr_info!("fprobe: dropped {} probed functions of a module going away\n", doomed.len());
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Fprobes {
+    fn drop(self: Pin<&mut Self>) {
+        FPROBES.store(core::ptr::null_mut(), Release);
+        let mut reg = self.reg.lock();
+        // Probes of other modules keep this module loaded; the module's own users (events)
+        // unregistered before. Anything left is leaked on purpose rather than freed under a
+        // registered ops.
+        if reg.live_counts.used != 0 {
+            pr_err!("fprobe: {} probes still registered at teardown\n", reg.live_counts.used);
+            return;
+        }
+        reg.graph = None;
+        reg.entry = None;
+        let Reg { ips_counts, live_counts, .. } = &mut *reg;
+        self.ips.free(ips_counts);
+        self.live.free(live_counts);
+    }
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Which functions are traceable, and where: ftrace's own list, read from tracefs.
+//!
+//! Registering an fprobe by glob, by symbol name or by address needs the kernel's symbols and
+//! ftrace's record of traceable addresses. The functions that walk them (`kallsyms_lookup_name`,
+//! `kallsyms_on_each_symbol`, `ftrace_location`) are not exported to modules, and calling one
+//! through its address is unsafe on IBT kernels: objtool seals the ENDBR of functions whose
+//! address is never taken, and a sealed one faults when called indirectly on CET hardware (the
+//! 6.12 test kernel seals `kallsyms_lookup_name`).
+//!
+//! So ufgraph calls no unexported function at all. ftrace publishes exactly what is needed in
+//! tracefs: `available_filter_functions_addrs` (since 6.5) lists every traceable function, in
+//! the kernel and in modules, with its ftrace location, the address callbacks report. We read it
+//! with the exported `filp_open()`/`kernel_read()`, from `/sys/kernel/tracing` or, failing
+//! that, `/sys/kernel/debug/tracing`. Without tracefs mounted there, registration by name or
+//! glob fails with `ENOENT` and a log line saying so. Documentation/symbols.md has the details.
+
+use crate::bindings;
+use crate::pure::funclist::{self, Func};
+use kernel::alloc::KVec;
+use kernel::c_str;
+use kernel::prelude::*;
+use kernel::str::CStr;
+
+const PATHS: [&CStr; 2] = [
+    c_str!("/sys/kernel/tracing/available_filter_functions_addrs"),
+    c_str!("/sys/kernel/debug/tracing/available_filter_functions_addrs"),
+];
+
+struct File(*mut bindings::file);
+
+impl Drop for File {
+    fn drop(&mut self) {
+        // SAFETY: opened by `ufg_file_open`, closed once.
+        unsafe { bindings::ufg_file_close(self.0) };
+    }
+}
+
+fn open() -> Result<File> {
+    for p in PATHS {
+        // SAFETY: `p` is NUL-terminated; the glue returns a file or an error pointer.
+        let f = unsafe { bindings::ufg_file_open(p.as_char_ptr()) };
+        let v = f as isize;
+        if !f.is_null() && !(-4095..0).contains(&v) {
+            return Ok(File(f));
+        }
+    }
+    pr_err!("cannot read ftrace's available_filter_functions_addrs: is tracefs mounted at /sys/kernel/tracing?\n");
+    Err(ENOENT)
+}
+
+/// Calls `f` on every traceable function; `f` returns `false` to stop. Process context.
+pub fn for_each_function(mut f: impl FnMut(&Func<'_>) -> bool) -> Result {
+    let file = open()?;
+    let mut buf = KVec::with_capacity(16384, GFP_KERNEL)?;
+    buf.extend_with(16384, 0u8, GFP_KERNEL)?;
+    let mut pos: i64 = 0;
+    let mut have = 0;
+    loop {
+        // SAFETY: `buf[have..]` is writable for its length; the file is open.
+        let n = unsafe { bindings::ufg_file_read(file.0, buf[have..].as_mut_ptr().cast(), buf.len() - have, &mut pos) };
+        if n < 0 {
+            return Err(Error::from_errno(n as i32));
+        }
+        let end = have + n as usize;
+        let mut stop = false;
+        let used = funclist::for_each_line(&buf[..end], |line| {
+            if !stop {
+                if let Some(func) = funclist::parse(line) {
+                    stop = !f(&func);
+                }
+            }
+        });
+        if stop || n == 0 {
+            return Ok(());
+        }
+        if used == 0 && end == buf.len() {
+            // A line longer than the buffer cannot be a function line: skip it.
+            have = 0;
+            continue;
+        }
+        buf.copy_within(used..end, 0);
+        have = end - used;
+    }
+}
+
+/// The ftrace location of the first traceable function named `name`.
+pub fn lookup(name: &CStr) -> Result<Option<usize>> {
+    let mut found = None;
+    for_each_function(|f| {
+        if f.name == name.as_bytes() {
+            found = Some(f.loc);
+            return false;
+        }
+        true
+    })?;
+    Ok(found)
+}

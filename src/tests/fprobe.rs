@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! fprobe on the fgraph core, through the same entry points the C API uses.
+
+use crate::bindings::{self, ufgraph_fprobe};
+use crate::fgraph::graph::graph;
+use crate::fprobe::{fprobes, Fprobes, Target};
+use crate::sys::ktest::{CaseResult, Failed, Test};
+use crate::{kcheck, kcheck_eq, kunit_suite};
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use kernel::c_str;
+use kernel::ffi::{c_int, c_ulong};
+use kernel::prelude::*;
+
+
+// What the handlers saw. One test runs at a time, and each starts by resetting this.
+static ENTRIES: AtomicUsize = AtomicUsize::new(0);
+static EXITS: AtomicUsize = AtomicUsize::new(0);
+static BAD: AtomicUsize = AtomicUsize::new(0);
+static LAST_IP: AtomicUsize = AtomicUsize::new(0);
+static SKIP_EXIT: AtomicUsize = AtomicUsize::new(0);
+
+fn reset() {
+    for a in [&ENTRIES, &EXITS, &BAD, &LAST_IP, &SKIP_EXIT] {
+        a.store(0, Relaxed);
+    }
+}
+
+fn regs_arg(fregs: *mut bindings::ftrace_regs, n: u32) -> usize {
+    // SAFETY: handlers get valid registers for their duration.
+    unsafe { crate::sys::ftrace::Regs::from_raw(fregs) }.arg(n)
+}
+
+fn regs_ret(fregs: *mut bindings::ftrace_regs) -> usize {
+    // SAFETY: as above.
+    unsafe { crate::sys::ftrace::Regs::from_raw(fregs) }.retval()
+}
+
+// Entry: records the ip; with entry data, stores the expected return value of ufg_test_add
+// (arg0 + arg1) or, for ufg_test_recurse, arg0 (it returns its argument).
+unsafe extern "C" fn on_entry(fp: *mut ufgraph_fprobe, ip: c_ulong, _ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) -> c_int {
+    ENTRIES.fetch_add(1, Relaxed);
+    LAST_IP.store(ip as usize, Relaxed);
+    // SAFETY: `fp` is the registered probe the handler belongs to.
+    let size = unsafe { (*fp).entry_data_size };
+    if size >= 8 {
+        let expect = if near(ip as usize, bindings::ufg_test_recurse as *const () as usize) {
+            regs_arg(fregs, 0) as u32 as usize
+        } else {
+            regs_arg(fregs, 0).wrapping_add(regs_arg(fregs, 1)) as u32 as usize
+        };
+        // SAFETY: `data` holds `entry_data_size` bytes for this call.
+        unsafe { data.cast::<usize>().write(expect) };
+        // Fill the rest with a pattern the exit checks.
+        for i in 1..size / 8 {
+            // SAFETY: as above.
+            unsafe { data.cast::<usize>().add(i).write(0xfeed_0000 + i) };
+        }
+    } else if !data.is_null() {
+        BAD.fetch_add(1, Relaxed);
+    }
+    SKIP_EXIT.load(Relaxed) as c_int
+}
+
+unsafe extern "C" fn on_exit(fp: *mut ufgraph_fprobe, _ip: c_ulong, _ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) {
+    EXITS.fetch_add(1, Relaxed);
+    // SAFETY: as above.
+    let size = unsafe { (*fp).entry_data_size };
+    if size >= 8 {
+        // SAFETY: the same `entry_data_size` bytes the entry handler filled.
+        let got = unsafe { data.cast::<usize>().read() };
+        if got != regs_ret(fregs) as u32 as usize {
+            BAD.fetch_add(1, Relaxed);
+        }
+        for i in 1..size / 8 {
+            // SAFETY: as above.
+            if unsafe { data.cast::<usize>().add(i).read() } != 0xfeed_0000 + i {
+                BAD.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
+fn probe(entry: bool, exit: bool, data: usize) -> ufgraph_fprobe {
+    let mut fp = ufgraph_fprobe::default();
+    if entry {
+        fp.entry_handler = Some(on_entry);
+    }
+    if exit {
+        fp.exit_handler = Some(on_exit);
+    }
+    fp.entry_data_size = data;
+    fp
+}
+
+fn near(ip: usize, sym: usize) -> bool {
+    ip >= sym && ip < sym + 16
+}
+
+fn core(t: &Test) -> Result<&'static Fprobes, Failed> {
+    fprobes().ok_or_else(|| t.fail(format_args!("no fprobe core")))
+}
+
+fn reg(t: &Test, fp: &mut ufgraph_fprobe, target: Target<'_>) -> CaseResult {
+    // SAFETY: every test unregisters its probes before they go out of scope.
+    t.check_ok(unsafe { core(t)?.register(fp, &target) }, "register")
+}
+
+fn add(a: i32, b: i32) -> i32 {
+    // SAFETY: a plain C fixture.
+    unsafe { bindings::ufg_test_add(a, b) }
+}
+
+fn entry_exit_with_data(t: &mut Test) -> CaseResult {
+    reset();
+    let mut fp = probe(true, true, 8);
+    reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    for i in 0..50 {
+        kcheck_eq!(t, add(i, 7), i + 7);
+    }
+    t.check_ok(core(t)?.unregister(&mut fp), "unregister")?;
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 50);
+    kcheck_eq!(t, EXITS.load(Relaxed), 50);
+    kcheck_eq!(t, BAD.load(Relaxed), 0);
+    kcheck!(t, near(LAST_IP.load(Relaxed), bindings::ufg_test_add as *const () as usize), "entry ip {:#x}", LAST_IP.load(Relaxed));
+    // After unregister returns, nothing is called.
+    add(1, 1);
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 50);
+    Ok(())
+}
+
+fn entry_only_skips_the_shadow_stack(t: &mut Test) -> CaseResult {
+    reset();
+    // SAFETY: the module is loaded.
+    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph")))?;
+    let returns = g.stats.returns.load(Relaxed);
+    let mut fp = probe(true, false, 0);
+    reg(t, &mut fp, Target::Filter(c_str!("ufg_test_add"), None))?;
+    kcheck_eq!(t, g.registered(), 0);
+    for i in 0..20 {
+        add(i, i);
+    }
+    t.check_ok(core(t)?.unregister(&mut fp), "unregister")?;
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 20);
+    kcheck_eq!(t, EXITS.load(Relaxed), 0);
+    kcheck_eq!(t, g.stats.returns.load(Relaxed), returns);
+    Ok(())
+}
+
+fn filter_and_notfilter(t: &mut Test) -> CaseResult {
+    reset();
+    let mut fp = probe(true, true, 0);
+    reg(t, &mut fp, Target::Filter(c_str!("ufg_test_*"), Some(c_str!("ufg_test_mul"))))?;
+    // SAFETY: plain C fixtures.
+    unsafe { bindings::ufg_test_mul(3, 4) };
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 0);
+    add(1, 2);
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 1);
+    kcheck_eq!(t, EXITS.load(Relaxed), 1);
+    t.check_ok(core(t)?.unregister(&mut fp), "unregister")?;
+    Ok(())
+}
+
+fn expect_err(t: &Test, r: Result, want: Error, what: &str) -> CaseResult {
+    match r {
+        Ok(()) => Err(t.fail(format_args!("{}: accepted", what))),
+        Err(e) => {
+            kcheck!(t, e == want, "{}: got {:?}, want {:?}", what, e, want);
+            Ok(())
+        }
+    }
+}
+
+fn bad_registrations_leave_nothing(t: &mut Test) -> CaseResult {
+    let c = core(t)?;
+    let before = c.counts();
+    let mut fp = probe(true, true, 8);
+    // SAFETY (all registrations below): each probe outlives the test and is unregistered.
+    unsafe {
+        expect_err(t, c.register(&mut fp, &Target::Syms(&[c_str!("ufg_test_add"), c_str!("ufg_no_such_symbol")])), ENOENT, "unknown symbol")?;
+        expect_err(t, c.register(&mut fp, &Target::Filter(c_str!("ufg_no_such_*"), None)), ENOENT, "empty glob")?;
+        let data = &BAD as *const AtomicUsize as usize;
+        expect_err(t, c.register(&mut fp, &Target::Ips(&[data])), EINVAL, "data address")?;
+        let mut none = probe(false, false, 0);
+        expect_err(t, c.register(&mut none, &Target::Syms(&[c_str!("ufg_test_add")])), EINVAL, "no handler")?;
+        let mut big = probe(true, true, 15 * 8 + 1);
+        expect_err(t, c.register(&mut big, &Target::Syms(&[c_str!("ufg_test_add")])), E2BIG, "entry data too big")?;
+    }
+    kcheck!(t, !c.is_registered(&mut fp));
+    kcheck_eq!(t, c.counts(), before);
+    expect_err(t, c.unregister(&mut fp), EINVAL, "unregister of an unregistered probe")?;
+    reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    // SAFETY: as above.
+    expect_err(t, unsafe { c.register(&mut fp, &Target::Syms(&[c_str!("ufg_test_mul")])) }, EBUSY, "double registration")?;
+    kcheck!(t, c.is_registered(&mut fp));
+    t.check_ok(c.unregister(&mut fp), "unregister")?;
+    kcheck_eq!(t, c.counts(), before);
+    Ok(())
+}
+
+fn several_probes_on_one_function(t: &mut Test) -> CaseResult {
+    reset();
+    let mut a = probe(true, true, 8);
+    let mut b = probe(true, true, 15 * 8);
+    let mut c = probe(true, false, 0);
+    reg(t, &mut a, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    reg(t, &mut b, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    reg(t, &mut c, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    for i in 0..10 {
+        kcheck_eq!(t, add(i, 100), i + 100);
+    }
+    let cr = core(t)?;
+    t.check_ok(cr.unregister(&mut b), "unregister b")?;
+    add(1, 1);
+    t.check_ok(cr.unregister(&mut a), "unregister a")?;
+    t.check_ok(cr.unregister(&mut c), "unregister c")?;
+    // 10 calls x 3 probes entered, 10 x 2 exited; then 1 x 2 and 1 x 1.
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 32);
+    kcheck_eq!(t, EXITS.load(Relaxed), 21);
+    kcheck_eq!(t, BAD.load(Relaxed), 0);
+    Ok(())
+}
+
+fn disable_and_skip(t: &mut Test) -> CaseResult {
+    reset();
+    let mut fp = probe(true, true, 8);
+    reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    fp.flags |= bindings::UFGRAPH_FPROBE_FL_DISABLED;
+    add(1, 1);
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 0);
+    fp.flags &= !bindings::UFGRAPH_FPROBE_FL_DISABLED;
+    add(1, 1);
+    kcheck_eq!(t, (ENTRIES.load(Relaxed), EXITS.load(Relaxed)), (1, 1));
+    // A non-zero entry return skips the exit.
+    SKIP_EXIT.store(1, Relaxed);
+    add(1, 1);
+    kcheck_eq!(t, (ENTRIES.load(Relaxed), EXITS.load(Relaxed)), (2, 1));
+    t.check_ok(core(t)?.unregister(&mut fp), "unregister")?;
+    Ok(())
+}
+
+fn recursion_and_nmissed(t: &mut Test) -> CaseResult {
+    reset();
+    let mut fp = probe(true, true, 8);
+    reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_recurse")]))?;
+    // SAFETY: a plain C fixture.
+    kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(20) }, 20);
+    kcheck_eq!(t, (ENTRIES.load(Relaxed), EXITS.load(Relaxed), BAD.load(Relaxed)), (21, 21, 0));
+    reset();
+    // Deeper than a shadow stack holds: the frames that do not fit are counted as missed.
+    // SAFETY: as above.
+    kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(150) }, 150);
+    let missed = fp.nmissed as usize;
+    kcheck!(t, missed > 0, "nothing missed at depth 150");
+    kcheck_eq!(t, ENTRIES.load(Relaxed) + missed, 151);
+    kcheck_eq!(t, EXITS.load(Relaxed), ENTRIES.load(Relaxed));
+    kcheck_eq!(t, BAD.load(Relaxed), 0);
+    t.check_ok(core(t)?.unregister(&mut fp), "unregister")?;
+    Ok(())
+}
+
+fn mass_attach_everything(t: &mut Test) -> CaseResult {
+    reset();
+    let c = core(t)?;
+    let before = c.counts();
+    // Every traceable function, entry only: one filter update, one grace period.
+    let mut fp = probe(true, false, 0);
+    reg(t, &mut fp, Target::Filter(c_str!("*"), None))?;
+    let (ips, _) = c.counts();
+    kcheck!(t, ips >= 1000, "only {} functions", ips);
+    let n = ENTRIES.load(Relaxed);
+    add(2, 3);
+    kcheck!(t, ENTRIES.load(Relaxed) > n, "add not seen");
+    t.check_ok(c.unregister(&mut fp), "unregister")?;
+    kcheck_eq!(t, c.counts(), before);
+    // And with an exit handler on every vfs function, under real use.
+    reset();
+    let mut fp = probe(true, true, 0);
+    reg(t, &mut fp, Target::Filter(c_str!("vfs_*"), None))?;
+    t.check_ok(c.unregister(&mut fp), "unregister")?;
+    kcheck!(t, EXITS.load(Relaxed) <= ENTRIES.load(Relaxed));
+    t.info(format_args!("attached to {} functions", ips));
+    Ok(())
+}
+
+kunit_suite!(FPROBE_SUITE, "ufgraph_fprobe", [
+    entry_exit_with_data,
+    entry_only_skips_the_shadow_stack,
+    filter_and_notfilter,
+    bad_registrations_leave_nothing,
+    several_probes_on_one_function,
+    disable_and_skip,
+    recursion_and_nmissed,
+    mass_attach_everything,
+]);
+
