@@ -25,3 +25,5 @@ const size_t UFG_KSYM_SYMBOL_LEN = KSYM_SYMBOL_LEN;
 #include <ufgraph/fgraph.h>
 #define UFGRAPH_NO_UPSTREAM_NAMES
 #include <ufgraph/fprobe.h>
+#include <ufgraph/kretprobe.h>
+#include <ufgraph/rethook.h>

@@ -289,6 +289,17 @@ EXPORT_SYMBOL_GPL(ufgraph_register_fprobe_syms);
 EXPORT_SYMBOL_GPL(ufgraph_unregister_fprobe);
 EXPORT_SYMBOL_GPL(ufgraph_fprobe_is_registered);
 EXPORT_SYMBOL_GPL(ufgraph_fprobe_count_ips_from_filter);
+
+#include <ufgraph/kretprobe.h>
+EXPORT_SYMBOL_GPL(ufgraph_register_kretprobe);
+EXPORT_SYMBOL_GPL(ufgraph_unregister_kretprobe);
+EXPORT_SYMBOL_GPL(ufgraph_register_kretprobes);
+EXPORT_SYMBOL_GPL(ufgraph_unregister_kretprobes);
+
+#include <ufgraph/rethook.h>
+EXPORT_SYMBOL_GPL(ufgraph_rethook_register);
+EXPORT_SYMBOL_GPL(ufgraph_rethook_unregister);
+EXPORT_SYMBOL_GPL(ufgraph_rethook_hook);
 #endif
 
 int ufg_task_pid(struct task_struct *t)
@@ -340,4 +351,44 @@ long ufg_file_read(struct file *f, void *buf, unsigned long len, long long *pos)
 void ufg_file_close(struct file *f)
 {
 	filp_close(f, NULL);
+}
+
+#ifdef CONFIG_X86_64
+void ufg_regs_from_entry(struct ftrace_regs *fregs, struct pt_regs *out)
+{
+	struct pt_regs *r = &arch_ftrace_regs(fregs)->regs;
+
+	memset(out, 0, sizeof(*out));
+	out->di = r->di;
+	out->si = r->si;
+	out->dx = r->dx;
+	out->cx = r->cx;
+	out->r8 = r->r8;
+	out->r9 = r->r9;
+	out->ax = r->ax;
+	out->bp = r->bp;
+	out->sp = r->sp;
+	out->ip = r->ip;
+	out->cs = __KERNEL_CS;
+	out->flags = X86_EFLAGS_FIXED;
+}
+
+void ufg_regs_from_exit(struct ftrace_regs *fregs, struct pt_regs *out, unsigned long ret_addr)
+{
+	struct pt_regs *r = &arch_ftrace_regs(fregs)->regs;
+
+	memset(out, 0, sizeof(*out));
+	out->ax = r->ax;
+	out->dx = r->dx;
+	out->bp = r->bp;
+	out->sp = r->sp;
+	out->ip = ret_addr;
+	out->cs = __KERNEL_CS;
+	out->flags = X86_EFLAGS_FIXED;
+}
+#endif
+
+unsigned long ufg_regs_return_value(struct pt_regs *regs)
+{
+	return regs_return_value(regs);
 }

@@ -89,6 +89,11 @@ void ufg_file_close(struct file *f);
 bool ufg_glob_match(const char *pat, const char *str);
 bool ufg_within_module(unsigned long addr, const struct module *mod);
 
+struct pt_regs;
+void ufg_regs_from_entry(struct ftrace_regs *fregs, struct pt_regs *out);
+void ufg_regs_from_exit(struct ftrace_regs *fregs, struct pt_regs *out, unsigned long ret_addr);
+unsigned long ufg_regs_return_value(struct pt_regs *regs);
+
 /* The architecture's return trampoline (arch/.../ufgraph_tramp*.S). */
 void ufgraph_return_trampoline(void);
 /* Test fixtures (testfns.c), linked into ufgraph_kunit.ko only. */

@@ -23,6 +23,7 @@ pub mod capi;
 pub mod counter;
 pub mod fgraph;
 pub mod fprobe;
+pub mod kretprobe;
 pub mod pure;
 pub mod retcount;
 pub mod sys;
@@ -73,6 +74,7 @@ struct UfGraph {
     _retcount: Option<GraphOps<RetCounter>>,
     _debugfs: Dir<State>,
     _modwatch: ModuleWatch,
+    _rethooks: kretprobe::Rethooks,
     _fprobes: Pin<KBox<Fprobes>>,
     _graph: Pin<KBox<Graph>>,
 }
@@ -157,6 +159,8 @@ impl kernel::Module for UfGraph {
         let fprobes = KBox::pin_init(Fprobes::new(), GFP_KERNEL)?;
         fprobes.as_ref().publish();
         let modwatch = ModuleWatch::new()?;
+        let rethooks = kretprobe::Rethooks::new()?;
+        rethooks.publish();
 
         let state = Arc::new(State { hits: Hits(IpCounts::new()), ret: RetHits::new() }, GFP_KERNEL)?;
         let name = if cfg!(ufgraph_kunit) { c_str!("ufgraph_kunit") } else { c_str!("ufgraph") };
@@ -197,6 +201,7 @@ impl kernel::Module for UfGraph {
             _retcount: retcount,
             _debugfs: debugfs,
             _modwatch: modwatch,
+            _rethooks: rethooks,
             _fprobes: fprobes,
             _graph: graph,
         })

@@ -62,6 +62,8 @@ pub struct Entry<'a> {
     pub depth: usize,
     /// Arguments, stack pointer.
     pub regs: &'a Regs,
+    /// What the hooking code passed (the rethook API: its `ufgraph_rethook`); 0 from ftrace.
+    pub cookie: usize,
     stack: &'a Stack,
     idx: usize,
 }
@@ -474,72 +476,121 @@ unsafe extern "C" fn graph_entry(
     // SAFETY: registered ops exist only while the graph core does.
     let Some(g) = (unsafe { graph() }) else { return };
     // SAFETY: ftrace passes valid registers for the duration of the callback.
-    let regs = unsafe { Regs::from_raw(fregs) };
-    // ftrace calls us with preemption disabled already; this makes it explicit and cheap.
-    let np = NoPreempt::new();
-    let Some(stack) = g.tasks.current(&np) else {
-        slot.missed_nostack.fetch_add(1, Relaxed);
-        // SAFETY: the slot's handler is alive while it is registered.
-        unsafe { (slot.missed)(slot.this, ip) };
-        return;
-    };
-    let idx = slot.idx();
-    // SAFETY: ftrace gives the hooked function's return-address location for this call.
-    let retp = unsafe { bindings::ufg_fregs_retp(fregs) };
-    // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
-    let old_ret = unsafe { retp.read() };
-    let tramp = trampoline();
+    unsafe { g.enter(slot, ip, fregs, 0) };
+}
 
-    // Another ops hooking this same call pushed the frame already: join it. The frame's "seen"
-    // mask tells this call apart from a tail-recursive one at the same stack slot.
-    let mut fresh = None;
-    let bm = match stack.top_frame() {
-        Some(f) if old_ret == tramp && f.retp == retp as usize && f.func == ip && f.seen & (1 << idx) == 0 => {
-            f.start + FRAME_WORDS
-        }
-        _ => {
-            // SAFETY: no preconditions.
-            let now = unsafe { bindings::trace_clock_local() };
-            match stack.push(old_ret, ip, now, retp as usize) {
-                Ok(bm) => {
-                    fresh = Some(bm);
-                    bm
-                }
-                Err(_) => {
-                    slot.missed_overrun.fetch_add(1, Relaxed);
-                    // SAFETY: as above.
-                    unsafe { (slot.missed)(slot.this, ip) };
-                    return;
+impl Graph {
+    /// The entry of a hooked call of `ip`, for `slot`: pushes (or joins) the call's frame, runs
+    /// the slot's entry callback and, if it wants the return, puts the trampoline in place.
+    /// Returns whether the return is hooked for `slot`.
+    ///
+    /// # Safety
+    ///
+    /// `fregs` must be the valid registers of the entry of `ip` on the current task, `slot` a
+    /// slot in this graph's array, and the caller in a non-preemptible context or an ftrace
+    /// callback.
+    pub unsafe fn enter(&self, slot: &Slot, ip: usize, fregs: *mut bindings::ftrace_regs, cookie: usize) -> bool {
+        // SAFETY: valid for the call (caller).
+        let regs = unsafe { Regs::from_raw(fregs) };
+        let np = NoPreempt::new();
+        let Some(stack) = self.tasks.current(&np) else {
+            slot.missed_nostack.fetch_add(1, Relaxed);
+            // SAFETY: the slot's handler is alive while it is registered.
+            unsafe { (slot.missed)(slot.this, ip) };
+            return false;
+        };
+        let idx = slot.idx();
+        // SAFETY: the return-address location of this call (caller: entry registers).
+        let retp = unsafe { bindings::ufg_fregs_retp(fregs) };
+        // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
+        let old_ret = unsafe { retp.read() };
+        let tramp = trampoline();
+
+        // Another ops hooking this same call pushed the frame already: join it. The frame's
+        // "seen" mask tells this call apart from a tail-recursive one at the same stack slot.
+        let mut fresh = false;
+        let bm = match stack.top_frame() {
+            Some(f) if old_ret == tramp && f.retp == retp as usize && f.func == ip && f.seen & (1 << idx) == 0 => {
+                f.start + FRAME_WORDS
+            }
+            _ => {
+                // SAFETY: no preconditions.
+                let now = unsafe { bindings::trace_clock_local() };
+                match stack.push(old_ret, ip, now, retp as usize) {
+                    Ok(bm) => {
+                        fresh = true;
+                        bm
+                    }
+                    Err(_) => {
+                        slot.missed_overrun.fetch_add(1, Relaxed);
+                        // SAFETY: as above.
+                        unsafe { (slot.missed)(slot.this, ip) };
+                        return false;
+                    }
                 }
             }
-        }
-    };
-    stack.mark_seen(bm, idx);
+        };
+        stack.mark_seen(bm, idx);
 
-    let save = stack.top();
-    // The real return address: what the slot held, unless it is our trampoline (a frame joined,
-    // or a tail call), in which case the frame below knows it.
-    let ret_ip = if old_ret == tramp { stack.frames().find(|f| f.ret != tramp).map_or(old_ret, |f| f.ret) } else { old_ret };
-    let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, stack, idx };
-    // SAFETY: `this` is the handler this slot was made for, alive while registered.
-    if unsafe { (slot.entry)(slot.this, &mut e) } {
-        stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
-    } else {
-        stack.truncate(save);
-    }
-
-    if fresh.is_some() {
-        if stack.bitmap(bm) == 0 {
-            if let Some(f) = stack.top_frame() {
-                stack.pop(&f);
-            }
+        // The real return address: what the slot held, unless it is our trampoline (a frame
+        // joined, or a tail call), in which case the frame below knows it.
+        let ret_ip = if old_ret == tramp { stack.frames().find(|f| f.ret != tramp).map_or(old_ret, |f| f.ret) } else { old_ret };
+        let save = stack.top();
+        let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie, stack, idx };
+        // SAFETY: `this` is the handler this slot was made for, alive while registered.
+        let wanted = unsafe { (slot.entry)(slot.this, &mut e) };
+        if wanted {
+            stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
         } else {
-            g.tasks.live.add(1);
-            // SAFETY: as above: the return-address location of this call.
-            unsafe { retp.write(tramp) };
+            stack.truncate(save);
         }
+
+        if fresh {
+            if stack.bitmap(bm) == 0 {
+                if let Some(f) = stack.top_frame() {
+                    stack.pop(&f);
+                }
+            } else {
+                self.tasks.live.add(1);
+                // SAFETY: as above: the return-address location of this call.
+                unsafe { retp.write(tramp) };
+            }
+        }
+        drop(np);
+        wanted
     }
-    drop(np);
+
+    /// Gives `slot` an index without an ftrace filter: its frames are pushed by
+    /// [`Graph::enter`] from its user's own entry hooks (the rethook API). `ENOSPC` when 16
+    /// ops are registered.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::register`].
+    pub unsafe fn register_manual(&self, slot: &Slot) -> Result {
+        let mut reg = self.reg.lock();
+        let RegState { lru, probes, .. } = &mut *reg;
+        self.tasks.attach(probes)?;
+        let idx = lru.alloc().ok_or(ENOSPC)?;
+        slot.idx.store(idx, Relaxed);
+        self.array[idx].store((slot as *const Slot).cast_mut(), Release);
+        reg.count += 1;
+        Ok(())
+    }
+
+    /// Undoes [`Graph::register_manual`].
+    pub fn unregister_manual(&self, slot: &Slot) {
+        let mut reg = self.reg.lock();
+        let idx = slot.idx();
+        if idx >= ARRAY_SIZE || self.array[idx].load(Relaxed) != (slot as *const Slot).cast_mut() {
+            return;
+        }
+        self.array[idx].store(core::ptr::null_mut(), Release);
+        synchronize_rcu();
+        let _ = reg.lru.release(idx);
+        slot.idx.store(usize::MAX, Relaxed);
+        reg.count -= 1;
+    }
 }
 
 /// Called by the return trampoline with the registers the hooked function returned with;

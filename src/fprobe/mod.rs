@@ -105,6 +105,10 @@ fn missed(fp: *mut ufgraph_fprobe) {
     // preemption-disabled section that unregistration waits for); `nmissed` is a plain
     // unsigned long that every updater touches atomically.
     unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }.fetch_add(1, Relaxed);
+    // SAFETY: as above; the flags word is read once.
+    if unsafe { core::ptr::addr_of!((*fp).flags).read_volatile() } & crate::kretprobe::FL_KRETPROBE != 0 {
+        crate::kretprobe::missed(fp);
+    }
 }
 
 fn disabled(fp: *mut ufgraph_fprobe) -> bool {
@@ -565,6 +569,15 @@ impl Fprobes {
             drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
         }
         Ok(())
+    }
+
+    /// The first function a registered probe is on.
+    pub fn first_ip(&self, fp: *mut ufgraph_fprobe) -> Option<usize> {
+        let _reg = self.reg.lock();
+        // SAFETY: registered probes carry our private record; `reg` keeps it stable.
+        let p = unsafe { (*fp).hlist_array.cast::<Private>() };
+        // SAFETY: as above.
+        (!p.is_null()).then(|| unsafe { (*p).ips.first().copied() }).flatten()
     }
 
     /// How many distinct functions carry probes, and how many probes are registered.

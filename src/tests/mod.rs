@@ -6,3 +6,4 @@
 mod counter;
 mod fgraph;
 mod fprobe;
+mod kretprobe;

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! kretprobe and rethook users on the shared shadow stack.
+//!
+//! The kernel's kretprobe keeps a pool of `maxactive` instances per probe; when more tasks are
+//! inside the function at once, returns are missed. Here a kretprobe is an internal fprobe with
+//! an exit handler: its instance (the probe, the return address, then `data_size` bytes of the
+//! user's data) is that fprobe's entry data, which lives in the task's shadow stack frame. There
+//! is no pool to run dry; `maxactive` is accepted and ignored.
+//!
+//! ```text
+//!   ufgraph_kretprobe (C) <--rp-- Shim { fp: ufgraph_fprobe (first), rp }   (kmalloc'd)
+//!                                   fp.entry_handler = shim_entry --> rp.entry_handler(ri, regs)
+//!                                   fp.exit_handler  = shim_exit  --> rp.handler(ri, regs)
+//!   entry data (shadow stack): [ rp | ret_addr | data[data_size] ]  = the kretprobe_instance
+//! ```
+//!
+//! rethook is the lower-level form: code that hooks a return from its own entry hook (a kprobe
+//! pre-handler, an ftrace_ops callback) asks for it with [`rethook_hook`]. All rethooks share one
+//! graph slot registered without an ftrace filter; each hooked return reserves the rethook's
+//! address and its data on the shadow stack, and a table of live rethooks makes a return skip a
+//! rethook unregistered since.
+
+use crate::bindings::{self, ufgraph_fprobe, ufgraph_kretprobe, ufgraph_kretprobe_instance, ufgraph_rethook};
+use crate::fgraph::graph::{graph, Slot};
+use crate::fgraph::{Entry, GraphHandler, Return};
+use crate::fprobe::{fprobes, Target};
+use crate::pure::tasktable::Counts;
+use crate::sys::ftrace::RawOps;
+use crate::sys::rcutable::RcuTable;
+use crate::sys::sync::{synchronize_rcu, NoPreempt};
+use core::ffi::c_void;
+use core::mem::{offset_of, size_of, MaybeUninit};
+use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering::*};
+use kernel::alloc::KBox;
+use kernel::ffi::{c_int, c_ulong};
+use kernel::prelude::*;
+use kernel::str::CStr;
+
+/// An fprobe flag of ours: the probe is a kretprobe shim (so misses count on the kretprobe).
+pub const FL_KRETPROBE: u32 = 1 << 31;
+
+/// The per-kretprobe record, in `ufgraph_private`.
+#[repr(C)]
+pub struct Shim {
+    fp: ufgraph_fprobe,
+    rp: *mut ufgraph_kretprobe,
+}
+
+const INSTANCE_HDR: usize = size_of::<ufgraph_kretprobe_instance>();
+
+/// Called by the fprobe core when a shim probe missed a call.
+pub fn missed(fp: *mut ufgraph_fprobe) {
+    // SAFETY: `fp` carries FL_KRETPROBE, so it is the first field of a live `Shim`.
+    let shim = unsafe { &*fp.cast::<Shim>() };
+    // SAFETY: the kretprobe outlives its registration; `nmissed` is updated atomically only.
+    unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*shim.rp).nmissed)) }.fetch_add(1, Relaxed);
+}
+
+unsafe extern "C" fn shim_entry(fp: *mut ufgraph_fprobe, _ip: c_ulong, ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) -> c_int {
+    // SAFETY: the fprobe core calls us only for our shims, registered, with their entry data.
+    let shim = unsafe { &*fp.cast::<Shim>() };
+    let ri = data.cast::<ufgraph_kretprobe_instance>();
+    // SAFETY: `data` holds INSTANCE_HDR + data_size bytes for this call.
+    unsafe {
+        (*ri).rp = shim.rp;
+        (*ri).ret_addr = ret_ip;
+    }
+    // SAFETY: the kretprobe is valid while registered.
+    let Some(h) = (unsafe { (*shim.rp).entry_handler }) else { return 0 };
+    let mut regs = MaybeUninit::<bindings::pt_regs>::uninit();
+    // SAFETY: `fregs` are the entry registers; `regs` is written whole by the glue.
+    unsafe { bindings::ufg_regs_from_entry(fregs, regs.as_mut_ptr()) };
+    // SAFETY: the user's handler with the kretprobe API's arguments.
+    unsafe { h(ri, regs.as_mut_ptr()) }
+}
+
+unsafe extern "C" fn shim_exit(fp: *mut ufgraph_fprobe, _ip: c_ulong, ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) {
+    // SAFETY: as in `shim_entry`.
+    let shim = unsafe { &*fp.cast::<Shim>() };
+    // SAFETY: as above.
+    let Some(h) = (unsafe { (*shim.rp).handler }) else { return };
+    let mut regs = MaybeUninit::<bindings::pt_regs>::uninit();
+    // SAFETY: `fregs` are the exit registers; the glue writes `regs` whole.
+    unsafe { bindings::ufg_regs_from_exit(fregs, regs.as_mut_ptr(), ret_ip) };
+    // SAFETY: the instance the entry filled, and the user's handler.
+    unsafe { h(data.cast(), regs.as_mut_ptr()) };
+}
+
+/// Registers a kretprobe. See include/ufgraph/kretprobe.h for the errors.
+///
+/// # Safety
+///
+/// `rp` must stay valid until [`unregister_kretprobe`] returns.
+pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
+    let core = fprobes().ok_or(ENODEV)?;
+    // SAFETY: the caller passes a valid kretprobe.
+    let r = unsafe { &mut *rp };
+    if !r.ufgraph_private.is_null() {
+        return Err(EBUSY);
+    }
+    if r.handler.is_none() && r.entry_handler.is_none() {
+        return Err(EINVAL);
+    }
+    if r.data_size > bindings::UFGRAPH_KRETPROBE_MAX_DATA as usize {
+        return Err(E2BIG);
+    }
+    if r.kp.offset != 0 || (r.kp.symbol_name.is_null() == r.kp.addr.is_null()) {
+        return Err(EINVAL);
+    }
+    let mut shim = KBox::new(Shim { fp: ufgraph_fprobe::default(), rp }, GFP_KERNEL)?;
+    shim.fp.entry_handler = Some(shim_entry);
+    shim.fp.exit_handler = Some(shim_exit);
+    shim.fp.entry_data_size = INSTANCE_HDR + r.data_size;
+    shim.fp.flags = FL_KRETPROBE;
+    let fp = core::ptr::addr_of_mut!(shim.fp);
+    let res = if r.kp.symbol_name.is_null() {
+        let a = r.kp.addr as usize;
+        // SAFETY: the shim lives in its box until unregistered.
+        unsafe { core.register(fp, &Target::Ips(&[a])) }
+    } else {
+        // SAFETY: `symbol_name` is the caller's NUL-terminated string.
+        let name = unsafe { CStr::from_char_ptr(r.kp.symbol_name) };
+        // SAFETY: as above.
+        unsafe { core.register(fp, &Target::Syms(&[name])) }
+    };
+    res?;
+    if let Some(a) = core.first_ip(fp) {
+        r.kp.addr = a as *mut _;
+    }
+    r.nmissed = 0;
+    r.ufgraph_private = KBox::into_raw(shim).cast();
+    Ok(())
+}
+
+/// Unregisters a kretprobe: when this returns no handler of it runs any more.
+pub fn unregister_kretprobe(rp: *mut ufgraph_kretprobe) {
+    let Some(core) = fprobes() else { return };
+    // SAFETY: the caller passes its kretprobe.
+    let r = unsafe { &mut *rp };
+    let shim = r.ufgraph_private.cast::<Shim>();
+    if shim.is_null() {
+        return;
+    }
+    // SAFETY: `ufgraph_private` is the shim `register_kretprobe` leaked.
+    let mut shim = unsafe { KBox::from_raw(shim) };
+    if core.unregister(core::ptr::addr_of_mut!(shim.fp)).is_err() {
+        // Not registered after all: keep what the core may know (leak) rather than free it.
+        KBox::into_raw(shim);
+        return;
+    }
+    r.ufgraph_private = core::ptr::null_mut();
+}
+
+// --- rethook -------------------------------------------------------------------------------
+
+/// The handler of the shared rethook slot.
+pub struct RethookSide;
+
+#[pin_data]
+struct RethookCore {
+    slot: Slot,
+    live: RcuTable,
+    #[pin]
+    counts: kernel::sync::Mutex<(Counts, usize)>,
+}
+
+static RETHOOK: core::sync::atomic::AtomicPtr<RethookCore> = core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+fn rh_key(e: usize) -> usize {
+    e
+}
+
+impl GraphHandler for RethookSide {
+    fn entry(&self, e: &mut Entry<'_>) -> bool {
+        let rh = e.cookie as *mut ufgraph_rethook;
+        if rh.is_null() {
+            return false;
+        }
+        // SAFETY: the cookie is the rethook `rethook_hook` was given, registered.
+        let size = unsafe { (*rh).data_size };
+        match e.reserve(8 + size) {
+            Some(w) => {
+                w[0] = rh as usize;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn ret(&self, r: &mut Return<'_>) {
+        let p = RETHOOK.load(Acquire);
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: published while the module lives.
+        let rc = unsafe { &*p };
+        let Some(w) = r.data() else { return };
+        let rh = w[0] as *mut ufgraph_rethook;
+        let np = NoPreempt::new();
+        if rc.live.lookup(rh as usize, rh_key, &np).is_none() {
+            return;
+        }
+        // SAFETY: registered (checked; unregistration waits for us).
+        if let Some(h) = unsafe { (*rh).handler } {
+            let data = if w.len() > 1 { w[1..].as_ptr().cast_mut().cast::<c_void>() } else { core::ptr::null_mut() };
+            // SAFETY: the user's handler with its data for this call.
+            unsafe { h(rh, data, r.ret_ip as c_ulong, r.regs.as_ptr()) };
+        }
+    }
+}
+
+static RETHOOK_SIDE: RethookSide = RethookSide;
+
+/// The rethook core: a graph slot without filter, and the live rethooks.
+pub struct Rethooks {
+    inner: Pin<KBox<RethookCore>>,
+}
+
+impl Rethooks {
+    /// Creates (unregistered) the rethook slot.
+    pub fn new() -> Result<Self> {
+        // SAFETY: the handler is a static; the slot has no ftrace_ops (never registered with
+        // ftrace: `register_manual`), so the RawOps is never used.
+        let slot = unsafe { Slot::new(&RETHOOK_SIDE as *const RethookSide, RawOps::from_raw(core::ptr::null_mut())) };
+        let inner = KBox::pin_init(
+            pin_init!(RethookCore {
+                slot,
+                live: RcuTable::new(),
+                counts <- kernel::new_mutex!((Counts::default(), 0)),
+            }),
+            GFP_KERNEL,
+        )?;
+        Ok(Self { inner })
+    }
+
+    /// Makes this the instance the C API uses.
+    pub fn publish(&self) {
+        RETHOOK.store(&*self.inner as *const RethookCore as *mut RethookCore, Release);
+    }
+}
+
+impl Drop for Rethooks {
+    fn drop(&mut self) {
+        RETHOOK.store(core::ptr::null_mut(), Release);
+        let mut c = self.inner.counts.lock();
+        if c.1 > 0 {
+            // SAFETY: the graph core outlives us (module field order).
+            if let Some(g) = unsafe { graph() } {
+                g.unregister_manual(&self.inner.slot);
+            }
+        }
+        let (counts, _) = &mut *c;
+        self.inner.live.free(counts);
+    }
+}
+
+/// Registers a rethook.
+///
+/// # Safety
+///
+/// `rh` must stay valid until [`rethook_unregister`] returns.
+pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
+    let p = RETHOOK.load(Acquire);
+    if p.is_null() {
+        return Err(ENODEV);
+    }
+    // SAFETY: published while the module lives.
+    let rc = unsafe { &*p };
+    // SAFETY: the caller's rethook.
+    let r = unsafe { &*rh };
+    if r.handler.is_none() {
+        return Err(EINVAL);
+    }
+    if r.data_size > 240 {
+        return Err(E2BIG);
+    }
+    let mut c = rc.counts.lock();
+    let (counts, users) = &mut *c;
+    if rc.live.lookup_w(counts, rh as usize, rh_key).is_some() {
+        return Err(EBUSY);
+    }
+    rc.live.reserve(counts, 1, rh_key)?;
+    if *users == 0 {
+        // SAFETY: the graph core exists while the module does; the slot is pinned in `rc`.
+        let g = unsafe { graph() }.ok_or(ENODEV)?;
+        // SAFETY: the slot lives until `Rethooks` is dropped, which unregisters it.
+        unsafe { g.register_manual(&rc.slot) }?;
+    }
+    *users += 1;
+    let _ = rc.live.upsert(counts, rh as usize, rh as usize, rh_key);
+    Ok(())
+}
+
+/// Unregisters a rethook: afterwards no handler of it runs (pending returns skip it).
+pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
+    let p = RETHOOK.load(Acquire);
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: published while the module lives.
+    let rc = unsafe { &*p };
+    let mut c = rc.counts.lock();
+    let (counts, users) = &mut *c;
+    if rc.live.remove(counts, rh as usize, rh_key).is_none() {
+        return;
+    }
+    *users -= 1;
+    if *users == 0 {
+        // SAFETY: as in `rethook_register`.
+        if let Some(g) = unsafe { graph() } {
+            g.unregister_manual(&rc.slot);
+        }
+    }
+    drop(c);
+    synchronize_rcu();
+}
+
+/// Hooks the return of the function whose entry registers are `fregs`, for `rh`.
+///
+/// # Safety
+///
+/// `fregs` must be the entry registers of the function being entered on the current task,
+/// from an entry hook (preemption disabled); `rh` a registered rethook.
+pub unsafe fn rethook_hook(rh: *mut ufgraph_rethook, fregs: *mut bindings::ftrace_regs) -> *mut c_void {
+    let p = RETHOOK.load(Acquire);
+    // SAFETY: the graph core exists while the module does.
+    let Some(g) = (unsafe { graph() }) else { return core::ptr::null_mut() };
+    if p.is_null() || fregs.is_null() || rh.is_null() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: published while the module lives.
+    let rc = unsafe { &*p };
+    // SAFETY: valid entry registers (caller).
+    let ip = unsafe { crate::sys::ftrace::Regs::from_raw(fregs) }.ip();
+    // SAFETY: the caller's contract is `enter`'s; the slot is registered while `rh` is.
+    if !unsafe { g.enter(&rc.slot, ip, fregs, rh as usize) } {
+        // SAFETY: the caller's rethook; nmissed is updated atomically only.
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*rh).nmissed).cast()) }.fetch_add(1, Relaxed);
+        return core::ptr::null_mut();
+    }
+    match g.retrieve_data(rc.slot.idx(), 0) {
+        // The first word is the rethook's address; the user's data follows.
+        Some((w, _)) => w.wrapping_add(1).cast(),
+        None => core::ptr::null_mut(),
+    }
+}
+
+const _: () = assert!(offset_of!(Shim, fp) == 0);

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kretprobe shim and rethook on the shared shadow stack.
+
+use crate::bindings::{self, ufgraph_kretprobe, ufgraph_kretprobe_instance, ufgraph_rethook};
+use crate::kretprobe::{register_kretprobe, rethook_hook, rethook_register, rethook_unregister, unregister_kretprobe};
+use crate::sys::ftrace::{Handler, Ops, Regs};
+use crate::sys::ktest::{CaseResult, Test};
+use crate::{kcheck, kcheck_eq, kunit_suite};
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use kernel::c_str;
+use kernel::ffi::{c_int, c_ulong};
+use kernel::prelude::*;
+
+static ENTRIES: AtomicUsize = AtomicUsize::new(0);
+static RETURNS: AtomicUsize = AtomicUsize::new(0);
+static BAD: AtomicUsize = AtomicUsize::new(0);
+static SKIP: AtomicUsize = AtomicUsize::new(0);
+
+fn reset() {
+    for a in [&ENTRIES, &RETURNS, &BAD, &SKIP] {
+        a.store(0, Relaxed);
+    }
+}
+
+#[repr(C)]
+struct MyData {
+    expect: usize,
+    magic: usize,
+}
+
+// ufg_test_add(a, b): remember a + b in the instance data.
+unsafe extern "C" fn rp_entry(ri: *mut ufgraph_kretprobe_instance, regs: *mut bindings::pt_regs) -> c_int {
+    ENTRIES.fetch_add(1, Relaxed);
+    // SAFETY: `regs` is a full pt_regs; the glue reads it (x86: di, si are the arguments).
+    let (a, b) = unsafe { (bindings::ufg_fregs_arg(regs.cast(), 0), bindings::ufg_fregs_arg(regs.cast(), 1)) };
+    // SAFETY: the instance has data_size (= sizeof MyData) bytes of data.
+    let d = unsafe { core::ptr::addr_of_mut!((*ri).data).cast::<MyData>() };
+    // SAFETY: as above.
+    unsafe { d.write(MyData { expect: a.wrapping_add(b) as u32 as usize, magic: 0xabcd }) };
+    SKIP.load(Relaxed) as c_int
+}
+
+unsafe extern "C" fn rp_ret(ri: *mut ufgraph_kretprobe_instance, regs: *mut bindings::pt_regs) -> c_int {
+    RETURNS.fetch_add(1, Relaxed);
+    // SAFETY: the instance the entry filled.
+    let d = unsafe { core::ptr::addr_of!((*ri).data).cast::<MyData>().read() };
+    // SAFETY: a full pt_regs.
+    let ret = unsafe { bindings::ufg_regs_return_value(regs) } as u32 as usize;
+    // SAFETY: the instance.
+    let ret_addr = unsafe { (*ri).ret_addr };
+    if d.magic != 0xabcd || d.expect != ret || ret_addr == 0 {
+        BAD.fetch_add(1, Relaxed);
+    }
+    0
+}
+
+fn kretprobe_on(sym: &'static kernel::str::CStr) -> ufgraph_kretprobe {
+    let mut rp = ufgraph_kretprobe::default();
+    rp.kp.symbol_name = sym.as_char_ptr();
+    rp.entry_handler = Some(rp_entry);
+    rp.handler = Some(rp_ret);
+    rp.data_size = core::mem::size_of::<MyData>();
+    rp.maxactive = 1; // accepted, never limiting
+    rp
+}
+
+fn add(a: i32, b: i32) -> i32 {
+    // SAFETY: a plain C fixture.
+    unsafe { bindings::ufg_test_add(a, b) }
+}
+
+fn kretprobe_sees_every_return(t: &mut Test) -> CaseResult {
+    reset();
+    let mut rp = kretprobe_on(c_str!("ufg_test_add"));
+    // SAFETY: `rp` outlives its registration (unregistered below).
+    t.check_ok(unsafe { register_kretprobe(&mut rp) }, "register_kretprobe")?;
+    let fentry = bindings::ufg_test_add as *const () as usize;
+    kcheck!(t, (rp.kp.addr as usize) >= fentry && (rp.kp.addr as usize) < fentry + 16, "kp.addr {:#x}", rp.kp.addr as usize);
+    for i in 0..40 {
+        kcheck_eq!(t, add(i, 1000), i + 1000);
+    }
+    // The entry handler can refuse an instance: no return handler for it.
+    SKIP.store(1, Relaxed);
+    add(1, 1);
+    unregister_kretprobe(&mut rp);
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 41);
+    kcheck_eq!(t, RETURNS.load(Relaxed), 40);
+    kcheck_eq!(t, BAD.load(Relaxed), 0);
+    kcheck_eq!(t, rp.nmissed, 0);
+    add(1, 1);
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 41);
+    Ok(())
+}
+
+fn kretprobe_errors(t: &mut Test) -> CaseResult {
+    let mut rp = kretprobe_on(c_str!("ufg_no_such_function"));
+    // SAFETY (all below): each kretprobe outlives its (failed or undone) registration.
+    unsafe {
+        kcheck!(t, register_kretprobe(&mut rp) == Err(ENOENT));
+        let mut big = kretprobe_on(c_str!("ufg_test_add"));
+        big.data_size = bindings::UFGRAPH_KRETPROBE_MAX_DATA as usize + 1;
+        kcheck!(t, register_kretprobe(&mut big) == Err(E2BIG));
+        let mut off = kretprobe_on(c_str!("ufg_test_add"));
+        off.kp.offset = 4;
+        kcheck!(t, register_kretprobe(&mut off) == Err(EINVAL));
+        let mut ok = kretprobe_on(c_str!("ufg_test_add"));
+        kcheck!(t, register_kretprobe(&mut ok).is_ok());
+        kcheck!(t, register_kretprobe(&mut ok) == Err(EBUSY));
+        unregister_kretprobe(&mut ok);
+    }
+    kcheck!(t, rp.ufgraph_private.is_null());
+    Ok(())
+}
+
+// --- rethook -------------------------------------------------------------------------------
+
+unsafe extern "C" fn rh_ret(_rh: *mut ufgraph_rethook, data: *mut c_void, ret_addr: c_ulong, fregs: *mut bindings::ftrace_regs) {
+    RETURNS.fetch_add(1, Relaxed);
+    // SAFETY: the 8 bytes the hook stored.
+    let expect = unsafe { data.cast::<usize>().read() };
+    // SAFETY: the exit registers.
+    let ret = unsafe { Regs::from_raw(fregs) }.retval();
+    if expect != ret || ret_addr == 0 {
+        BAD.fetch_add(1, Relaxed);
+    }
+}
+
+static mut RH: ufgraph_rethook = ufgraph_rethook { handler: Some(rh_ret), data_size: 8, nmissed: 0, ufgraph_private: core::ptr::null_mut() };
+
+fn rh() -> *mut ufgraph_rethook {
+    core::ptr::addr_of_mut!(RH)
+}
+
+// Hooks from a kprobe pre-handler: the kernel's kprobe on ufg_test_mul(a, b).
+unsafe extern "C" fn kp_pre(_p: *mut bindings::kprobe, regs: *mut bindings::pt_regs) -> c_int {
+    ENTRIES.fetch_add(1, Relaxed);
+    // x86_64: a kprobe's pt_regs has ftrace_regs' layout (include/ufgraph/rethook.h).
+    let fregs = regs.cast::<bindings::ftrace_regs>();
+    // SAFETY: entry registers of ufg_test_mul, from its kprobe; RH is registered.
+    let d = unsafe { rethook_hook(rh(), fregs) };
+    if !d.is_null() {
+        // SAFETY: as above.
+        let (a, b) = unsafe { (bindings::ufg_fregs_arg(fregs, 0), bindings::ufg_fregs_arg(fregs, 1)) };
+        // SAFETY: 8 bytes of data for this call.
+        unsafe { d.cast::<usize>().write((a as i64).wrapping_mul(b as i64) as usize) };
+    }
+    0
+}
+
+fn rethook_from_a_kprobe(t: &mut Test) -> CaseResult {
+    reset();
+    // SAFETY: RH is a static, valid for ever; unregistered below.
+    t.check_ok(unsafe { rethook_register(rh()) }, "rethook_register")?;
+    let mut kp = bindings::kprobe::default();
+    kp.symbol_name = c_str!("ufg_test_mul").as_char_ptr();
+    kp.pre_handler = Some(kp_pre);
+    // SAFETY: `kp` outlives its registration (unregistered below).
+    let r = unsafe { bindings::register_kprobe(&mut kp) };
+    if r != 0 {
+        rethook_unregister(rh());
+        return Err(t.fail(format_args!("register_kprobe: {}", r)));
+    }
+    for i in 1..=30i64 {
+        // SAFETY: a plain C fixture.
+        let v = unsafe { bindings::ufg_test_mul(i as _, 7) } as i64;
+        kcheck_eq!(t, v, 7 * i);
+    }
+    // SAFETY: registered above.
+    unsafe { bindings::unregister_kprobe(&mut kp) };
+    rethook_unregister(rh());
+    kcheck_eq!(t, (ENTRIES.load(Relaxed), RETURNS.load(Relaxed), BAD.load(Relaxed)), (30, 30, 0));
+    Ok(())
+}
+
+// Hooks from an ftrace_ops callback.
+struct HookFromFtrace;
+impl Handler for HookFromFtrace {
+    fn call(&self, _ip: usize, _parent: usize, regs: &Regs) {
+        ENTRIES.fetch_add(1, Relaxed);
+        // SAFETY: entry registers from ftrace; RH is registered.
+        let d = unsafe { rethook_hook(rh(), regs.as_ptr()) };
+        if !d.is_null() {
+            let sum = regs.arg(0).wrapping_add(regs.arg(1)) as u32 as usize;
+            // SAFETY: 8 bytes of data for this call.
+            unsafe { d.cast::<usize>().write(sum) };
+        }
+    }
+}
+
+fn rethook_from_an_ftrace_ops(t: &mut Test) -> CaseResult {
+    reset();
+    // SAFETY: as above.
+    t.check_ok(unsafe { rethook_register(rh()) }, "rethook_register")?;
+    let mut ops = t.check_ok(Ops::new(HookFromFtrace, 0), "Ops::new")?;
+    t.check_ok(ops.set_filter(c_str!("ufg_test_add")), "filter")?;
+    t.check_ok(ops.register(), "register")?;
+    for i in 0..25 {
+        kcheck_eq!(t, add(i, 3), i + 3);
+    }
+    drop(ops);
+    rethook_unregister(rh());
+    // After unregistering, pending and new returns skip it.
+    kcheck_eq!(t, (ENTRIES.load(Relaxed), RETURNS.load(Relaxed), BAD.load(Relaxed)), (25, 25, 0));
+    Ok(())
+}
+
+kunit_suite!(KRETPROBE_SUITE, "ufgraph_kretprobe", [
+    kretprobe_sees_every_return,
+    kretprobe_errors,
+    rethook_from_a_kprobe,
+    rethook_from_an_ftrace_ops,
+]);
