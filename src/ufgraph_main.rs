@@ -149,7 +149,12 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
     writeln!(m, "skipped_frames {}", g.stats.skipped_frames.load(Relaxed))?;
     writeln!(m, "fork_no_stack {}", t.stats.fork_failed.load(Relaxed))?;
     writeln!(m, "dead_frames {}", t.stats.dead_frames.load(Relaxed))?;
-    writeln!(m, "table_rebuilds {}", t.stats.rebuilds.load(Relaxed))
+    writeln!(m, "table_rebuilds {}", t.stats.rebuilds.load(Relaxed))?;
+    // One line per registered graph user: its index and what it missed.
+    g.for_each_slot(|idx, s| {
+        writeln!(m, "ops {} missed_nostack {} missed_overrun {} missed_recursion {}", idx,
+            s.missed_nostack.load(Relaxed), s.missed_overrun.load(Relaxed), s.missed_recursion.load(Relaxed))
+    })
 }
 
 impl kernel::Module for UfGraph {

@@ -295,6 +295,19 @@ impl Graph {
         GRAPH.store(self.get_ref() as *const Self as *mut Self, Release);
     }
 
+    /// Calls `f` on every registered slot with its index (under the registration lock).
+    pub fn for_each_slot<E>(&self, mut f: impl FnMut(usize, &Slot) -> core::result::Result<(), E>) -> core::result::Result<(), E> {
+        let _reg = self.reg.lock();
+        for (i, a) in self.array.iter().enumerate() {
+            let p = a.load(Acquire);
+            if !p.is_null() {
+                // SAFETY: slots in the array are valid while registered; the lock keeps them so.
+                f(i, unsafe { &*p })?;
+            }
+        }
+        Ok(())
+    }
+
     /// The per-task stacks.
     pub fn tasks(&self) -> &Tasks {
         &self.tasks
