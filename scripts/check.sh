@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make check: set up, then run every test -- host (cargo test over src/pure) and
 # in-VM (KUnit suites and shell tests) -- and end with "N passed, N failed".
-#   UFG_ARCHES   architectures whose VM suite runs (default: x86_64)
+#   UFG_KERNELS  the test kernels whose VM suite runs, ARCH[:FLAVOUR] (default:
+#                "x86_64 x86_64:debug")
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -21,15 +22,17 @@ hf=$(awk '/^test result:/ { for (i=1;i<=NF;i++) if ($(i+1) ~ /^failed/) s+=$i } 
 [ "$hrc" = 0 ] || [ "$hf" -gt 0 ] || hf=1   # a build failure counts as a failure
 add "$hp" "$hf"
 
-# In-VM tests, per architecture.
-for arch in ${UFG_ARCHES:-x86_64}; do
-	tag=$arch
-	if ! "$UFG_TOP/scripts/kernel.sh" "$arch" || ! "$UFG_TOP/scripts/module.sh" "$arch"; then
+# In-VM tests, per kernel: ARCH or ARCH:FLAVOUR (debug: lockdep, KASAN, kmemleak...).
+for config in ${UFG_KERNELS:-x86_64 x86_64:debug}; do
+	arch=${config%%:*}
+	flavour=${config#"$arch"}; flavour=${flavour#:}
+	tag=$arch${flavour:+-$flavour}
+	if ! "$UFG_TOP/scripts/kernel.sh" "$arch" "$flavour" || ! "$UFG_TOP/scripts/module.sh" "$arch" "$flavour"; then
 		echo "fail build:$tag"
 		add 0 1
 		continue
 	fi
-	"$UFG_TOP/scripts/vm.sh" "$arch" "" check
+	"$UFG_TOP/scripts/vm.sh" "$arch" "$flavour" check
 	r=$UFG_BUILD/results-$tag.txt
 	add "$(grep -c '^ok ' "$r")" "$(grep -c '^fail ' "$r")"
 	grep '^fail ' "$r" | sed "s/^/[$tag] /"

@@ -59,7 +59,9 @@ grep -E '^@@ufg (ok|fail|skip) ' "$log" | sed 's/^@@ufg //' > "$results" || true
 problems=()
 [ "$qrc" = 124 ] || [ "$qrc" = 137 ] && problems+=("QEMU killed after ${timeout_s}s")
 grep -q '^@@ufg done' "$log" || problems+=("the VM never finished its run (crash or hang; see $log)")
-splat_re='WARNING:|BUG:|Oops|Kernel panic|general protection fault|KASAN:|UBSAN:|kmemleak:.*unreferenced|unreferenced object|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|INFO: rcu_.*stall|Call Trace:|sleeping function called from invalid context'
+# Lockdep's reports start with "WARNING:" or "BUG:"; KASAN's with "BUG: KASAN"; kmemleak's
+# with "unreferenced object". (Not a bare "lockdep": boot says "RCU lockdep checking is enabled".)
+splat_re='WARNING:|BUG:|Oops|Kernel panic|general protection fault|KASAN:|UBSAN:|unreferenced object|possible circular locking|possible recursive locking|inconsistent lock state|INFO: rcu_.*stall|INFO: task .* blocked|Call Trace:|sleeping function called from invalid context'
 if grep -Eq "$splat_re" "$log"; then
 	problems+=("the kernel log has a splat:")
 	while IFS= read -r l; do problems+=("    $l"); done < <(grep -E -m 10 "$splat_re" "$log")

@@ -44,6 +44,13 @@ for t in tests/*.sh; do
 	4) result skip "$name" ;;
 	*) result fail "$name" ;;
 	esac
-	# A test that failed half way must not leave the module behind for the next one.
-	for m in ufgraph ufgraph_kunit; do loaded $m && rmmod $m; done
+	# A test that failed half way must not leave anything behind for the next one: clients
+	# first (they hold ufgraph), then the kernel's own probes, then ufgraph.
+	for m in fprobe_client kretprobe_client ufgraph_client ufgraph_kunit ufgraph; do
+		loaded $m && rmmod $m
+	done
+	if [ -d /sys/kernel/tracing/events ]; then
+		echo nop > /sys/kernel/tracing/current_tracer
+		echo > /sys/kernel/tracing/dynamic_events
+	fi
 done

@@ -10,10 +10,10 @@ insmod $KO/kretprobe_client.ko func=pipe_read maxactive=5 || fail "insmod kretpr
 dmesg | grep -q "kretprobe_client: planted return probe at pipe_read" || fail "not planted"
 pids=""
 for i in $(seq 1 30); do
-	(sleep 2; echo x) | cat > /dev/null &
+	(sleep 8; echo x) | cat > /dev/null &
 	pids="$pids $!"
 done
-wait_for '[ "$(stat_of live_frames)" -ge 30 ]' 20 || fail "readers not all asleep: $(cat $DBG/ufgraph/stats)"
+wait_for '[ "$(stat_of live_frames)" -ge 30 ]' 70 || fail "readers not all asleep: $(cat $DBG/ufgraph/stats)"
 wait $pids
 echo 0 > $T/events/kprobes/kk/enable
 kmiss=$(awk '$1 == "kk" { print $3 }' $T/kprobe_profile)
