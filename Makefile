@@ -6,13 +6,14 @@
 #   make demo     set up, build the test kernel and module, boot QEMU, show counts
 #   make check    set up and run every test (host and in-VM); ends "N passed, N failed"
 #   make host-test   cargo test of src/pure on the host only
+#   make stress   the long stress run (debug kernel): 1000 registration and module cycles
 #   make shell    boot the test VM to an interactive shell
 #   make clean    remove build/ (kernel trees, tools, images)
 
 ARCH ?= x86_64
 SHELL := /bin/bash
 
-.PHONY: all setup kernel module demo check host-test shell clean
+.PHONY: all setup kernel module demo check stress host-test shell clean
 
 all: module
 
@@ -30,6 +31,11 @@ demo: module
 
 check:
 	scripts/check.sh
+
+stress: setup
+	scripts/kernel.sh $(ARCH) debug
+	scripts/module.sh $(ARCH) debug
+	UFG_VM_TIMEOUT=3600 UFG_VM_APPEND="ufg.stress=100" scripts/vm.sh $(ARCH) debug check '5[0-9]-'
 
 host-test:
 	cargo test --workspace

@@ -27,7 +27,7 @@ results=$UFG_BUILD/results-$tag.txt
 initrd=$UFG_BUILD/initramfs-$tag.cpio.gz
 "$UFG_TOP/scripts/initramfs.sh" "$arch" "$initrd" "$moddir"
 
-append="panic=-1 oops=panic ufg.mode=$mode${filter:+ ufg.filter=$filter}"
+append="panic=-1 oops=panic ufg.mode=$mode${filter:+ ufg.filter=$filter}${UFG_VM_APPEND:+ $UFG_VM_APPEND}"
 case "$arch" in
 x86_64)
 	qemu=(qemu-system-x86_64 -accel tcg -cpu max -kernel "$kdir/arch/x86/boot/bzImage")

@@ -392,3 +392,92 @@ unsigned long ufg_regs_return_value(struct pt_regs *regs)
 {
 	return regs_return_value(regs);
 }
+
+#ifdef CONFIG_ARM64
+/*
+ * arm64: what src/arch/arm64.rs needs to hand return addresses back at unload, and the
+ * pt_regs views of ftrace_regs used by the kretprobe shim.
+ */
+#include <linux/sched/task_stack.h>
+#include <linux/thread_info.h>
+#include <asm/cpufeature.h>
+
+/*
+ * ftrace_caller (arch/arm64/kernel/entry-ftrace.S) puts a traced function's entry ftrace_regs
+ * this far below the stack pointer the function was entered with: the registers and two frame
+ * records. arch/arm64/ufgraph_tramp.S lays out its exit ftrace_regs the same way.
+ */
+#define UFG_ARM64_FTRACE_FRAME	(sizeof(struct __arch_ftrace_regs) + 32)
+
+unsigned long ufg_arm64_entry_sp(unsigned long retp)
+{
+	return retp - offsetof(struct __arch_ftrace_regs, lr) + UFG_ARM64_FTRACE_FRAME;
+}
+
+unsigned long ufg_arm64_peek(unsigned long addr)
+{
+	/* Another task's stack, as the kernel's unwinder reads it: no KASAN check. */
+	return READ_ONCE_NOCHECK(*(unsigned long *)addr);
+}
+
+bool ufg_arm64_exit_regs(unsigned long retp, unsigned long tramp)
+{
+	struct __arch_ftrace_regs *r = container_of((unsigned long *)retp,
+						    struct __arch_ftrace_regs, lr);
+
+	return READ_ONCE_NOCHECK(r->sp) == ufg_arm64_entry_sp(retp) &&
+	       READ_ONCE_NOCHECK(r->pc) == tramp;
+}
+
+bool ufg_arm64_irq_at(unsigned long rec, unsigned long lo, unsigned long pc, unsigned long sp)
+{
+	/* The record an EL1 exception entry builds inside its pt_regs (entry.S, kernel_entry). */
+	const struct pt_regs *regs;
+
+	if (rec < lo + offsetof(struct pt_regs, stackframe))
+		return false;
+	regs = (const struct pt_regs *)(rec - offsetof(struct pt_regs, stackframe));
+	return READ_ONCE_NOCHECK(regs->pc) == pc && READ_ONCE_NOCHECK(regs->sp) == sp;
+}
+
+bool ufg_arm64_plain_lr_slots(void)
+{
+	/* The epilogue reloads x30 from the shadow call stack, not from the frame record. */
+	if (IS_ENABLED(CONFIG_SHADOW_CALL_STACK))
+		return false;
+	/* The frame record holds x30 signed with the task's key: only the task can re-sign it. */
+	if (IS_ENABLED(CONFIG_ARM64_PTR_AUTH_KERNEL) && system_supports_address_auth())
+		return false;
+	return true;
+}
+
+bool ufg_arm64_task_stack(const struct task_struct *t, unsigned long *lo, unsigned long *hi,
+			  unsigned long *fp)
+{
+	unsigned long base = (unsigned long)task_stack_page(t);
+
+	*lo = base;
+	*hi = base ? base + THREAD_SIZE : 0;
+	/* A task on a CPU (a stopper during stop_machine, or us) has saved no frame pointer. */
+	if (!base || t == current || READ_ONCE(t->on_cpu))
+		return false;
+	*fp = thread_saved_fp(t);
+	return true;
+}
+
+void ufg_regs_from_entry(struct ftrace_regs *fregs, struct pt_regs *out)
+{
+	memset(out, 0, sizeof(*out));
+	ftrace_partial_regs(fregs, out);
+	out->syscallno = NO_SYSCALL;
+}
+
+void ufg_regs_from_exit(struct ftrace_regs *fregs, struct pt_regs *out, unsigned long ret_addr)
+{
+	/* The trampoline's registers: x0..x8, fp, sp as the function left them, lr = x30. */
+	memset(out, 0, sizeof(*out));
+	ftrace_partial_regs(fregs, out);
+	out->pc = ret_addr;
+	out->syscallno = NO_SYSCALL;
+}
+#endif

@@ -104,4 +104,21 @@ long ufg_test_inner(long x);
 long ufg_test_outer(long x);
 int ufg_test_caller(int a);
 
+#ifdef CONFIG_ARM64
+/* arm64 (src/arch/arm64.rs): handing return addresses back at unload, under stop_machine. */
+/* The stack pointer a hooked function was entered with, from its frame's retp. */
+unsigned long ufg_arm64_entry_sp(unsigned long retp);
+/* A word of another task's stack, read without KASAN checks (as the unwinder does). */
+unsigned long ufg_arm64_peek(unsigned long addr);
+/* Whether the ftrace_regs around retp are the return trampoline's (its sp and pc). */
+bool ufg_arm64_exit_regs(unsigned long retp, unsigned long tramp);
+/* Whether the frame record at rec is an exception's, taken at pc with stack pointer sp. */
+bool ufg_arm64_irq_at(unsigned long rec, unsigned long lo, unsigned long pc, unsigned long sp);
+/* Whether a frame record's saved lr is what its function returns to, unsigned (no PAC, no SCS). */
+bool ufg_arm64_plain_lr_slots(void);
+/* t's kernel stack [*lo, *hi); if t is switched out (true), the frame pointer it saved. */
+bool ufg_arm64_task_stack(const struct task_struct *t, unsigned long *lo, unsigned long *hi,
+			  unsigned long *fp);
+#endif
+
 #endif

@@ -101,6 +101,11 @@ fn param_graph() -> Option<&'static CStr> {
     param(unsafe { bindings::ufg_param_graph() })
 }
 
+/// What to add to a "cannot hook it" message.
+fn hint(e: Error) -> &'static str {
+    if e == EINVAL || e == ENOENT { "; is it a traceable function?" } else { "" }
+}
+
 /// The `frames` file: every task with hooked frames on its shadow stack, innermost first.
 fn show_frames(m: &mut SeqFile) -> fmt::Result {
     // SAFETY: debugfs files exist only while the module (and its graph core) is loaded.
@@ -183,7 +188,7 @@ impl kernel::Module for UfGraph {
                     Some(c)
                 }
                 Err(e) => {
-                    pr_err!("func={}: cannot hook it ({:?}); is it a traceable function?\n", glob, e);
+                    pr_err!("func={}: cannot hook it ({:?}){}\n", glob, e, hint(e));
                     return Err(e);
                 }
             },
@@ -196,7 +201,7 @@ impl kernel::Module for UfGraph {
                     Some(r)
                 }
                 Err(e) => {
-                    pr_err!("graph={}: cannot hook it ({:?}); is it a traceable function?\n", glob, e);
+                    pr_err!("graph={}: cannot hook it ({:?}){}\n", glob, e, hint(e));
                     return Err(e);
                 }
             },

@@ -116,11 +116,7 @@ struct Table {
 
 impl Table {
     fn new(cap: usize) -> Result<KBox<Self>> {
-        let mut slots = KVVec::with_capacity(cap, GFP_KERNEL)?;
-        for _ in 0..cap {
-            slots.push(AtomicUsize::new(tasktable::EMPTY), GFP_KERNEL)?;
-        }
-        Ok(KBox::new(Self { slots }, GFP_KERNEL)?)
+        Ok(KBox::new(Self { slots: crate::sys::rcutable::alloc_slots(cap)? }, GFP_KERNEL)?)
     }
 }
 

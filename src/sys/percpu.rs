@@ -8,7 +8,7 @@
 
 use crate::sys::task::{nr_cpu_ids, this_cpu};
 use core::sync::atomic::{AtomicIsize, Ordering::Relaxed};
-use kernel::alloc::{flags::GFP_KERNEL, KVVec};
+use kernel::alloc::{flags::{GFP_KERNEL, __GFP_NOWARN}, KVVec};
 use kernel::prelude::*;
 
 #[repr(C, align(64))]
@@ -23,9 +23,10 @@ impl PerCpuCounter {
     /// A zeroed counter.
     pub fn new() -> Result<Self> {
         let n = nr_cpu_ids();
-        let mut lines = KVVec::with_capacity(n, GFP_KERNEL)?;
+        let gfp = GFP_KERNEL | __GFP_NOWARN;
+        let mut lines = KVVec::with_capacity(n, gfp)?;
         for _ in 0..n {
-            lines.push(Line(AtomicIsize::new(0)), GFP_KERNEL)?;
+            lines.push(Line(AtomicIsize::new(0)), gfp)?;
         }
         Ok(Self { lines })
     }

@@ -12,10 +12,21 @@ use crate::pure::tasktable::{self, Counts, InsertError};
 use crate::sys::sync::{synchronize_rcu, NoPreempt};
 use core::ptr::null_mut;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
-use kernel::alloc::{KBox, KVVec};
+use kernel::alloc::{flags::__GFP_NOWARN, KBox, KVVec};
 use kernel::prelude::*;
 
 struct Slots(KVVec<AtomicUsize>);
+
+/// An empty slot array of `cap` slots (vmalloc'd when large). A failure is an error for the
+/// caller to report, not worth a warning with a stack trace.
+pub fn alloc_slots(cap: usize) -> Result<KVVec<AtomicUsize>> {
+    let gfp = GFP_KERNEL | __GFP_NOWARN;
+    let mut v = KVVec::with_capacity(cap, gfp)?;
+    for _ in 0..cap {
+        v.push(AtomicUsize::new(tasktable::EMPTY), gfp)?;
+    }
+    Ok(v)
+}
 
 /// The table. See the module documentation.
 pub struct RcuTable {
@@ -51,12 +62,7 @@ impl RcuTable {
         if cap > 0 && tasktable::has_room(w, cap, n) {
             return Ok(());
         }
-        let new_cap = tasktable::capacity_for(w.used + n);
-        let mut v = KVVec::with_capacity(new_cap, GFP_KERNEL)?;
-        for _ in 0..new_cap {
-            v.push(AtomicUsize::new(tasktable::EMPTY), GFP_KERNEL)?;
-        }
-        let new = KBox::new(Slots(v), GFP_KERNEL)?;
+        let new = KBox::new(Slots(alloc_slots(tasktable::capacity_for(w.used + n))?), GFP_KERNEL)?;
         let counts = match self.slots() {
             Some(old) => tasktable::rebuild(old, &new.0, key_of).map_err(|_| ENOMEM)?,
             None => Counts::default(),

@@ -1,0 +1,72 @@
+# Allocation failures injected (failslab) into ufgraph's own work: module init and
+# graph registration, fprobe registration, and the stack given to each forked task.
+# Each attempt either succeeds or fails cleanly; nothing is left half registered, and
+# the final kmemleak scan (debug kernels) finds nothing.
+. /selftests/lib.sh
+F=$DBG/failslab
+[ -d $F ] || skip "no failslab (only on the debug kernel)"
+# Only allocations made from module text (ufgraph's, and its clients') fail: the module
+# loader and execve must not be where the failure lands.
+[ -e $F/require-start ] || skip "failslab has no stack filter (FAULT_INJECTION_STACKTRACE_FILTER)"
+# Where modules land: load once and read the address; modules are placed close together,
+# far (hundreds of MiB) from the kernel's text, so a 64 MiB window around it is module code.
+load
+base=$(awk '$1 == "ufgraph" { print $6 }' /proc/modules)
+unload
+[ -n "$base" ] || fail "no address for ufgraph in /proc/modules"
+printf '0x%x\n' $((base - 0x4000000)) > $F/require-start
+printf '0x%x\n' $((base + 0x4000000)) > $F/require-end
+echo 32 > $F/stacktrace-depth
+echo "failslab limited to $(cat $F/require-start)..$(cat $F/require-end)"
+inject() { echo Y > $F/task-filter; echo N > $F/ignore-gfp-wait; echo 100 > $F/probability; echo 1 > $F/interval; echo 1 > $F/times; echo $1 > $F/space; echo 0 > $F/verbose; }
+off() { echo 0 > $F/probability; }
+
+# busybox insmod retries with init_module() when finit_module() fails, so an attempt
+# whose init refused (and cleaned up) is followed by one that loads: refusals are counted
+# from the log, and the reload succeeding is itself the proof that nothing was left over.
+dmesg -c > /dev/null
+for space in 0 64 256 1024 2048 4096 8192 16384 32768 65536 131072 262144 524288; do
+	inject $space
+	(echo 1 > /proc/self/make-it-fail; exec insmod $KO/ufgraph.ko 'graph=vfs_read') 2>/dev/null
+	rc=$?
+	off
+	if [ $rc = 0 ]; then
+		grep -q "^Linux" /proc/version || fail "space $space: /proc/version broken"
+		unload
+	else
+		loaded ufgraph && fail "insmod failed but ufgraph is loaded (space $space)"
+		[ ! -e $DBG/ufgraph ] || fail "debugfs left behind (space $space)"
+	fi
+done
+refused=$(dmesg | grep -c "cannot hook it (Error(12))")
+echo "ufgraph init: $refused injected failures refused cleanly"
+[ "$refused" -gt 0 ] || fail "no allocation failure reached ufgraph's init"
+
+load
+dmesg -c > /dev/null
+for space in 0 64 256 1024 4096 16384 65536 262144; do
+	inject $space
+	(echo 1 > /proc/self/make-it-fail; exec insmod $KO/fprobe_client.ko 'filter=vfs_*') 2>/dev/null
+	rc=$?
+	off
+	if [ $rc = 0 ]; then
+		rmmod fprobe_client
+	fi
+	[ "$(stat_of fprobes)" = 0 ] && [ "$(stat_of fprobe_functions)" = 0 ] || fail "half-registered probe (space $space): $(cat $DBG/ufgraph/stats)"
+done
+refused=$(dmesg | grep -c "fprobe_client: register (filter) failed: -12")
+echo "fprobe registration: $refused injected failures refused cleanly"
+[ "$refused" -gt 0 ] || fail "no allocation failure reached fprobe registration"
+unload
+
+# Forks whose shadow stack allocation fails: counted, and their hooked calls missed.
+load graph=vfs_open
+echo Y > $F/task-filter; echo Y > $F/ignore-gfp-wait; echo 100 > $F/probability; echo 1 > $F/interval; echo -1 > $F/times; echo 0 > $F/space
+(echo 1 > /proc/self/make-it-fail; for i in 1 2 3 4 5; do (cat /proc/version > /dev/null) & done; wait) 2>/dev/null
+off
+[ "$(stat_of fork_no_stack)" -gt 0 ] || fail "no fork without a stack: $(cat $DBG/ufgraph/stats)"
+grep -q "missed_nostack [1-9]" $DBG/ufgraph/stats || echo "note: the stackless children made no hooked call"
+set -- $(graph_of vfs_open)
+[ "$1" = "$2" ] || fail "vfs_open entries/returns $1/$2"
+unload
+exit 0

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! arm64: the return address is in the link register, x30, not on the stack.
+//!
+//! A hooked function is entered through `mov x9, lr; bl ftrace_caller`, patched in before its
+//! own first instruction. ftrace_caller (arch/arm64/kernel/entry-ftrace.S) keeps the caller's
+//! registers in a `struct ftrace_regs` a fixed distance below the stack pointer the function was
+//! entered with (S), the link register in its `lr` field, and loads x30 back from there once the
+//! callbacks are done. That field is our `retp`: writing the trampoline's address there makes the
+//! function run with x30 = trampoline. It only lives while ftrace_caller does; afterwards the
+//! address is wherever the function keeps x30: in its frame record if it calls anything, else in
+//! the register.
+//!
+//! ```text
+//!   S ->      +---------------------------+ <- the caller's frame
+//!             | ftrace_caller: 2 records  |    then the function's own frame, whose record
+//!             | ftrace_regs: .. lr <-retp |    {x29, x30 = trampoline} lies below S
+//!             +---------------------------+
+//!   return:   the trampoline puts its exit ftrace_regs at the same place (same S)
+//! ```
+
+use crate::bindings;
+use crate::fgraph::graph::{fix_ret, graph, trampoline};
+use crate::pure::shadow::Frame;
+use crate::sys::ftrace::Regs;
+use crate::sys::sync::NoPreempt;
+use crate::sys::task::for_each_thread;
+
+/// Size of an arm64 instruction: the ftrace call site (`bl ftrace_caller`) is one.
+const INSN: usize = 4;
+/// Size of a frame record: the saved frame pointer, then the saved link register.
+const RECORD: usize = 16;
+
+/// Whether `f` is the frame of the return the trampoline is handling.
+///
+/// The trampoline builds its exit `ftrace_regs` where ftrace_caller had the entry ones of the same
+/// call: both sit the same distance below S, the stack pointer the function was entered with and
+/// returns with (AAPCS64: a callee restores sp). So the frame's `retp`, the entry registers' `lr`
+/// field, is the exit registers' `lr` field: a stack pointer test, as on x86_64. Upstream's arm64
+/// test (HAVE_FUNCTION_GRAPH_FP_TEST) compares the frame pointer instead, x29 at entry against
+/// x29 at return; it tells the same calls apart (a tail call shares both S and x29 with its
+/// caller, as it shares the return slot on x86_64) but would need x29 stored in the frame.
+#[inline(always)]
+pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
+    // SAFETY: `regs` wraps a valid `ftrace_regs` (type invariant); the glue only computes the
+    // address of its `lr` field.
+    f.retp == unsafe { bindings::ufg_fregs_retp(regs.as_ptr()) } as usize
+}
+
+/// Maps the trampolines of a stack trace, innermost first, to the real return addresses.
+struct Fixer {
+    tramp: usize,
+    /// Frames of the current task's shadow stack already accounted for (see `ret_addr`).
+    pos: usize,
+}
+
+impl Fixer {
+    /// Fixes one trace entry in place.
+    fn fix(&mut self, ip: &mut usize) {
+        if *ip == self.tramp {
+            // A frame record whose saved lr is our trampoline, or the trampoline's own record
+            // (a trace taken in a return callback): the next frame's real address.
+            *ip = fix_ret(&mut self.pos, self.tramp, 0);
+        } else if self.entering(*ip) {
+            // The next frame's entry is in progress: our address is in ftrace_regs (or not
+            // written yet), not in any frame record, so no trampoline in the trace stands for
+            // it, and the caller's real address is already in the trace (ftrace_caller's record
+            // of the call site). Account for the frame, or the next trampoline up would be
+            // given its address.
+            let _ = fix_ret(&mut self.pos, self.tramp, 0);
+        }
+    }
+
+    /// Whether `ip` is ftrace_caller's return address into the function of the next unaccounted
+    /// frame, just past its `bl ftrace_caller`: that frame's entry is still running below us.
+    ///
+    /// That address is the return address of nothing else (the instruction before it is the
+    /// ftrace call), and `func` is the call itself (ftrace's ip) or, for frames pushed by the
+    /// rethook API with `Regs::ip`, the address after it. A frame whose saved return address is
+    /// our own trampoline (a tail call) is left alone: ftrace_caller's record of the call site
+    /// then holds the trampoline, which accounts for it.
+    fn entering(&self, ip: usize) -> bool {
+        // SAFETY: stack traces are taken while the module is loaded (API calls and callbacks),
+        // so the graph core, if published, is alive.
+        let Some(g) = (unsafe { graph() }) else { return false };
+        let np = NoPreempt::new();
+        let Some(stack) = g.tasks().current(&np) else { return false };
+        match stack.frames().nth(self.pos) {
+            Some(f) => f.ret != self.tramp && (ip == f.func + INSN || ip == f.func),
+            None => false,
+        }
+    }
+}
+
+/// Saves the current task's stack trace with the kernel's unwinder (`stack_trace_save`, which
+/// walks the frame records), putting the real return addresses in place of our trampoline.
+///
+/// The kernel's unwinder recovers its own return_to_handler, not our trampoline, and gives us
+/// return addresses only, not the frame records they came from: the trampolines are matched to
+/// the shadow stack's frames in order, innermost first (`fix_ret` with `retp` 0). Frames that
+/// have no trampoline in the trace are accounted for where they can be recognised: a return in
+/// progress has the trampoline's own frame record, an entry in progress its ftrace_caller return
+/// address. One case cannot be recognised from return addresses alone: a trace taken in an
+/// interrupt that hit a hooked function before it saved x30 (a leaf, or its first or last
+/// instructions). The interrupted function's frame has no trampoline in the trace, and the
+/// trampolines further out get real addresses one frame off.
+pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
+    if store.is_empty() {
+        return 0;
+    }
+    let len = store.len().min(u32::MAX as usize);
+    let mut fixer = Fixer { tramp: trampoline(), pos: 0 };
+
+    // Trampolines among the skipped entries still stand for frames that must be accounted for
+    // in order: read those entries first, using `store` as scratch. Each call walks from this
+    // function, so both walks number the entries alike.
+    let mut seen = 0;
+    while seen < skip {
+        let want = (skip - seen).min(len);
+        // SAFETY: `store` has room for `want` entries; the walk only reads the current task's
+        // stacks.
+        let n = unsafe { bindings::stack_trace_save(store.as_mut_ptr(), want as u32, seen as u32) } as usize;
+        for ip in &mut store[..n] {
+            fixer.fix(ip);
+        }
+        if n < want {
+            // The trace is shorter than what is to be skipped.
+            return 0;
+        }
+        seen += n;
+    }
+
+    // SAFETY: as above, with room for `len` entries.
+    let n = unsafe { bindings::stack_trace_save(store.as_mut_ptr(), len as u32, skip as u32) } as usize;
+    for ip in &mut store[..n] {
+        fixer.fix(ip);
+    }
+    n
+}
+
+/// Writes `f`'s real return address back where its task will take it from, if that place still
+/// holds our trampoline and can be found for certain. False otherwise: teardown then waits for
+/// the frame to return through the trampoline.
+///
+/// The place is found from the task's chain of frame records, starting at the frame pointer it
+/// saved when it was switched out. The function was entered with stack pointer S (derived from
+/// `retp`); its own frame record, if it has stored one, is the highest record below S (what lies
+/// between S and it is its own frame, what lies below are frames of the calls it made, and its
+/// caller's records are at S or above). Then:
+///
+/// - the task is still inside the function's ftrace_caller (the two records ftrace_caller builds
+///   for the call, at S - 16 and S - 32, the lower one returning just past the function's ftrace
+///   call): the address is in the entry registers at `retp`, which ftrace_caller has yet to load
+///   into x30. Write it there; nothing is signed or pushed yet;
+/// - the task is inside the trampoline (see [`QuietStack::in_trampoline`]): the function has
+///   returned already, and the frame goes when the trampoline finishes. False, so that teardown
+///   counts the frame among those it waits for: the trampoline will take it off the count;
+/// - otherwise the record is the function's own: if its saved lr is our trampoline, write the
+///   real address there. Only when that lr is what the function will return to, plainly: not
+///   when the kernel signs return addresses (pointer authentication: the slot holds our address
+///   signed with the task's key and S, which we cannot re-sign, and a plain address would fault
+///   at the function's AUTIASP), nor with a shadow call stack (the function returns to what it
+///   pushed there);
+/// - anything else, false: the task is running (the stoppers of stop_machine, or us), it is an
+///   idle task (not on the task list), the function has not saved x30 yet or no longer has it
+///   saved (a leaf, preempted), or the slot holds another hooker's trampoline (kretprobe,
+///   function_graph) that saved ours.
+///
+/// Cost: finding the task walks the task list, once per frame, all CPUs stopped.
+///
+/// # Safety
+///
+/// The task owning the frame must not be running (`stop_machine`), so that its stack is quiet.
+pub unsafe fn hand_back(f: &Frame, tramp: usize) -> bool {
+    let Some((stack, fp)) = QuietStack::holding(f.retp) else {
+        return false;
+    };
+    // SAFETY: arithmetic on the address only.
+    let sp = unsafe { bindings::ufg_arm64_entry_sp(f.retp) };
+    if sp <= stack.lo || sp > stack.hi || !sp.is_multiple_of(RECORD) {
+        return false;
+    }
+    // SAFETY: [lo, hi) is the stack of a switched-out task; during stop_machine nothing runs on
+    // it or frees it.
+    let Some((rec, below)) = (unsafe { stack.record_below(fp, sp) }) else {
+        return false;
+    };
+    // SAFETY: `rec` and `below` are records of the quiet stack, found by the walk.
+    let entering = unsafe { stack.in_ftrace_caller(f, sp, rec, below) };
+    // SAFETY: `rec` is a record of the quiet stack, and `f.retp` a word of it (the glue found
+    // the task by it).
+    let returning = !entering && unsafe { stack.in_trampoline(f, sp, rec, tramp) };
+    let slot = if entering {
+        // The entry registers are live, and ftrace_caller loads x30 from them.
+        f.retp
+    } else if returning {
+        return false;
+    } else {
+        // SAFETY: no preconditions (configuration and CPU capabilities).
+        if !unsafe { bindings::ufg_arm64_plain_lr_slots() } {
+            return false;
+        }
+        rec + 8
+    };
+    // SAFETY: `slot` is the lr word of a frame record of the chain, or the `lr` field of the
+    // entry registers of a live ftrace_caller: inside the quiet stack, 8-byte aligned.
+    if unsafe { stack.peek(slot) } != tramp {
+        return false;
+    }
+    // SAFETY: as above; nothing else touches the stack now (caller), and the task takes its
+    // return address from this word.
+    unsafe { (slot as *mut usize).write_volatile(f.ret) };
+    true
+}
+
+/// The kernel stack [lo, hi) of a task that is switched out while all CPUs are stopped: nothing
+/// runs on it, writes it or frees it.
+struct QuietStack {
+    lo: usize,
+    hi: usize,
+}
+
+impl QuietStack {
+    /// The stack holding `addr`, and the frame pointer its task saved when it was switched out:
+    /// `None` if no task's stack holds it (an idle task's, or no stack at all), or its task is on
+    /// a CPU. Only under stop_machine, where tasks switched out stay so and keep their stacks.
+    fn holding(addr: usize) -> Option<(Self, usize)> {
+        let mut found: Option<Option<(Self, usize)>> = None;
+        for_each_thread(|t| {
+            if found.is_some() {
+                return;
+            }
+            let (mut lo, mut hi, mut fp) = (0usize, 0usize, 0usize);
+            // SAFETY: the walk keeps `t` alive (RCU); the glue reads its fields and writes the
+            // three words.
+            let quiet = unsafe { bindings::ufg_arm64_task_stack(t.as_ptr(), &mut lo, &mut hi, &mut fp) };
+            if (lo..hi).contains(&addr) {
+                found = Some(quiet.then_some((Self { lo, hi }, fp)));
+            }
+        });
+        found.flatten()
+    }
+
+    /// The word at `addr`.
+    ///
+    /// # Safety
+    ///
+    /// `addr` must be an 8-byte aligned word of the stack.
+    unsafe fn peek(&self, addr: usize) -> usize {
+        // SAFETY: a readable word (caller); the glue reads it as the unwinder does, without
+        // KASAN checks (stack words around live frames may be poisoned).
+        unsafe { bindings::ufg_arm64_peek(addr) }
+    }
+
+    /// Whether the records `rec` and `below` (from [`QuietStack::record_below`] for `sp`) are the
+    /// two ftrace_caller builds for the entry of `f`'s function: the call site's at S - 16, and
+    /// its own at S - 32, returning just past the function's `bl ftrace_caller` (ftrace's ip,
+    /// which is `f.func`, plus one instruction; or `f.func` itself for frames pushed by the
+    /// rethook API with `Regs::ip`). That is the return address of nothing else.
+    ///
+    /// # Safety
+    ///
+    /// `below`, if any, must be a record of this quiet stack.
+    unsafe fn in_ftrace_caller(&self, f: &Frame, sp: usize, rec: usize, below: Option<usize>) -> bool {
+        if rec != sp - RECORD || below != Some(sp - 2 * RECORD) {
+            return false;
+        }
+        // SAFETY: the saved lr of a record of this stack (caller).
+        let lr = unsafe { self.peek(sp - 2 * RECORD + 8) };
+        lr == f.func + INSN || lr == f.func
+    }
+
+    /// Whether the task is inside the trampoline, returning from `f`'s function (entered with
+    /// `sp`), `rec` being the highest record below `sp`. Either the trampoline's own record is in
+    /// the chain (at S - 16, its exit registers at `retp`, with `sp` and the trampoline as pc),
+    /// or the task was interrupted on the trampoline's first instruction, before it changed
+    /// anything: the exception's record, inside its pt_regs, then holds the trampoline as lr,
+    /// like the function's own record would, and its pt_regs say pc = trampoline and sp = S.
+    ///
+    /// A coincidence in those words only makes teardown wait for a frame it could have handed
+    /// back.
+    ///
+    /// # Safety
+    ///
+    /// `rec` must be a record of this quiet stack, and `f.retp` a word of it.
+    unsafe fn in_trampoline(&self, f: &Frame, sp: usize, rec: usize, tramp: usize) -> bool {
+        // SAFETY: `retp` is a word of the quiet stack and the two after it lie below `sp`, inside
+        // it too; the glue reads them unchecked.
+        if rec == sp - RECORD && unsafe { bindings::ufg_arm64_exit_regs(f.retp, tramp) } {
+            return true;
+        }
+        // SAFETY: `rec` is a record of the quiet stack; the glue reads the pt_regs around it only
+        // if they lie above `lo`, unchecked.
+        unsafe { bindings::ufg_arm64_irq_at(rec, self.lo, tramp, sp) }
+    }
+
+    /// Walks the frame-record chain from `fp` up to the first record at or above `sp`. Returns the
+    /// last record below `sp` and the one before it (the record of whatever that frame called),
+    /// or `None` if there is none, or the chain leaves the stack, goes backwards or ends first:
+    /// then nothing about it is certain.
+    ///
+    /// # Safety
+    ///
+    /// `self` must describe a quiet stack (see the type).
+    unsafe fn record_below(&self, mut fp: usize, sp: usize) -> Option<(usize, Option<usize>)> {
+        let mut last: Option<usize> = None;
+        let mut before: Option<usize> = None;
+        loop {
+            if fp < self.lo || fp > self.hi - RECORD || !fp.is_multiple_of(8) {
+                return None;
+            }
+            if fp >= sp {
+                return last.map(|r| (r, before));
+            }
+            before = last;
+            last = Some(fp);
+            // SAFETY: `fp` is an aligned word of the stack (checked above).
+            let next = unsafe { self.peek(fp) };
+            // Records go up the stack: this bounds the walk (and a 0 ends the chain).
+            if next <= fp {
+                return None;
+            }
+            fp = next;
+        }
+    }
+}
