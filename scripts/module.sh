@@ -29,6 +29,10 @@ if grep -E 'warning:|WARNING:' "$log"; then
 	[ "${UFG_WERROR:-0}" = 1 ] && ufg_die "module build for $tag has warnings"
 fi
 cp "$src"/*.ko "$moddir/"
+for ko in "$src"/ufgraph.ko "$src"/ufgraph_kunit.ko; do
+	llvm-objdump -d --no-show-raw-insn "$ko" | "$UFG_TOP/scripts/stack-frames.py" 2048 ||
+		ufg_die "$(basename "$ko"): a function's stack frame is too big for a kernel stack (see above)"
+done
 
 # Client modules of the C API (selftests/modules), built like an outside module would
 # be: against the installed headers and ufgraph.ko's Module.symvers.

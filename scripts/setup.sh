@@ -29,6 +29,29 @@ if ! "$UFG_BINDGEN" --version 2>/dev/null | grep -qx "bindgen $UFG_BINDGEN_VERSI
 	cargo install --quiet --locked bindgen-cli --version "$UFG_BINDGEN_VERSION" --root "$UFG_TOOLS"
 fi
 
+# arm64 test VMs need an arm64 static busybox: Debian's package, unpacked under build/tools.
+arm64_busybox=$(ufg_busybox arm64)
+case " ${UFG_KERNELS:-x86_64 x86_64:debug arm64} " in
+*" arm64"*)
+	if [ ! -x "$arm64_busybox" ]; then
+		[ "$(id -u)" = 0 ] || ufg_die "an arm64 busybox is needed; as root run: dpkg --add-architecture arm64 && apt-get update"
+		if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+			dpkg --add-architecture arm64
+			apt-get update -qq
+		fi
+		tmp=$(mktemp -d)
+		(cd "$tmp" && apt-get download -qq busybox-static:arm64 >/dev/null) ||
+			{ apt-get update -qq && (cd "$tmp" && apt-get download -qq busybox-static:arm64 >/dev/null); } ||
+			ufg_die "cannot download busybox-static:arm64"
+		mkdir -p "$UFG_TOOLS/arm64"
+		dpkg -x "$tmp"/busybox-static_*_arm64.deb "$tmp/x"
+		install -D -m 0755 "$tmp/x/bin/busybox" "$arm64_busybox"
+		rm -rf "$tmp"
+		ufg_log "arm64 busybox in $arm64_busybox"
+	fi
+	;;
+esac
+
 # The kernel's own check that this rustc/bindgen/libclang set builds Rust code.
 if [ ! -f "$UFG_TOOLS/.rustavailable" ]; then
 	[ -f "$UFG_SRC/Makefile" ] || "$UFG_TOP/scripts/kernel.sh" --unpack-only

@@ -37,7 +37,6 @@ use fgraph::graph::Graph;
 use fprobe::capi::ModuleWatch;
 use fprobe::Fprobes;
 use fgraph::GraphOps;
-use pure::ipcount::IpCounts;
 use retcount::{RetCounter, RetHits};
 use sys::debugfs::{Dir, SeqFile};
 
@@ -65,6 +64,18 @@ pub struct State {
     pub hits: Hits,
     /// Entry and return counts of the `graph=` counter.
     pub ret: RetHits,
+}
+
+impl State {
+    /// A zeroed state, built in place: it is several KiB (per-function counters), far too big to
+    /// pass through a kernel stack (16 KiB in all, shared with everything our init calls).
+    pub fn new_arc() -> Result<Arc<Self>> {
+        let mut u = kernel::sync::UniqueArc::<Self>::new_uninit(GFP_KERNEL)?;
+        // SAFETY: all-zero is a valid `State`: its counters are arrays of zeroed atomics.
+        unsafe { core::ptr::write_bytes(u.as_mut_ptr(), 0, 1) };
+        // SAFETY: initialised just above.
+        Ok(unsafe { u.assume_init() }.into())
+    }
 }
 
 struct UfGraph {
@@ -172,7 +183,7 @@ impl kernel::Module for UfGraph {
         let rethooks = kretprobe::Rethooks::new()?;
         rethooks.publish();
 
-        let state = Arc::new(State { hits: Hits(IpCounts::new()), ret: RetHits::new() }, GFP_KERNEL)?;
+        let state = State::new_arc()?;
         let name = if cfg!(ufgraph_kunit) { c_str!("ufgraph_kunit") } else { c_str!("ufgraph") };
         let mut debugfs = Dir::new(name, state.clone())?;
         debugfs.add_file(c_str!("counts"), module, |s, m| s.hits.show(m))?;

@@ -3,9 +3,7 @@
 //! The entry counter on real ftrace: hits counted per function, none after it stops.
 
 use crate::bindings;
-use crate::counter::{Counter, Hits};
-use crate::pure::ipcount::IpCounts;
-use crate::retcount::RetHits;
+use crate::counter::Counter;
 use crate::State;
 use crate::sys::ktest::{CaseResult, Test};
 use crate::{kcheck, kcheck_eq, kunit_suite};
@@ -14,7 +12,7 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 fn new_hits(t: &Test) -> Result<Arc<State>, crate::sys::ktest::Failed> {
-    t.check_ok(Arc::new(State { hits: Hits(IpCounts::new()), ret: RetHits::new() }, GFP_KERNEL).map_err(Into::into), "Arc::new")
+    t.check_ok(State::new_arc(), "State::new_arc")
 }
 
 fn counts_every_call(t: &mut Test) -> CaseResult {
