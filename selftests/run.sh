@@ -38,7 +38,8 @@ for t in tests/*.sh; do
 		continue
 	fi
 	echo "@@ufg run $name"
-	timeout 300 sh "$t"
+	# Each test gets 5 minutes; the long stress run (ufg.stress=R) gets what it needs.
+	timeout $((300 + ${UFG_STRESS:-0} * 30)) sh "$t"
 	case $? in
 	0) result ok "$name" ;;
 	4) result skip "$name" ;;

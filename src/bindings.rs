@@ -20,4 +20,10 @@
 
 use kernel::ffi;
 
+// Blocklisted in bindgen_parameters (as in the kernel's own bindings) so that they map to
+// Rust's pointer-sized integers, not to `c_ulong`/`c_long`.
+pub type __kernel_size_t = usize;
+pub type __kernel_ssize_t = isize;
+pub type __kernel_ptrdiff_t = isize;
+
 include!("bindings_generated.rs");

@@ -22,7 +22,9 @@
 #include <linux/trace_recursion.h>
 #include <linux/tracepoint.h>
 #include <linux/workqueue.h>
+#ifdef CONFIG_X86_64
 #include <asm/unwind.h>
+#endif
 #include <kunit/test.h>
 
 #include "glue.h"
@@ -391,6 +393,11 @@ void ufg_regs_from_exit(struct ftrace_regs *fregs, struct pt_regs *out, unsigned
 unsigned long ufg_regs_return_value(struct pt_regs *regs)
 {
 	return regs_return_value(regs);
+}
+
+unsigned long ufg_regs_arg(struct pt_regs *regs, unsigned int n)
+{
+	return regs_get_kernel_argument(regs, n);
 }
 
 #ifdef CONFIG_ARM64

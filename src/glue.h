@@ -93,6 +93,7 @@ struct pt_regs;
 void ufg_regs_from_entry(struct ftrace_regs *fregs, struct pt_regs *out);
 void ufg_regs_from_exit(struct ftrace_regs *fregs, struct pt_regs *out, unsigned long ret_addr);
 unsigned long ufg_regs_return_value(struct pt_regs *regs);
+unsigned long ufg_regs_arg(struct pt_regs *regs, unsigned int n);
 
 /* The architecture's return trampoline (arch/.../ufgraph_tramp*.S). */
 void ufgraph_return_trampoline(void);

@@ -9,7 +9,7 @@ rmmod ufgraph 2>/dev/null && fail "ufgraph unloaded under its client"
 for i in $(seq 1 25); do cat /proc/version > /dev/null; done
 dmesg -c > /dev/null
 rmmod ufgraph_client || fail "rmmod ufgraph_client failed"
-dmesg | grep -q "ufgraph_client: entries=25 returns=25 data_ok=25 data_bad=0" \
+dmesg | grep -q "ufgraph_client: entries=25 returns=25 data_ok=25 data_bad=0 " \
 	|| fail "client saw: $(dmesg | grep ufgraph_client)"
 unload
 exit 0

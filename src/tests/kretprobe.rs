@@ -33,8 +33,8 @@ struct MyData {
 // ufg_test_add(a, b): remember a + b in the instance data.
 unsafe extern "C" fn rp_entry(ri: *mut ufgraph_kretprobe_instance, regs: *mut bindings::pt_regs) -> c_int {
     ENTRIES.fetch_add(1, Relaxed);
-    // SAFETY: `regs` is a full pt_regs; the glue reads it (x86: di, si are the arguments).
-    let (a, b) = unsafe { (bindings::ufg_fregs_arg(regs.cast(), 0), bindings::ufg_fregs_arg(regs.cast(), 1)) };
+    // SAFETY: `regs` is the pt_regs the shim built, with the argument registers valid.
+    let (a, b) = unsafe { (bindings::ufg_regs_arg(regs, 0), bindings::ufg_regs_arg(regs, 1)) };
     // SAFETY: the instance has data_size (= sizeof MyData) bytes of data.
     let d = unsafe { core::ptr::addr_of_mut!((*ri).data).cast::<MyData>() };
     // SAFETY: as above.
