@@ -24,6 +24,11 @@ timeout_s=${UFG_VM_TIMEOUT:-900}
 log=$UFG_BUILD/vm-$tag-$mode.log
 results=$UFG_BUILD/results-$tag.txt
 
+# One run per kernel at a time: runs share the log, results and initramfs files.
+mkdir -p "$UFG_BUILD"
+exec 9>"$UFG_BUILD/.vm-$tag.lock"
+flock 9
+
 initrd=$UFG_BUILD/initramfs-$tag.cpio.gz
 "$UFG_TOP/scripts/initramfs.sh" "$arch" "$initrd" "$moddir"
 

@@ -112,6 +112,21 @@ fn param_graph() -> Option<&'static CStr> {
     param(unsafe { bindings::ufg_param_graph() })
 }
 
+/// Starts one of the module's own users from its parameter, if given, saying what happened.
+fn start_user<T>(param: &str, what: &str, glob: Option<&'static CStr>, start: impl FnOnce(&CStr) -> Result<T>) -> Result<Option<T>> {
+    let Some(glob) = glob else { return Ok(None) };
+    match start(glob) {
+        Ok(u) => {
+            pr_info!("{} {}\n", what, glob);
+            Ok(Some(u))
+        }
+        Err(e) => {
+            pr_err!("{}={}: cannot hook it ({:?}){}\n", param, glob, e, hint(e));
+            Err(e)
+        }
+    }
+}
+
 /// What to add to a "cannot hook it" message.
 fn hint(e: Error) -> &'static str {
     if e == EINVAL || e == ENOENT { "; is it a traceable function?" } else { "" }
@@ -191,32 +206,8 @@ impl kernel::Module for UfGraph {
         debugfs.add_file(c_str!("stats"), module, |_, m| show_stats(m))?;
         debugfs.add_file(c_str!("frames"), module, |_, m| show_frames(m))?;
 
-        let counter = match param_func() {
-            None => None,
-            Some(glob) => match Counter::start(glob, state.clone()) {
-                Ok(c) => {
-                    pr_info!("counting calls of {}\n", glob);
-                    Some(c)
-                }
-                Err(e) => {
-                    pr_err!("func={}: cannot hook it ({:?}){}\n", glob, e, hint(e));
-                    return Err(e);
-                }
-            },
-        };
-        let retcount = match param_graph() {
-            None => None,
-            Some(glob) => match retcount::start(glob, state) {
-                Ok(r) => {
-                    pr_info!("counting entries and returns of {}\n", glob);
-                    Some(r)
-                }
-                Err(e) => {
-                    pr_err!("graph={}: cannot hook it ({:?}){}\n", glob, e, hint(e));
-                    return Err(e);
-                }
-            },
-        };
+        let counter = start_user("func", "counting calls of", param_func(), |glob| Counter::start(glob, state.clone()))?;
+        let retcount = start_user("graph", "counting entries and returns of", param_graph(), |glob| retcount::start(glob, state))?;
         Ok(Self {
             _counter: counter,
             _retcount: retcount,

@@ -37,9 +37,9 @@ impl<H: GraphHandler> GraphOps<H> {
     pub fn new(handler: H) -> Result<Self> {
         let mut b = KBox::<Inner<H>>::new_uninit(GFP_KERNEL)?;
         let p: *mut Inner<H> = b.as_mut_ptr();
-        // SAFETY: `p` points to the box's (uninitialised) memory; we initialise every field in
-        // place. The slot records the addresses of the handler and the ftrace_ops next to it,
-        // which stay put: the box is pinned from here on and never moved out of.
+        // The slot records the addresses of the handler and the ftrace_ops next to it, which
+        // stay put: the box is pinned from here on and never moved out of.
+        // SAFETY: `p` is the box's uninitialised memory; every field is initialised in place.
         let b = unsafe {
             addr_of_mut!((*p).ftrace).write(Opaque::new(bindings::ftrace_ops::default()));
             addr_of_mut!((*p).handler).write(handler);

@@ -297,9 +297,8 @@ impl Tasks {
             self.stats.dead_frames.fetch_add(dead as u64, Relaxed);
         }
         self.stats.stacks.fetch_sub(1, Relaxed);
-        // SAFETY: `ts` came from `alloc_stack` (kmalloc'd); readers that found it before the
-        // removal are RCU-sched readers, so it is freed after a grace period. `rcu` lies within
-        // the first page of the object, as kfree_rcu requires.
+        // Readers that found it before the removal are RCU-sched readers: free after a GP.
+        // SAFETY: `ts` is kmalloc'd (`alloc_stack`), unfiled; `rcu` is in its first page.
         unsafe { bindings::ufg_kfree_rcu(core::ptr::addr_of_mut!((*ts).rcu), ts.cast()) };
     }
 
@@ -365,9 +364,8 @@ impl Tasks {
     fn attach_inner(&self, probes: &mut KVec<Probe>) -> Result {
         let data = (self as *const Self).cast_mut().cast::<c_void>();
         // Probes first: a task forked during the walk is then covered by one or the other.
-        // SAFETY: the probe signatures match sched_process_fork(parent, child) and
-        // sched_process_free(task); `self` is pinned and the caller detaches them (`detach`)
-        // before it goes away.
+        // `self` is pinned, and the caller detaches the probes (`detach`) before it goes away.
+        // SAFETY: the signatures match sched_process_fork(parent, child) and _free(task).
         unsafe {
             probes.push(Probe::attach(c_str!("sched_process_fork"), on_fork as *mut c_void, data)?, GFP_KERNEL)?;
             probes.push(Probe::attach(c_str!("sched_process_free"), on_free as *mut c_void, data)?, GFP_KERNEL)?;

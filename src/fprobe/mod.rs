@@ -101,9 +101,9 @@ pub fn fprobes<'a>() -> Option<&'a Fprobes> {
 }
 
 fn missed(fp: *mut ufgraph_fprobe) {
-    // SAFETY: `fp` is a registered probe (callers found it in a published entry, inside a
-    // preemption-disabled section that unregistration waits for); `nmissed` is a plain
-    // unsigned long that every updater touches atomically.
+    // Callers found `fp` in a published entry, inside a preemption-disabled section that
+    // unregistration waits for, so it is a registered probe.
+    // SAFETY: `fp` is valid (above); `nmissed` is only ever updated atomically.
     unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }.fetch_add(1, Relaxed);
     // SAFETY: as above; the flags word is read once.
     if unsafe { core::ptr::addr_of!((*fp).flags).read_volatile() } & crate::kretprobe::FL_KRETPROBE != 0 {

@@ -49,21 +49,40 @@ pub fn home(key: usize, cap: usize) -> usize {
     (h >> 32) as usize & (cap - 1)
 }
 
-/// Finds the entry for `key`. Safe against concurrent writers: it sees the entry either before or
-/// after a concurrent insert or remove, never a torn one.
-pub fn lookup(slots: &[AtomicUsize], key: usize, key_of: impl Fn(usize) -> usize) -> Option<usize> {
+// Where a probe for a key ended.
+enum Probe {
+    // The key's entry, at this slot.
+    Found(usize, usize),
+    // The key is absent: the first tombstone passed (if any), and the empty slot that ended the
+    // probe (if the table was not full of other keys).
+    Missing { tomb: Option<usize>, empty: Option<usize> },
+}
+
+fn probe(slots: &[AtomicUsize], key: usize, key_of: impl Fn(usize) -> usize, order: Ordering) -> Probe {
     let cap = slots.len();
     let mut i = home(key, cap);
+    let mut tomb = None;
     for _ in 0..cap {
-        match slots[i].load(Ordering::Acquire) {
-            EMPTY => return None,
-            TOMBSTONE => {}
-            e if key_of(e) == key => return Some(e),
+        match slots[i].load(order) {
+            EMPTY => return Probe::Missing { tomb, empty: Some(i) },
+            TOMBSTONE => {
+                tomb.get_or_insert(i);
+            }
+            e if key_of(e) == key => return Probe::Found(i, e),
             _ => {}
         }
         i = (i + 1) & (cap - 1);
     }
-    None
+    Probe::Missing { tomb, empty: None }
+}
+
+/// Finds the entry for `key`. Safe against concurrent writers: it sees the entry either before or
+/// after a concurrent insert or remove, never a torn one.
+pub fn lookup(slots: &[AtomicUsize], key: usize, key_of: impl Fn(usize) -> usize) -> Option<usize> {
+    match probe(slots, key, key_of, Ordering::Acquire) {
+        Probe::Found(_, e) => Some(e),
+        Probe::Missing { .. } => None,
+    }
 }
 
 /// Whether a table of `cap` slots should be rebuilt: more than half its slots are taken,
@@ -82,29 +101,17 @@ pub fn insert(
     key_of: impl Fn(usize) -> usize,
 ) -> Result<(), InsertError> {
     debug_assert!(entry > TOMBSTONE);
-    let cap = slots.len();
-    if (c.used + c.tombs + 1) * 4 > cap * 3 {
+    if (c.used + c.tombs + 1) * 4 > slots.len() * 3 {
         return Err(InsertError::Full);
     }
-    let mut i = home(key, cap);
-    let mut reuse = None;
-    for _ in 0..cap {
-        match slots[i].load(Ordering::Relaxed) {
-            EMPTY => break,
-            TOMBSTONE => {
-                reuse.get_or_insert(i);
-            }
-            e if key_of(e) == key => return Err(InsertError::Exists(e)),
-            _ => {}
-        }
-        i = (i + 1) & (cap - 1);
-    }
-    let slot = match reuse {
-        Some(t) => {
+    let slot = match probe(slots, key, key_of, Ordering::Relaxed) {
+        Probe::Found(_, e) => return Err(InsertError::Exists(e)),
+        Probe::Missing { tomb: Some(t), .. } => {
             c.tombs -= 1;
             t
         }
-        None => i,
+        Probe::Missing { tomb: None, empty: Some(i) } => i,
+        Probe::Missing { tomb: None, empty: None } => return Err(InsertError::Full),
     };
     // Release: a reader that sees the address sees the entry's initialised contents.
     slots[slot].store(entry, Ordering::Release);
@@ -114,42 +121,18 @@ pub fn insert(
 
 /// Removes and returns the entry for `key`. Writers only.
 pub fn remove(slots: &[AtomicUsize], c: &mut Counts, key: usize, key_of: impl Fn(usize) -> usize) -> Option<usize> {
-    let cap = slots.len();
-    let mut i = home(key, cap);
-    for _ in 0..cap {
-        match slots[i].load(Ordering::Relaxed) {
-            EMPTY => return None,
-            TOMBSTONE => {}
-            e if key_of(e) == key => {
-                slots[i].store(TOMBSTONE, Ordering::Release);
-                c.used -= 1;
-                c.tombs += 1;
-                return Some(e);
-            }
-            _ => {}
-        }
-        i = (i + 1) & (cap - 1);
-    }
-    None
+    let Probe::Found(i, e) = probe(slots, key, key_of, Ordering::Relaxed) else { return None };
+    slots[i].store(TOMBSTONE, Ordering::Release);
+    c.used -= 1;
+    c.tombs += 1;
+    Some(e)
 }
 
 /// Replaces the entry for `key` with `entry` and returns the old one. Writers only.
 pub fn replace(slots: &[AtomicUsize], key: usize, entry: usize, key_of: impl Fn(usize) -> usize) -> Option<usize> {
-    let cap = slots.len();
-    let mut i = home(key, cap);
-    for _ in 0..cap {
-        match slots[i].load(Ordering::Relaxed) {
-            EMPTY => return None,
-            TOMBSTONE => {}
-            e if key_of(e) == key => {
-                slots[i].store(entry, Ordering::Release);
-                return Some(e);
-            }
-            _ => {}
-        }
-        i = (i + 1) & (cap - 1);
-    }
-    None
+    let Probe::Found(i, e) = probe(slots, key, key_of, Ordering::Relaxed) else { return None };
+    slots[i].store(entry, Ordering::Release);
+    Some(e)
 }
 
 /// Whether `n` more inserts fit in a table of `cap` slots without refusal.

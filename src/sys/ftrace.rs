@@ -178,9 +178,9 @@ unsafe extern "C" fn callback<H: Handler>(
         // them out, but a handler is never called without registers.
         return;
     }
-    // SAFETY: ftrace calls us only with the `op` we registered, which is the first field of a
-    // live `Inner<H>` (repr(C)): `Ops` keeps it allocated until after unregistering, and
-    // unregistering waits until no CPU is still in this callback.
+    // ftrace calls us only with the `op` we registered; `Ops` keeps it allocated until after
+    // unregistering, which waits until no CPU is still in this callback.
+    // SAFETY: `op` is the first field of a live repr(C) `Inner<H>` (above).
     let inner = unsafe { &*op.cast::<Inner<H>>() };
     // SAFETY: ftrace passes a valid `ftrace_regs` for the duration of the callback.
     let regs = unsafe { Regs::from_raw(fregs) };
