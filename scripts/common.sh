@@ -10,6 +10,13 @@ UFG_BINDGEN_VERSION=0.73.2
 UFG_BINDGEN=$UFG_TOOLS/bin/bindgen
 UFG_JOBS=${UFG_JOBS:-$(nproc)}
 
+# cargo (host tests, bindgen-cli's install) comes from rustup, in ~/.cargo/bin, which a
+# non-login shell may not have on its PATH.
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+	PATH="$PATH:$HOME/.cargo/bin"
+	export PATH
+fi
+
 # ARCH names as the kernel spells them, and our flavours: "" (test kernel),
 # "debug" (lockdep, KASAN, kmemleak...), "bench" (no debugging at all).
 ufg_karch() {
