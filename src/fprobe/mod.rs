@@ -266,6 +266,67 @@ pub fn glob_match(pat: &CStr, s: &CStr) -> bool {
     unsafe { bindings::ufg_glob_match(pat.as_char_ptr(), s.as_char_ptr()) }
 }
 
+/// The shared ops of one path: the graph ops of probes with an exit handler, or the plain
+/// ftrace_ops of entry-only probes.
+trait Path: Sized {
+    fn create() -> Result<Self>;
+    fn filter_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> Result;
+    fn start(&mut self) -> Result;
+
+    // Adds (or removes) `ips`, `count` being how many the filter holds: registers the ops with
+    // its first functions and unregisters it (drops it) before its last one goes, as an empty
+    // ftrace filter would trace every function.
+    fn update(ops: &mut Option<Self>, count: &mut usize, ips: &[usize], remove: bool) -> Result {
+        if ips.is_empty() {
+            return Ok(());
+        }
+        if remove {
+            *count -= ips.len();
+            if *count == 0 {
+                *ops = None;
+            } else if let Some(o) = ops.as_mut() {
+                o.filter_ips(ips, true, false)?;
+            }
+            return Ok(());
+        }
+        match ops.as_mut() {
+            Some(o) => o.filter_ips(ips, false, false)?,
+            None => {
+                let mut o = Self::create()?;
+                o.filter_ips(ips, false, true)?;
+                o.start()?;
+                *ops = Some(o);
+            }
+        }
+        *count += ips.len();
+        Ok(())
+    }
+}
+
+impl Path for GraphOps<GraphSide> {
+    fn create() -> Result<Self> {
+        GraphOps::new(GraphSide)
+    }
+    fn filter_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> Result {
+        self.set_filter_ips(ips, remove, reset)
+    }
+    fn start(&mut self) -> Result {
+        self.register()
+    }
+}
+
+impl Path for Ops<EntrySide> {
+    fn create() -> Result<Self> {
+        Ops::new(EntrySide, 0)
+    }
+    fn filter_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> Result {
+        self.set_filter_ips(ips, remove, reset)
+    }
+    fn start(&mut self) -> Result {
+        self.register()
+    }
+}
+
 /// What to register a probe on.
 pub enum Target<'a> {
     /// Functions whose names match a glob, and not a second one.
@@ -385,50 +446,13 @@ impl Fprobes {
         Ok(out)
     }
 
-    // Adds (or removes) `ips` to the filter of the shared ops of one path, registering it on
-    // first use and unregistering it before its last ip goes (an empty filter traces everything).
+    // Adds (or removes) `ips` to the filter of the shared ops of one path.
     fn update_path(&self, reg: &mut Reg, exit: bool, ips: &[usize], remove: bool) -> Result {
-        if ips.is_empty() {
-            return Ok(());
-        }
         if exit {
-            if !remove {
-                if reg.graph.is_none() {
-                    let mut ops = GraphOps::new(GraphSide)?;
-                    ops.set_filter_ips(ips, false, true)?;
-                    ops.register()?;
-                    reg.graph = Some(ops);
-                } else if let Some(ops) = reg.graph.as_mut() {
-                    ops.set_filter_ips(ips, false, false)?;
-                }
-                reg.graph_ips += ips.len();
-            } else {
-                reg.graph_ips -= ips.len();
-                if reg.graph_ips == 0 {
-                    reg.graph = None;
-                } else if let Some(ops) = reg.graph.as_mut() {
-                    ops.set_filter_ips(ips, true, false)?;
-                }
-            }
-        } else if !remove {
-            if reg.entry.is_none() {
-                let mut ops = Ops::new(EntrySide, 0)?;
-                ops.set_filter_ips(ips, false, true)?;
-                ops.register()?;
-                reg.entry = Some(ops);
-            } else if let Some(ops) = reg.entry.as_mut() {
-                ops.set_filter_ips(ips, false, false)?;
-            }
-            reg.entry_ips += ips.len();
+            Path::update(&mut reg.graph, &mut reg.graph_ips, ips, remove)
         } else {
-            reg.entry_ips -= ips.len();
-            if reg.entry_ips == 0 {
-                reg.entry = None;
-            } else if let Some(ops) = reg.entry.as_mut() {
-                ops.set_filter_ips(ips, true, false)?;
-            }
+            Path::update(&mut reg.entry, &mut reg.entry_ips, ips, remove)
         }
-        Ok(())
     }
 
     /// Registers `fp` on `t`. On failure nothing is left behind.
