@@ -78,11 +78,6 @@ void ufg_kunit_info(struct kunit *test, const char *msg)
 	kunit_info(test, "%s", msg);
 }
 
-struct module *ufg_this_module(void)
-{
-	return THIS_MODULE;
-}
-
 struct task_struct *ufg_current(void)
 {
 	return current;
@@ -116,21 +111,6 @@ unsigned int ufg_cpu(void)
 unsigned int ufg_nr_cpu_ids(void)
 {
 	return nr_cpu_ids;
-}
-
-unsigned int ufg_num_possible_cpus(void)
-{
-	return num_possible_cpus();
-}
-
-void ufg_get_task(struct task_struct *t)
-{
-	get_task_struct(t);
-}
-
-void ufg_put_task(struct task_struct *t)
-{
-	put_task_struct(t);
 }
 
 void ufg_preempt_disable(void)
@@ -250,21 +230,6 @@ unsigned long *ufg_fregs_retp(struct ftrace_regs *fregs)
 #else
 	return &arch_ftrace_regs(fregs)->lr;
 #endif
-}
-
-void ufg_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_struct *work))
-{
-	INIT_DELAYED_WORK(dw, fn);
-}
-
-bool ufg_schedule_delayed_work(struct delayed_work *dw, unsigned int ms)
-{
-	return schedule_delayed_work(dw, msecs_to_jiffies(ms));
-}
-
-bool ufg_cancel_delayed_work_sync(struct delayed_work *dw)
-{
-	return cancel_delayed_work_sync(dw);
 }
 
 /*

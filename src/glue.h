@@ -33,8 +33,6 @@ unsigned long *ufg_fregs_retp(struct ftrace_regs *fregs);
 void ufg_kunit_fail(struct kunit *test, const char *msg);
 void ufg_kunit_info(struct kunit *test, const char *msg);
 
-struct module *ufg_this_module(void);
-
 /* Tasks and CPUs: `current`, for_each_process_thread() and friends are macros. */
 struct task_struct *ufg_current(void);
 bool ufg_is_idle_task(const struct task_struct *t);
@@ -42,9 +40,6 @@ unsigned int ufg_task_cpu(const struct task_struct *t);
 void ufg_for_each_thread(void (*fn)(struct task_struct *t, void *data), void *data);
 unsigned int ufg_cpu(void);
 unsigned int ufg_nr_cpu_ids(void);
-unsigned int ufg_num_possible_cpus(void);
-void ufg_get_task(struct task_struct *t);
-void ufg_put_task(struct task_struct *t);
 int ufg_task_pid(struct task_struct *t);
 void ufg_task_comm(const struct task_struct *t, char *buf);
 
@@ -64,10 +59,6 @@ void ufg_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 /* Work items: INIT_WORK and schedule_work are macros/inline. */
 void ufg_init_work(struct work_struct *work, void (*fn)(struct work_struct *work));
 bool ufg_schedule_work(struct work_struct *work);
-struct delayed_work;
-void ufg_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_struct *work));
-bool ufg_schedule_delayed_work(struct delayed_work *dw, unsigned int ms);
-bool ufg_cancel_delayed_work_sync(struct delayed_work *dw);
 
 /* Tracepoints. */
 const char *ufg_tracepoint_name(const struct tracepoint *tp);

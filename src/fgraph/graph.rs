@@ -39,7 +39,7 @@
 use super::tasks::{Stack, Tasks};
 use crate::bindings;
 use crate::pure::lru::Lru;
-use crate::pure::shadow::{DataRef, Frame, ARRAY_SIZE, FRAME_WORDS};
+use crate::pure::shadow::{DataRef, ARRAY_SIZE, FRAME_WORDS};
 use crate::sys::ftrace::{RawOps, Regs};
 use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt};
 #[cfg(CONFIG_PREEMPTION)]
@@ -720,6 +720,3 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
 pub(crate) fn fix_ret(pos: &mut usize, ret: usize, retp: usize) -> usize {
     ret_addr(crate::sys::task::TaskRef::current(), pos, ret, retp)
 }
-
-/// For debugfs: the frame type, re-exported.
-pub type ShadowFrame = Frame;

@@ -92,11 +92,6 @@ impl<T: Send + Sync + 'static> Dir<T> {
         Ok(Self { dentry, data, entries: KVec::new() })
     }
 
-    /// The data the files show.
-    pub fn data(&self) -> &Arc<T> {
-        &self.data
-    }
-
     /// Adds a read-only (0400, root only) file whose contents `show` writes.
     pub fn add_file(&mut self, name: &CStr, module: &'static ThisModule, show: ShowFn<T>) -> Result {
         let mut fops = bindings::file_operations::default();
