@@ -57,6 +57,12 @@ SYM_CODE_START(ufgraph_return_trampoline)
 	movq	RDX(%rsp), %rdx
 	movq	RAX(%rsp), %rax
 	addq	$PTREGS_SIZE + 8, %rsp
+	/*
+	 * From here the frame cannot be described: the real return address is in %rdi, and
+	 * the call below pushes an address inside this trampoline. An unwinder that lands
+	 * here (a stack trace taken from an interrupt) must stop, not walk that address.
+	 */
+	UNWIND_HINT_UNDEFINED
 
 	ANNOTATE_INTRA_FUNCTION_CALL
 	call	.Lufg_do_ret
