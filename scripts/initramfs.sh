@@ -17,6 +17,17 @@ mkdir -p "$root"/{bin,dev,proc,sys,tmp,lib/ufgraph}
 install -m 0755 "$busybox" "$root/bin/busybox"
 install -m 0755 "$UFG_TOP/selftests/init" "$root/init"
 cp -a "$UFG_TOP/selftests" "$root/selftests"
+# Upstream's ftracetest and the fprobe-event cases of the kernel source we build against, as
+# shipped (tests/61-ftracetest.sh runs them against ufgraph's events).
+ft="$UFG_SRC/tools/testing/selftests/ftrace"
+if [ -x "$ft/ftracetest" ]; then
+	mkdir -p "$root/ftrace/test.d/dynevent"
+	install -m 0755 "$ft/ftracetest" "$root/ftrace/ftracetest"
+	cp "$ft/test.d/functions" "$root/ftrace/test.d/"
+	for t in add_remove_fprobe fprobe_args_vfs fprobe_entry_arg fprobe_syntax_errors; do
+		cp "$ft/test.d/dynevent/$t.tc" "$root/ftrace/test.d/dynevent/"
+	done
+fi
 find "$modules_dir" -maxdepth 2 -name '*.ko' -exec cp {} "$root/lib/ufgraph/" \;
 [ -f "$root/lib/ufgraph/ufgraph.ko" ] || ufg_die "no ufgraph.ko in $modules_dir"
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$out"

@@ -33,6 +33,11 @@ fragments=("$UFG_TOP/configs/base.config" "$UFG_TOP/configs/$arch.config")
 [ -n "$flavour" ] && [ -f "$UFG_TOP/configs/$arch-$flavour.config" ] && \
 	fragments+=("$UFG_TOP/configs/$arch-$flavour.config")
 
+# One build per kernel directory at a time (make bench, make check and a shell may race).
+mkdir -p "$kdir"
+exec 8>"$kdir.lock"
+flock 8
+
 want=$( (echo "$tarstamp"; cat "${fragments[@]}"; /usr/bin/rustc --version; "$UFG_BINDGEN" --version) | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$kdir/.ufgraph-stamp" 2>/dev/null)" = "$want" ] && [ -f "$kdir/Module.symvers" ]; then
 	ufg_log "kernel $arch${flavour:+-$flavour} is up to date"
@@ -47,17 +52,19 @@ ufg_kmake "$arch" "$flavour" tinyconfig >/dev/null
 ufg_kmake "$arch" "$flavour" olddefconfig >/dev/null
 
 # Kconfig drops what it cannot satisfy without a word: check every line we asked for.
+# A later fragment overrides an earlier one (as merge_config.sh does), so only the last
+# line naming a symbol is checked.
 missing=0
-for f in "${fragments[@]}"; do
-	while IFS= read -r line; do
-		case "$line" in
-		CONFIG_*=*) grep -qx -- "$line" "$kdir/.config" || { ufg_log "config: wanted $line, got: $(grep -- "^${line%%=*}=\|# ${line%%=*} " "$kdir/.config" || echo unset)"; missing=1; } ;;
-		"# CONFIG_"*" is not set") grep -q -- "^${line#\# }" "$kdir/.config" || true
-			sym=${line#\# }; sym=${sym%% *}
-			grep -q "^$sym=y" "$kdir/.config" && { ufg_log "config: wanted $sym off"; missing=1; } ;;
-		esac
-	done < "$f"
-done
+while IFS= read -r line; do
+	case "$line" in
+	CONFIG_*=*) grep -qx -- "$line" "$kdir/.config" || { ufg_log "config: wanted $line, got: $(grep -- "^${line%%=*}=\|# ${line%%=*} " "$kdir/.config" || echo unset)"; missing=1; } ;;
+	"# CONFIG_"*" is not set")
+		sym=${line#\# }; sym=${sym%% *}
+		grep -q "^$sym=y" "$kdir/.config" && { ufg_log "config: wanted $sym off"; missing=1; } ;;
+	esac
+done < <(cat "${fragments[@]}" | sed -n 's/^\(CONFIG_[A-Za-z0-9_]*\)=.*/\1 &/p; s/^# \(CONFIG_[A-Za-z0-9_]*\) is not set/\1 &/p' |
+	awk '{ sym=$1; sub(/^[^ ]* /, ""); last[sym]=$0; if (!(sym in seen)) { seen[sym]=1; order[++n]=sym } }
+	     END { for (i = 1; i <= n; i++) print last[order[i]] }')
 [ $missing = 0 ] || ufg_die "the kernel config lacks what ufgraph needs (see above); is 'make rustavailable' happy?"
 
 ufg_log "building kernel $arch${flavour:+-$flavour} (about 10 minutes on 2 cores the first time)"

@@ -47,6 +47,11 @@ for t in tests/*.sh; do
 	esac
 	# A test that failed half way must not leave anything behind for the next one: clients
 	# first (they hold ufgraph), then the kernel's own probes, then ufgraph.
+	# Our events hold ufgraph while enabled: disable and remove them first.
+	if [ -w "$DBG/ufgraph/dynamic_events" ]; then
+		echo 0 > /sys/kernel/tracing/events/enable
+		echo > "$DBG/ufgraph/dynamic_events"
+	fi
 	for m in fprobe_client kretprobe_client ufgraph_client ufgraph_kunit ufgraph; do
 		loaded $m && rmmod $m
 	done

@@ -16,12 +16,18 @@
 #include <linux/workqueue.h>
 #include <linux/kallsyms.h>
 #include <linux/seq_file.h>
+#include <linux/trace_events.h>
+#include <linux/trace_seq.h>
+#include <linux/uaccess.h>
 #include <kunit/test.h>
 
 #include "glue.h"
 
 /* Constants bindgen cannot evaluate from their macros. */
 const size_t UFG_KSYM_SYMBOL_LEN = KSYM_SYMBOL_LEN;
+const unsigned long UFG_TRACE_FUNCTION_TYPE = (unsigned long)TRACE_FUNCTION_TYPE;
+const int UFG_FILTER_OTHER = FILTER_OTHER;
+const int UFG_TRACE_EVENT_FL_FPROBE = TRACE_EVENT_FL_FPROBE;
 #include <ufgraph/fgraph.h>
 #define UFGRAPH_NO_UPSTREAM_NAMES
 #include <ufgraph/fprobe.h>

@@ -22,6 +22,12 @@
 #include <linux/trace_recursion.h>
 #include <linux/tracepoint.h>
 #include <linux/workqueue.h>
+#include <linux/trace_events.h>
+#include <linux/trace_seq.h>
+#include <linux/dcache.h>
+#include <linux/capability.h>
+#include <linux/mutex.h>
+#include <linux/magic.h>
 #ifdef CONFIG_X86_64
 #include <asm/unwind.h>
 #endif
@@ -313,6 +319,129 @@ long ufg_file_read(struct file *f, void *buf, unsigned long len, long long *pos)
 	n = seq_read_iter(&kiocb, &iter);
 	*pos = kiocb.ki_pos;
 	return n;
+}
+
+void ufg_mutex_lock(struct mutex *m)
+{
+	mutex_lock(m);
+}
+
+void ufg_mutex_unlock(struct mutex *m)
+{
+	mutex_unlock(m);
+}
+
+bool ufg_event_soft_disabled(struct trace_event_file *file)
+{
+	return trace_trigger_soft_disabled(file);
+}
+
+void *ufg_event_reserve(struct trace_event_buffer *fb, struct trace_event_file *file,
+			unsigned long len)
+{
+	void *entry = trace_event_buffer_reserve(fb, file, len);
+
+	if (entry)
+		fb->regs = NULL;
+	return entry;
+}
+
+void ufg_event_commit(struct trace_event_buffer *fb)
+{
+	trace_event_buffer_commit(fb);
+}
+
+bool ufg_seq_symbol(struct trace_seq *s, unsigned long addr, bool offset)
+{
+	if (offset)
+		trace_seq_printf(s, "%pS", (void *)addr);
+	else
+		trace_seq_printf(s, "%ps", (void *)addr);
+	return !trace_seq_has_overflowed(s);
+}
+
+bool ufg_seq_overflowed(struct trace_seq *s)
+{
+	return trace_seq_has_overflowed(s);
+}
+
+struct trace_seq *ufg_iter_seq(struct trace_iterator *iter)
+{
+	return &iter->seq;
+}
+
+const void *ufg_iter_ent(struct trace_iterator *iter, unsigned long *size)
+{
+	*size = iter->ent_size;
+	return iter->ent;
+}
+
+const char *ufg_current_comm(void)
+{
+	return current->comm;
+}
+
+unsigned long ufg_trace_entry_size(void)
+{
+	return sizeof(struct trace_entry);
+}
+
+unsigned int ufg_dentry_name_offset(void)
+{
+	return offsetof(struct dentry, d_name.name);
+}
+
+unsigned int ufg_file_dentry_offset(void)
+{
+	return offsetof(struct file, f_path.dentry);
+}
+
+long ufg_proc_seq_read(struct file *f, void *buf, unsigned long len, long long *pos)
+{
+	/*
+	 * /proc/kallsyms is a seq_file (kallsyms_open() puts it in ->private_data) behind
+	 * procfs's proc_reg_read(), which kernel_read() refuses. seq_read_iter() is what
+	 * seq_read() would do. Only for procfs files whose ->private_data is a seq_file:
+	 * the caller opens /proc/kallsyms and nothing else.
+	 */
+	struct kvec kv = { .iov_base = buf, .iov_len = len };
+	struct iov_iter iter;
+	struct kiocb kiocb;
+	ssize_t n;
+
+	if (file_inode(f)->i_sb->s_magic != PROC_SUPER_MAGIC || !f->private_data)
+		return -EINVAL;
+	init_sync_kiocb(&kiocb, f);
+	kiocb.ki_pos = *pos;
+	iov_iter_kvec(&iter, ITER_DEST, &kv, 1, len);
+	n = seq_read_iter(&kiocb, &iter);
+	*pos = kiocb.ki_pos;
+	return n;
+}
+
+bool ufg_capable_admin(void)
+{
+	return capable(CAP_SYS_ADMIN);
+}
+
+bool ufg_file_truncating(const struct file *f)
+{
+	return (f->f_mode & FMODE_WRITE) && (f->f_flags & O_TRUNC);
+}
+
+bool ufg_file_reading(const struct file *f)
+{
+	return f->f_mode & FMODE_READ;
+}
+
+void *ufg_file_private(const struct file *f)
+{
+	return f->private_data;
+}
+
+unsigned long ufg_stack_index_max(void)
+{
+	return THREAD_SIZE / sizeof(unsigned long);
 }
 
 void ufg_file_close(struct file *f)

@@ -86,6 +86,43 @@ void ufg_regs_from_exit(struct ftrace_regs *fregs, struct pt_regs *out, unsigned
 unsigned long ufg_regs_return_value(struct pt_regs *regs);
 unsigned long ufg_regs_arg(struct pt_regs *regs, unsigned int n);
 
+/*
+ * Trace events (src/sys/trace_event.rs). The ring-buffer reserve/commit pair and
+ * trace_trigger_soft_disabled() are inline or need struct layouts kept in C.
+ */
+struct mutex;
+struct trace_event_file;
+struct trace_event_buffer;
+struct trace_iterator;
+struct trace_seq;
+void ufg_mutex_lock(struct mutex *m);
+void ufg_mutex_unlock(struct mutex *m);
+bool ufg_event_soft_disabled(struct trace_event_file *file);
+void *ufg_event_reserve(struct trace_event_buffer *fb, struct trace_event_file *file,
+			unsigned long len);
+void ufg_event_commit(struct trace_event_buffer *fb);
+/* %pS (with offset) or %ps of addr into s; false once s overflowed. */
+bool ufg_seq_symbol(struct trace_seq *s, unsigned long addr, bool offset);
+bool ufg_seq_overflowed(struct trace_seq *s);
+/* The record being printed: trace_iterator's seq, ent and ent_size. */
+struct trace_seq *ufg_iter_seq(struct trace_iterator *iter);
+const void *ufg_iter_ent(struct trace_iterator *iter, unsigned long *size);
+/* current->comm, and the task's stack bounds for $stackN reads. */
+const char *ufg_current_comm(void);
+/* The first bytes of a trace event record: its common type, for sanity checks. */
+unsigned long ufg_trace_entry_size(void);
+/* offsetof(struct dentry, d_name.name), offsetof(struct file, f_path.dentry). */
+unsigned int ufg_dentry_name_offset(void);
+unsigned int ufg_file_dentry_offset(void);
+/* /proc/kallsyms: a seq_file behind procfs's file operations (see glue.c). */
+long ufg_proc_seq_read(struct file *f, void *buf, unsigned long len, long long *pos);
+/* Write access to our control files: what upstream's tracefs files require. */
+bool ufg_capable_admin(void);
+bool ufg_file_truncating(const struct file *f);
+bool ufg_file_reading(const struct file *f);
+void *ufg_file_private(const struct file *f);
+unsigned long ufg_stack_index_max(void);
+
 /* The architecture's return trampoline (arch/.../ufgraph_tramp*.S). */
 void ufgraph_return_trampoline(void);
 /* Test fixtures (testfns.c), linked into ufgraph_kunit.ko only. */

@@ -21,6 +21,7 @@ pub mod arch;
 pub mod bindings;
 pub mod capi;
 pub mod counter;
+pub mod events;
 pub mod fgraph;
 pub mod fprobe;
 pub mod kretprobe;
@@ -84,6 +85,7 @@ struct UfGraph {
     _counter: Option<Counter>,
     _retcount: Option<GraphOps<RetCounter>>,
     _debugfs: Dir<State>,
+    _events: Option<Pin<KBox<events::Events>>>,
     _modwatch: ModuleWatch,
     _rethooks: kretprobe::Rethooks,
     _fprobes: Pin<KBox<Fprobes>>,
@@ -188,6 +190,25 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
     })
 }
 
+/// The fprobe events, if the kernel lets us make them (they need `event_mutex` from kallsyms).
+/// Without them the rest of ufgraph works; `dynamic_events` then fails with `ENODEV`.
+fn start_events(module: &'static ThisModule) -> Option<Pin<KBox<events::Events>>> {
+    let r = (|| -> Result<Pin<KBox<events::Events>>> {
+        sys::trace_event::check_layout()?;
+        sys::trace_event::EventMutex::resolve()?;
+        let ev = KBox::pin_init(events::Events::new(module.as_ptr().cast()), GFP_KERNEL)?;
+        ev.as_ref().publish();
+        Ok(ev)
+    })();
+    match r {
+        Ok(ev) => Some(ev),
+        Err(e) => {
+            pr_err!("fprobe events unavailable ({:?}); everything else works\n", e);
+            None
+        }
+    }
+}
+
 impl kernel::Module for UfGraph {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let graph = KBox::pin_init(Graph::new(module), GFP_KERNEL)?;
@@ -205,6 +226,10 @@ impl kernel::Module for UfGraph {
         debugfs.add_file(c_str!("graph"), module, |s, m| s.ret.show(m))?;
         debugfs.add_file(c_str!("stats"), module, |_, m| show_stats(m))?;
         debugfs.add_file(c_str!("frames"), module, |_, m| show_frames(m))?;
+        let events = start_events(module);
+        debugfs.add_rw_file(c_str!("dynamic_events"), module, |_, m| events::files::show(m), |_, t| events::files::write(t), |_| events::files::truncate())?;
+        debugfs.add_rw_file(c_str!("error_log"), module, |_, m| events::files::show_errors(m), |_, t| events::files::write_errors(t), |_| events::files::truncate_errors())?;
+        debugfs.add_file(c_str!("README"), module, |_, m| events::files::show_readme(m))?;
 
         let counter = start_user("func", "counting calls of", param_func(), |glob| Counter::start(glob, state.clone()))?;
         let retcount = start_user("graph", "counting entries and returns of", param_graph(), |glob| retcount::start(glob, state))?;
@@ -212,6 +237,7 @@ impl kernel::Module for UfGraph {
             _counter: counter,
             _retcount: retcount,
             _debugfs: debugfs,
+            _events: events,
             _modwatch: modwatch,
             _rethooks: rethooks,
             _fprobes: fprobes,

@@ -52,6 +52,40 @@ pub fn parse(line: &[u8]) -> Option<Func<'_>> {
     Some(Func { loc, name, module })
 }
 
+/// One line of `/proc/kallsyms`: `ADDR TYPE NAME [\tMODULE]`, e.g.
+/// `ffffffff82a4c2e0 d event_mutex` or `ffffffffc0042010 t ufg_test_add\t[ufgraph_kunit]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sym<'a> {
+    /// The address (0 when the reader may not see addresses: `kptr_restrict`).
+    pub addr: usize,
+    /// The symbol type letter (`T`, `t`, `D`, `d`, `B`, `b`, `R`, `r`, ...).
+    pub kind: u8,
+    /// The symbol name.
+    pub name: &'a [u8],
+    /// The module, if not the kernel image.
+    pub module: Option<&'a [u8]>,
+}
+
+/// Parses one `/proc/kallsyms` line (without its newline).
+pub fn parse_kallsyms(line: &[u8]) -> Option<Sym<'_>> {
+    let mut words = line.split(|&c| c == b' ' || c == b'\t').filter(|w| !w.is_empty());
+    let addr = hex(words.next()?)?;
+    let kind = match words.next()? {
+        [k] if k.is_ascii_alphabetic() => *k,
+        _ => return None,
+    };
+    let name = words.next()?;
+    let module = match words.next() {
+        None => None,
+        Some(m) if m.len() > 2 && m[0] == b'[' && m[m.len() - 1] == b']' => Some(&m[1..m.len() - 1]),
+        Some(_) => return None,
+    };
+    if words.next().is_some() {
+        return None;
+    }
+    Some(Sym { addr, kind, name, module })
+}
+
 /// Splits a buffer of lines, calling `f` on each complete line, and returns how many bytes were
 /// consumed: a trailing partial line is left for the next read.
 pub fn for_each_line(buf: &[u8], mut f: impl FnMut(&[u8])) -> usize {
@@ -95,5 +129,18 @@ mod tests {
         assert_eq!(seen, vec![b"a 1".to_vec(), b"b 2".to_vec()]);
         assert_eq!(used, 8);
         assert_eq!(for_each_line(b"no newline", |_| panic!()), 0);
+    }
+
+    #[test]
+    fn kallsyms_lines() {
+        let s = parse_kallsyms(b"ffffffff82a4c2e0 d event_mutex").unwrap();
+        assert_eq!((s.addr, s.kind, s.name, s.module), (0xffffffff82a4c2e0, b'd', &b"event_mutex"[..], None));
+        let s = parse_kallsyms(b"ffffffffc0042010 t ufg_test_add\t[ufgraph_kunit]").unwrap();
+        assert_eq!(s.module, Some(&b"ufgraph_kunit"[..]));
+        assert_eq!(parse_kallsyms(b"0000000000000000 D jiffies").unwrap().addr, 0);
+        assert!(parse_kallsyms(b"ffffffff82a4c2e0 dd x").is_none());
+        assert!(parse_kallsyms(b"zz d x").is_none());
+        assert!(parse_kallsyms(b"ffffffff82a4c2e0 d").is_none());
+        assert!(parse_kallsyms(b"ffffffff82a4c2e0 d x [m] y").is_none());
     }
 }

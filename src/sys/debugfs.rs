@@ -46,12 +46,23 @@ impl SeqFile {
 /// Fills a file: called for each read from the start of the file.
 pub type ShowFn<T> = fn(&T, &mut SeqFile) -> fmt::Result;
 
+/// Takes what was written to a file: whole lines (see [`Dir::add_rw_file`]).
+pub type WriteFn<T> = fn(&T, &str) -> Result;
+
+/// Called when a file is opened for writing with `O_TRUNC` (`echo x > file`).
+pub type TruncFn<T> = fn(&T) -> Result;
+
 // One per file; `i_private` of the file's inode points here.
 struct Entry<T> {
     fops: bindings::file_operations,
     data: Arc<T>,
     show: ShowFn<T>,
+    write: Option<WriteFn<T>>,
+    trunc: Option<TruncFn<T>>,
 }
+
+/// The most a written line may take, as upstream's `trace_parse_run_command()` (`WRITE_BUFSIZE`).
+const WRITE_BUFSIZE: usize = 4096;
 
 /// A debugfs directory and the files in it, all showing the one `T`.
 pub struct Dir<T: Send + Sync + 'static> {
@@ -83,6 +94,69 @@ unsafe extern "C" fn open_shim<T: Send + Sync + 'static>(inode: *mut bindings::i
     unsafe { bindings::single_open(file, Some(show_shim::<T>), (*inode).i_private) }
 }
 
+unsafe extern "C" fn rw_open_shim<T: Send + Sync + 'static>(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    // SAFETY: as in `open_shim`.
+    let entry = unsafe { &*(*inode).i_private.cast::<Entry<T>>() };
+    // SAFETY: the VFS passes a valid file.
+    if unsafe { bindings::ufg_file_truncating(file) } {
+        // SAFETY: no preconditions.
+        if !unsafe { bindings::ufg_capable_admin() } {
+            return EPERM.to_errno();
+        }
+        if let Some(trunc) = entry.trunc {
+            if let Err(e) = trunc(&entry.data) {
+                return e.to_errno();
+            }
+        }
+    }
+    // SAFETY: as in `open_shim`.
+    unsafe { open_shim::<T>(inode, file) }
+}
+
+unsafe extern "C" fn write_shim<T: Send + Sync + 'static>(file: *mut bindings::file, ubuf: *const kernel::ffi::c_char, count: usize, _ppos: *mut bindings::loff_t) -> isize {
+    // SAFETY: `open_shim` made `private_data` a seq_file whose `private` is our entry, which
+    // lives while the file exists (see `show_shim`).
+    let entry = unsafe { &*(*bindings::ufg_file_private(file).cast::<bindings::seq_file>()).private.cast::<Entry<T>>() };
+    let Some(write) = entry.write else { return EINVAL.to_errno() as isize };
+    // SAFETY: no preconditions.
+    if !unsafe { bindings::ufg_capable_admin() } {
+        return EPERM.to_errno() as isize;
+    }
+    match write_lines(ubuf as usize, count, |s| write(&entry.data, s)) {
+        Ok(()) => count as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// Reads `count` bytes of user memory at `ubuf` a buffer at a time and hands `f` whole lines,
+/// as upstream's `trace_parse_run_command()`: a line may not exceed the buffer, and a final
+/// line without a newline is a line.
+fn write_lines(ubuf: usize, count: usize, mut f: impl FnMut(&str) -> Result) -> Result {
+    let mut buf = KVec::with_capacity(WRITE_BUFSIZE, GFP_KERNEL)?;
+    buf.extend_with(WRITE_BUFSIZE, 0u8, GFP_KERNEL)?;
+    let mut done = 0;
+    while done < count {
+        let n = (count - done).min(WRITE_BUFSIZE - 1);
+        let chunk = &mut buf[..n];
+        kernel::uaccess::UserSlice::new(ubuf + done, n).reader().read_slice(chunk)?;
+        let take = if done + n < count {
+            match chunk.iter().rposition(|&c| c == b'\n') {
+                Some(i) => i + 1,
+                None => {
+                    pr_warn!("ufgraph: line too long in a write (more than {} bytes)\n", WRITE_BUFSIZE - 1);
+                    return Err(EINVAL);
+                }
+            }
+        } else {
+            n
+        };
+        let text = core::str::from_utf8(&chunk[..take]).map_err(|_| EINVAL)?;
+        f(text)?;
+        done += take;
+    }
+    Ok(())
+}
+
 impl<T: Send + Sync + 'static> Dir<T> {
     /// Creates `/sys/kernel/debug/NAME`, whose files will show `data`.
     pub fn new(name: &CStr, data: Arc<T>) -> Result<Self> {
@@ -100,13 +174,31 @@ impl<T: Send + Sync + 'static> Dir<T> {
         fops.read = Some(bindings::seq_read);
         fops.llseek = Some(bindings::seq_lseek);
         fops.release = Some(bindings::single_release);
-        let entry = KBox::pin(Entry { fops, data: self.data.clone(), show }, GFP_KERNEL)?;
+        self.add(name, 0o400, fops, show, None, None)
+    }
+
+    /// Adds a read-write (0600, root only) file: reads show `show`; each `write()` is cut into
+    /// whole lines for `write` (a line of at most 4095 bytes); an open with `O_TRUNC` calls
+    /// `trunc` first, and fails with its error. Writing needs `CAP_SYS_ADMIN`.
+    pub fn add_rw_file(&mut self, name: &CStr, module: &'static ThisModule, show: ShowFn<T>, write: WriteFn<T>, trunc: TruncFn<T>) -> Result {
+        let mut fops = bindings::file_operations::default();
+        fops.owner = module.as_ptr().cast();
+        fops.open = Some(rw_open_shim::<T>);
+        fops.read = Some(bindings::seq_read);
+        fops.write = Some(write_shim::<T>);
+        fops.llseek = Some(bindings::seq_lseek);
+        fops.release = Some(bindings::single_release);
+        self.add(name, 0o600, fops, show, Some(write), Some(trunc))
+    }
+
+    fn add(&mut self, name: &CStr, mode: u16, fops: bindings::file_operations, show: ShowFn<T>, write: Option<WriteFn<T>>, trunc: Option<TruncFn<T>>) -> Result {
+        let entry = KBox::pin(Entry { fops, data: self.data.clone(), show, write, trunc }, GFP_KERNEL)?;
         self.entries.reserve(1, GFP_KERNEL)?;
         let private = (&*entry as *const Entry<T>).cast_mut().cast::<c_void>();
         // SAFETY: `name` is NUL-terminated; `self.dentry` is our live directory; `entry` (and the
         // fops in it) is pinned and lives until `self` is dropped, after the tree is removed.
         let dentry = unsafe {
-            bindings::debugfs_create_file(name.as_char_ptr(), 0o400, self.dentry, private, &entry.fops)
+            bindings::debugfs_create_file(name.as_char_ptr(), mode, self.dentry, private, &entry.fops)
         };
         check_dentry(dentry)?;
         // Cannot fail: space was reserved above.

@@ -50,38 +50,92 @@ fn open() -> Result<File> {
     Err(ENOENT)
 }
 
-/// Calls `f` on every traceable function; `f` returns `false` to stop. Process context.
-pub fn for_each_function(mut f: impl FnMut(&Func<'_>) -> bool) -> Result {
-    let file = open()?;
+/// Reads `file` to its end with `read`, calling `line` on each complete line; `line` returns
+/// `false` to stop.
+fn for_each_line(
+    file: &File,
+    read: unsafe extern "C" fn(*mut bindings::file, *mut core::ffi::c_void, usize, *mut i64) -> isize,
+    mut line: impl FnMut(&[u8]) -> bool,
+) -> Result {
     let mut buf = KVec::with_capacity(16384, GFP_KERNEL)?;
     buf.extend_with(16384, 0u8, GFP_KERNEL)?;
     let mut pos: i64 = 0;
     let mut have = 0;
     loop {
         // SAFETY: `buf[have..]` is writable for its length; the file is open.
-        let n = unsafe { bindings::ufg_file_read(file.0, buf[have..].as_mut_ptr().cast(), buf.len() - have, &mut pos) };
+        let n = unsafe { read(file.0, buf[have..].as_mut_ptr().cast(), buf.len() - have, &mut pos) };
         if n < 0 {
             return Err(Error::from_errno(n as i32));
         }
         let end = have + n as usize;
         let mut stop = false;
-        let used = funclist::for_each_line(&buf[..end], |line| {
+        let used = funclist::for_each_line(&buf[..end], |l| {
             if !stop {
-                if let Some(func) = funclist::parse(line) {
-                    stop = !f(&func);
-                }
+                stop = !line(l);
             }
         });
         if stop || n == 0 {
             return Ok(());
         }
         if used == 0 && end == buf.len() {
-            // A line longer than the buffer cannot be a function line: skip it.
+            // A line longer than the buffer cannot be a symbol line: skip it.
             have = 0;
             continue;
         }
         buf.copy_within(used..end, 0);
         have = end - used;
+    }
+}
+
+/// Calls `f` on every traceable function; `f` returns `false` to stop. Process context.
+pub fn for_each_function(mut f: impl FnMut(&Func<'_>) -> bool) -> Result {
+    let file = open()?;
+    for_each_line(&file, bindings::ufg_file_read, |line| match funclist::parse(line) {
+        Some(func) => f(&func),
+        None => true,
+    })
+}
+
+/// The address of the kernel symbol `name` (any type: functions, data) from `/proc/kallsyms`,
+/// the one unexported-symbol resolver of ufgraph (Documentation/symbols.md). Symbols of the
+/// kernel image come first; a module's count only if the image has none of that name.
+///
+/// `Ok(None)` when there is no such symbol, or when the kernel hides addresses from us
+/// (`kptr_restrict`), which callers report as a missing symbol. Process context.
+pub fn lookup_kallsyms(name: &[u8]) -> Result<Option<usize>> {
+    // SAFETY: a NUL-terminated path; the glue returns a file or an error pointer.
+    let f = unsafe { bindings::ufg_file_open(c_str!("/proc/kallsyms").as_char_ptr()) };
+    let v = f as isize;
+    if f.is_null() || (-4095..0).contains(&v) {
+        pr_err!("cannot open /proc/kallsyms ({})\n", if f.is_null() { 0 } else { v });
+        return Err(ENOENT);
+    }
+    let file = File(f);
+    let (mut image, mut module) = (None, None);
+    for_each_line(&file, bindings::ufg_proc_seq_read, |line| {
+        if let Some(s) = funclist::parse_kallsyms(line) {
+            if s.name == name && s.addr != 0 {
+                if s.module.is_none() {
+                    image = Some(s.addr);
+                    return false;
+                }
+                module = module.or(Some(s.addr));
+            }
+        }
+        true
+    })?;
+    Ok(image.or(module))
+}
+
+/// Like [`lookup_kallsyms`], for what ufgraph cannot work without: logs which symbol is
+/// missing and why, and fails with `ENOENT`.
+pub fn require(name: &CStr) -> Result<usize> {
+    match lookup_kallsyms(name.as_bytes())? {
+        Some(a) => Ok(a),
+        None => {
+            pr_err!("kernel symbol {} not found in /proc/kallsyms (needs CONFIG_KALLSYMS_ALL, and addresses visible to root: kptr_restrict < 2)\n", name);
+            Err(ENOENT)
+        }
     }
 }
 

@@ -8,6 +8,8 @@
 pub mod debugfs;
 pub mod ftrace;
 pub mod ksym;
+pub mod kvec;
+pub mod trace_event;
 pub mod percpu;
 pub mod rcutable;
 pub mod sync;

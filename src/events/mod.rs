@@ -1,0 +1,763 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! fprobe events: upstream's `f:` dynamic events (Documentation/trace/fprobetrace.rst), on
+//! ufgraph's fprobe, as real trace events.
+//!
+//! ```text
+//!   write "f:grp/ev vfs_read len=$arg3:u32"  to  /sys/kernel/debug/ufgraph/dynamic_events
+//!      |  pure::probedef::parse      (errors -> error_log, upstream's messages and carets)
+//!      |  pure::event::compile       (@SYM resolved through kallsyms)
+//!      v
+//!   Registry (under the kernel's event_mutex, then our mutex)
+//!      Entry { event: EventCall<Event>, probes: [Probe] }     one event, 1..n probes
+//!         Event:  programs, record layout, files (RCU list of instances enabling it)
+//!         Probe:  a ufgraph_fprobe (first field) + the event it feeds + its command
+//!
+//!   hit:  fprobe handler -> Event::record -> for each enabled file:
+//!            dynamic_size, reserve, head + pure::event::store, commit
+//!   read: tracefs `trace` -> EventOps::print -> head + pure::event::render_args
+//! ```
+//!
+//! The control files live in debugfs, next to ufgraph's other files, because tracefs does
+//! not let modules add files (`tracefs_create_file()` is not exported in 6.12). The events
+//! themselves are tracefs's: `events/GRP/EVENT/{enable,filter,format,trigger,hist,id}` in every
+//! instance. Documentation/events.md tells how to use them, and how the VM test binds these
+//! files over tracefs's `dynamic_events`, `error_log` and `README` to run upstream's
+//! ftracetest cases unmodified.
+//!
+//! Locking: `event_mutex` (the kernel's) first, then `REGISTRY`'s mutex. The kernel calls our
+//! `reg` with `event_mutex` held; it only touches its own event's file list.
+//!
+//! Unloading: enabling an event in any instance takes a reference on the module, dropped when
+//! it is disabled, so `rmmod` fails with `EBUSY` (and changes nothing) while any event is
+//! enabled; disabled events are removed by module exit.
+
+mod env;
+
+use crate::bindings::{self, ufgraph_fprobe};
+use crate::fprobe::{self, Target};
+use crate::pure::event::{self as rec, Program};
+use crate::pure::probedef::{self, Command, Config, ProbeDef, ProbeKind, RemoveDef};
+use crate::sys::debugfs::SeqFile;
+use crate::sys::ftrace::Regs;
+use crate::sys::ksym;
+use crate::sys::kvec;
+use crate::sys::sync::{synchronize_rcu, NoPreempt};
+use crate::sys::trace_event::{self, EventCall, EventFile, EventMutex, EventOps, Fields, SeqOut};
+use core::ffi::c_void;
+use kernel::ffi::{c_int, c_ulong};
+use core::fmt::{self, Write};
+use core::pin::Pin;
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
+use kernel::alloc::{KBox, KVec};
+use kernel::new_mutex;
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Mutex;
+
+/// How many `error_log` entries are kept (upstream's `TRACING_LOG_ERRS_MAX`).
+const ERROR_LOG_MAX: usize = 8;
+
+/// The records' instances: a copy-on-write list of the files that enabled the event.
+struct FileList {
+    files: KVec<EventFile>,
+}
+
+/// One event: what its probes record, and where.
+pub struct Event {
+    is_return: bool,
+    head: usize,
+    args_size: usize,
+    progs: KVec<Program>,
+    /// The function arguments an exit probe saves at entry, in entry-data order.
+    entry_args: KVec<u16>,
+    /// NUL-terminated field types and names, borrowed by the kernel while registered.
+    field_types: KVec<KVec<u8>>,
+    field_names: KVec<KVec<u8>>,
+    name: KVec<u8>,
+    /// The instances that enabled the event (null: none). RCU: read with preemption off.
+    files: AtomicPtr<FileList>,
+    /// Records that could not be written (ring buffer full, or too big).
+    dropped: AtomicUsize,
+}
+
+/// One probe of an event. `fp` must stay the first field: handlers get `&fp`.
+#[repr(C)]
+struct Probe {
+    fp: ufgraph_fprobe,
+    event: *const Event,
+    /// The definition, as written (parsed again to show it).
+    cmd: KVec<u8>,
+}
+
+// SAFETY: `event` points into the pinned `EventCall` that owns the probe's entry; the probe
+// is shared with handlers only while registered.
+unsafe impl Send for Probe {}
+// SAFETY: as above.
+unsafe impl Sync for Probe {}
+
+struct Entry {
+    group: KVec<u8>,
+    name: KVec<u8>,
+    kind: ProbeKind,
+    event: Pin<KBox<EventCall<Event>>>,
+    probes: KVec<Pin<KBox<Probe>>>,
+}
+
+struct ErrEntry {
+    text: KVec<u8>,
+}
+
+struct Registry {
+    entries: KVec<Entry>,
+    errors: KVec<ErrEntry>,
+}
+
+/// The fprobe events of this module.
+#[pin_data(PinnedDrop)]
+pub struct Events {
+    #[pin]
+    reg: Mutex<Registry>,
+    cfg: Config,
+    thread_words: u64,
+    module: *mut bindings::module,
+}
+
+// SAFETY: `module` is this module's `struct module`, used only for reference counting.
+unsafe impl Send for Events {}
+// SAFETY: as above; everything else is behind the mutex or immutable.
+unsafe impl Sync for Events {}
+
+static EVENTS: AtomicPtr<Events> = AtomicPtr::new(core::ptr::null_mut());
+
+fn events<'a>() -> Option<&'a Events> {
+    let p = EVENTS.load(Acquire);
+    // SAFETY: published by `Events::publish` while the module lives; cleared before it goes.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+fn cvec(s: &[u8]) -> Result<KVec<u8>> {
+    let mut v = KVec::with_capacity(s.len() + 1, GFP_KERNEL)?;
+    v.extend_from_slice(s, GFP_KERNEL)?;
+    v.push(0, GFP_KERNEL)?;
+    Ok(v)
+}
+
+fn bytes(s: &[u8]) -> Result<KVec<u8>> {
+    let mut v = KVec::with_capacity(s.len(), GFP_KERNEL)?;
+    v.extend_from_slice(s, GFP_KERNEL)?;
+    Ok(v)
+}
+
+/// A `core::fmt::Write` into a growable kernel vector.
+struct VecWriter(KVec<u8>);
+
+impl Write for VecWriter {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.extend_from_slice(s.as_bytes(), GFP_KERNEL).map_err(|_| fmt::Error)
+    }
+}
+
+fn format(f: impl FnOnce(&mut VecWriter) -> fmt::Result) -> Result<KVec<u8>> {
+    let mut w = VecWriter(KVec::new());
+    f(&mut w).map_err(|_| ENOMEM)?;
+    Ok(w.0)
+}
+
+fn as_str(v: &[u8]) -> &str {
+    core::str::from_utf8(v).unwrap_or("?")
+}
+
+impl Event {
+    #[inline(never)]
+    fn new(def: &ProbeDef<'_>) -> Result<Self> {
+        let mut progs = KVec::with_capacity(def.nargs(), GFP_KERNEL)?;
+        let mut field_types = KVec::with_capacity(def.nargs(), GFP_KERNEL)?;
+        let mut field_names = KVec::with_capacity(def.nargs(), GFP_KERNEL)?;
+        for arg in def.args() {
+            let mut err = None;
+            let p = rec::compile(&arg, |sym| match ksym::lookup_kallsyms(sym.as_bytes()) {
+                Ok(a) => a.map(|a| a as u64),
+                Err(e) => {
+                    err = Some(e);
+                    None
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            let p = p.map_err(|e| Error::from_errno(e.errno()))?;
+            field_types.push(format(|w| { p.write_field_type(w)?; w.write_str("\0") })?, GFP_KERNEL)?;
+            field_names.push(cvec(p.name().as_bytes())?, GFP_KERNEL)?;
+            progs.push(p, GFP_KERNEL)?;
+        }
+        let mut entry_args = KVec::new();
+        entry_args.extend_from_slice(def.entry_args(), GFP_KERNEL)?;
+        Ok(Event {
+            is_return: def.is_return(),
+            head: if def.is_return() { rec::EXIT_HEAD } else { rec::ENTRY_HEAD },
+            args_size: def.args_size(),
+            progs,
+            entry_args,
+            field_types,
+            field_names,
+            name: bytes(def.event().as_bytes())?,
+            files: AtomicPtr::new(core::ptr::null_mut()),
+            dropped: AtomicUsize::new(0),
+        })
+    }
+
+    fn print_fmt(&self) -> Result<KVec<u8>> {
+        format(|w| rec::write_print_fmt(&self.progs, self.is_return, w))
+    }
+
+    /// Writes one record per enabled instance. `head` fills the head fields.
+    fn record(&self, env: &env::HitEnv<'_>, head: impl Fn(&mut [u8])) {
+        let _np = NoPreempt::new();
+        let list = self.files.load(Acquire);
+        if list.is_null() {
+            return;
+        }
+        // SAFETY: a published list is freed only after a grace period, and we hold preemption
+        // disabled (see `reg`).
+        let list = unsafe { &*list };
+        for &file in list.files.iter() {
+            let dsize = rec::dynamic_size(&self.progs, env);
+            let len = self.head + self.args_size + dsize;
+            // SAFETY: `file` is in the published list: the kernel keeps it at least until
+            // `reg(.., false)` removed it and waited for a grace period.
+            let ok = unsafe {
+                file.write(len, |r| {
+                    head(r);
+                    rec::store(&self.progs, env, r, self.head, self.args_size);
+                })
+            };
+            if !ok {
+                self.dropped.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let list = self.files.swap(core::ptr::null_mut(), AcqRel);
+        if !list.is_null() {
+            // SAFETY: the event is unregistered and its probes too (owners drop it only then):
+            // no reader is left.
+            drop(unsafe { KBox::from_raw(list) });
+        }
+    }
+}
+
+fn put_word(r: &mut [u8], at: usize, v: u64) {
+    if let Some(d) = r.get_mut(at..at + 8) {
+        d.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn get_word(r: &[u8], at: usize) -> u64 {
+    r.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0)
+}
+
+impl EventOps for Event {
+    fn reg(&self, file: EventFile, on: bool) -> Result {
+        let ev = events().ok_or(ENODEV)?;
+        let old = self.files.load(Acquire);
+        // SAFETY: lists are only replaced here, under `event_mutex` (the kernel holds it when
+        // it calls `reg`), so `old` is live.
+        let old_files: &[EventFile] = if old.is_null() { &[] } else { unsafe { &(*old).files } };
+        let present = old_files.contains(&file);
+        if on == present {
+            return Ok(());
+        }
+        let mut files = KVec::with_capacity(old_files.len() + 1, GFP_KERNEL)?;
+        for &f in old_files.iter().filter(|&&f| f != file) {
+            files.push(f, GFP_KERNEL)?;
+        }
+        if on {
+            files.push(file, GFP_KERNEL)?;
+            // SAFETY: our own module, live (we run its code); balanced when disabled.
+            unsafe { bindings::__module_get(ev.module) };
+        }
+        let new = if files.is_empty() {
+            core::ptr::null_mut()
+        } else {
+            KBox::into_raw(KBox::new(FileList { files }, GFP_KERNEL)?)
+        };
+        self.files.store(new, Release);
+        // Hits that may still use the old list (or the file) run with preemption disabled.
+        synchronize_rcu();
+        if !old.is_null() {
+            // SAFETY: unpublished above, and no reader is left after the grace period.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+        if !on {
+            // SAFETY: balances the reference taken when this file enabled the event.
+            unsafe { bindings::module_put(ev.module) };
+        }
+        Ok(())
+    }
+
+    fn define_fields(&self, fields: &mut Fields) -> Result {
+        let head: &[(&[u8], usize)] = if self.is_return {
+            &[(b"__probe_func\0", 8), (b"__probe_ret_ip\0", 16)]
+        } else {
+            &[(b"__probe_ip\0", 8)]
+        };
+        for &(name, off) in head {
+            // SAFETY: static strings.
+            unsafe { fields.define(b"unsigned long\0", name, off, 8, false)? };
+        }
+        for (i, p) in self.progs.iter().enumerate() {
+            let (ty, name) = (&self.field_types[i], &self.field_names[i]);
+            // SAFETY: the strings live in the event, which outlives its registration.
+            unsafe { fields.define(ty, name, p.field_offset(self.head), p.field_size(), p.is_signed())? };
+        }
+        Ok(())
+    }
+
+    fn print(&self, r: &[u8], out: &mut SeqOut) -> fmt::Result {
+        write!(out, "{}: (", as_str(&self.name))?;
+        if self.is_return {
+            out.symbol(get_word(r, 16), true)?;
+            out.write_str(" <- ")?;
+            out.symbol(get_word(r, 8), false)?;
+        } else {
+            out.symbol(get_word(r, 8), true)?;
+        }
+        out.write_str(")")?;
+        rec::render_args(&self.progs, r, self.head, &mut Render(out))
+    }
+}
+
+/// `pure::event::Out` over a `trace_seq`.
+struct Render<'a>(&'a mut SeqOut);
+
+impl Write for Render<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.write_str(s)
+    }
+}
+
+impl rec::Out for Render<'_> {
+    fn symbol(&mut self, addr: u64) -> fmt::Result {
+        self.0.symbol(addr, true)
+    }
+}
+
+fn probe_of<'a>(fp: *mut ufgraph_fprobe) -> &'a Probe {
+    // SAFETY: the fprobe core calls our handlers only for our registered probes, whose `fp`
+    // is the first field of a `Probe` (repr(C)) that outlives its registration.
+    unsafe { &*fp.cast::<Probe>() }
+}
+
+unsafe extern "C" fn entry_handler(fp: *mut ufgraph_fprobe, ip: c_ulong, _ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) -> c_int {
+    let p = probe_of(fp);
+    // SAFETY: the event outlives its probes (they are unregistered before it is freed).
+    let ev = unsafe { &*p.event };
+    // SAFETY: the fprobe core passes the entry registers, valid during the call.
+    let regs = unsafe { Regs::from_raw(fregs) };
+    if ev.is_return {
+        // Save the arguments the exit probe reads: entry_data_size was sized for them.
+        if !data.is_null() {
+            for (i, &a) in ev.entry_args.iter().enumerate() {
+                // SAFETY: `data` holds `entry_args.len()` words for this call.
+                unsafe { data.cast::<u64>().add(i).write(regs.arg(a.into()) as u64) };
+            }
+        }
+        return 0;
+    }
+    let env = env::HitEnv { regs, data: &[], thread_size: events().map_or(0, |e| e.thread_words) };
+    ev.record(&env, |r| put_word(r, 8, ip as u64));
+    0
+}
+
+unsafe extern "C" fn exit_handler(fp: *mut ufgraph_fprobe, ip: c_ulong, ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) {
+    let p = probe_of(fp);
+    // SAFETY: as in `entry_handler`.
+    let ev = unsafe { &*p.event };
+    // SAFETY: the exit registers, valid during the call.
+    let regs = unsafe { Regs::from_raw(fregs) };
+    let words = ev.entry_args.len();
+    let saved: &[u64] = if data.is_null() || words == 0 {
+        &[]
+    } else {
+        // SAFETY: the entry data the entry handler filled, `words` words, for this call.
+        unsafe { core::slice::from_raw_parts(data.cast::<u64>(), words) }
+    };
+    let env = env::HitEnv { regs, data: saved, thread_size: events().map_or(0, |e| e.thread_words) };
+    ev.record(&env, |r| {
+        put_word(r, 8, ip as u64);
+        put_word(r, 16, ret_ip as u64);
+    });
+}
+
+/// A command's outcome: the errno, and what to log.
+struct Failure {
+    errno: Error,
+    log: Option<probedef::ProbeError>,
+}
+
+impl From<Error> for Failure {
+    fn from(errno: Error) -> Self {
+        Failure { errno, log: None }
+    }
+}
+
+impl Events {
+    /// The events core. `EventMutex::resolve` must have succeeded.
+    pub fn new(module: *mut bindings::module) -> impl PinInit<Self> {
+        // SAFETY: constants from the glue.
+        let (thread_words, dn, fd) = unsafe {
+            (bindings::ufg_stack_index_max() as u64, bindings::ufg_dentry_name_offset(), bindings::ufg_file_dentry_offset())
+        };
+        let cfg = Config {
+            max_stack_index: thread_words.min(u16::MAX as u64) as u16,
+            dentry_name_offset: dn,
+            file_dentry_offset: fd,
+        };
+        pin_init!(Self {
+            reg <- new_mutex!(Registry { entries: KVec::new(), errors: KVec::new() }),
+            cfg,
+            thread_words,
+            module,
+        })
+    }
+
+    /// Makes the events reachable from the control files.
+    pub fn publish(self: Pin<&Self>) {
+        EVENTS.store((&*self as *const Self).cast_mut(), Release);
+    }
+
+    #[inline(never)]
+    fn log_error(&self, cmd: &str, err: &probedef::ProbeError) {
+        // SAFETY: no preconditions.
+        let ts = unsafe { bindings::trace_clock_local() };
+        let Ok(text) = format(|w| write!(w, "{}", err.log(cmd, &self.cfg, ts))) else { return };
+        let mut reg = self.reg.lock();
+        if reg.errors.len() >= ERROR_LOG_MAX {
+            drop(kvec::remove(&mut reg.errors, 0));
+        }
+        let _ = reg.errors.push(ErrEntry { text }, GFP_KERNEL);
+    }
+
+    /// Runs what was written to `dynamic_events`: one command per line.
+    pub fn write(&self, text: &str) -> Result {
+        for line in probedef::commands(text) {
+            if let Err(f) = self.run(line) {
+                if let Some(e) = f.log {
+                    self.log_error(line, &e);
+                }
+                return Err(f.errno);
+            }
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn run(&self, line: &str) -> core::result::Result<(), Failure> {
+        let cmd = match probedef::parse(line, &self.cfg) {
+            Ok(c) => c,
+            Err(e) => {
+                return Err(Failure { errno: Error::from_errno(e.errno().to_kernel()), log: e.probe().copied() });
+            }
+        };
+        match cmd {
+            Command::Empty => Ok(()),
+            Command::Add(def) => self.add(&def),
+            Command::Remove(rd) => self.remove(&rd).map_err(Failure::from),
+        }
+    }
+
+    #[inline(never)]
+    fn add(&self, def: &ProbeDef<'_>) -> core::result::Result<(), Failure> {
+        if def.kind() == ProbeKind::Tracepoint {
+            pr_info!("tracepoint probes (t:) are not supported by ufgraph events\n");
+            return Err(Error::from_errno(-95).into());
+        }
+        let fail = |errno: i32| Failure { errno: Error::from_errno(errno), log: def.registration_error(errno) };
+        let (group, name) = (def.group().as_bytes(), def.event().as_bytes());
+        // The kernel's own events of that name (checked before event_mutex, which it takes).
+        let ours = {
+            let reg = self.reg.lock();
+            reg.entries.iter().any(|e| e.group == group && e.name == name)
+        };
+        if !ours && trace_event::event_exists(group, name).map_err(|e| fail(e.to_errno()))? {
+            return Err(fail(EEXIST.to_errno()));
+        }
+        let ev = Event::new(def).map_err(|e| fail(e.to_errno()))?;
+        let cmd = bytes(def.command().as_bytes()).map_err(Failure::from)?;
+        let g = EventMutex::lock().map_err(Failure::from)?;
+        let mut reg = self.reg.lock();
+        // Room first: nothing may fail after the event is registered.
+        reg.entries.reserve(1, GFP_KERNEL).map_err(|_| Failure::from(ENOMEM))?;
+        if let Some(entry) = reg.entries.iter_mut().find(|e| e.group == group && e.name == name) {
+            // Another probe for an existing event: same kind, same arguments, not a duplicate.
+            self.check_append(def, entry)?;
+            let existing = entry.event.ops();
+            let evp: *const Event = existing;
+            entry.probes.reserve(1, GFP_KERNEL).map_err(|_| Failure::from(ENOMEM))?;
+            let probe = self.register_probe(def, evp, cmd)?;
+            // Cannot fail: room was reserved.
+            let _ = entry.probes.push(probe, GFP_KERNEL);
+            drop(g);
+            return Ok(());
+        }
+        let print_fmt = ev.print_fmt().map_err(Failure::from)?;
+        let mut call = EventCall::new(group, name, &print_fmt, ev).map_err(Failure::from)?;
+        let evp: *const Event = call.ops();
+        let probe = self.register_probe(def, evp, cmd)?;
+        if let Err(e) = call.as_mut().register(&g) {
+            self.unregister_probe(&probe);
+            return Err(fail(e.to_errno()));
+        }
+        let mut probes = KVec::new();
+        let (Ok(()), Ok(gname), Ok(ename)) = (probes.push(probe, GFP_KERNEL), bytes(group), bytes(name)) else {
+            // Out of memory with the event registered and nothing enabling it yet: take it
+            // down again (cannot be busy: we hold event_mutex since it appeared).
+            let _ = call.as_mut().unregister(&g);
+            if let Some(p) = kvec::pop(&mut probes) {
+                self.unregister_probe(&p);
+            }
+            return Err(ENOMEM.into());
+        };
+        // Cannot fail: room was reserved.
+        let _ = reg.entries.push(Entry { group: gname, name: ename, kind: def.kind(), event: call, probes }, GFP_KERNEL);
+        Ok(())
+    }
+
+    /// Whether `def` may be added to `entry`'s event: upstream's checks, with its errors.
+    #[inline(never)]
+    fn check_append(&self, def: &ProbeDef<'_>, entry: &Entry) -> core::result::Result<(), Failure> {
+        if let Some(e) = def.diff_probe_type(entry.event.ops().is_return, entry.kind) {
+            return Err(Failure { errno: EEXIST, log: Some(e) });
+        }
+        if let Some(first) = entry.probes.first() {
+            if let Some(e) = self.diff_args(def, &first.cmd) {
+                return Err(Failure { errno: EEXIST, log: Some(e) });
+            }
+        }
+        for p in entry.probes.iter() {
+            if let Some(e) = self.same_probe(def, &p.cmd)? {
+                return Err(Failure { errno: EEXIST, log: Some(e) });
+            }
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn diff_args(&self, def: &ProbeDef<'_>, cmd: &[u8]) -> Option<probedef::ProbeError> {
+        let Ok(Command::Add(fdef)) = probedef::parse(as_str(cmd), &self.cfg) else { return None };
+        def.diff_arg_types(fdef.args().map(|a| a.sig()))
+    }
+
+    #[inline(never)]
+    fn same_probe(&self, def: &ProbeDef<'_>, cmd: &[u8]) -> core::result::Result<Option<probedef::ProbeError>, Failure> {
+        let Ok(Command::Add(pdef)) = probedef::parse(as_str(cmd), &self.cfg) else { return Ok(None) };
+        let mut texts: KVec<KVec<u8>> = KVec::new();
+        for a in pdef.args() {
+            let t = format(|w| write!(w, "{}", a.comm))?;
+            texts.push(t, GFP_KERNEL).map_err(|_| Failure::from(ENOMEM))?;
+        }
+        Ok(def.same_probe(pdef.symbol(), texts.iter().map(|t| as_str(t))))
+    }
+
+    #[inline(never)]
+    fn register_probe(&self, def: &ProbeDef<'_>, ev: *const Event, cmd: KVec<u8>) -> core::result::Result<Pin<KBox<Probe>>, Failure> {
+        let fail = |errno: i32| Failure { errno: Error::from_errno(errno), log: def.registration_error(errno) };
+        let mut fp = ufgraph_fprobe::default();
+        if def.is_return() {
+            fp.exit_handler = Some(exit_handler);
+            if !def.entry_args().is_empty() {
+                fp.entry_handler = Some(entry_handler);
+                fp.entry_data_size = def.entry_data_size();
+            }
+        } else {
+            fp.entry_handler = Some(entry_handler);
+        }
+        let mut probe = KBox::pin(Probe { fp, event: ev, cmd }, GFP_KERNEL).map_err(|_| fail(ENOMEM.to_errno()))?;
+        let core = fprobe::fprobes().ok_or_else(|| fail(ENODEV.to_errno()))?;
+        let sym = cvec(def.symbol().as_bytes()).map_err(|e| fail(e.to_errno()))?;
+        // SAFETY: NUL-terminated just above, without inner NULs (a parsed symbol).
+        let name = unsafe { CStr::from_bytes_with_nul_unchecked(&sym) };
+        // SAFETY: the probe is pinned in its box, which the registry keeps until it is
+        // unregistered; `fp` is its first field.
+        let fpp = unsafe { core::ptr::addr_of_mut!(probe.as_mut().get_unchecked_mut().fp) };
+        // SAFETY: as above.
+        unsafe { core.register(fpp, &Target::Syms(&[name])) }.map_err(|e| fail(e.to_errno()))?;
+        Ok(probe)
+    }
+
+    fn unregister_probe(&self, probe: &Pin<KBox<Probe>>) {
+        if let Some(core) = fprobe::fprobes() {
+            let fpp = core::ptr::addr_of!(probe.fp).cast_mut();
+            let _ = core.unregister(fpp);
+        }
+    }
+
+    /// Takes an entry down: the event first (fails while enabled), then its probes.
+    fn teardown(g: &trace_event::EventMutexGuard, entry: &mut Entry) -> Result {
+        entry.event.as_mut().unregister(g)?;
+        if let Some(core) = fprobe::fprobes() {
+            for p in entry.probes.iter() {
+                let fpp = core::ptr::addr_of!(p.fp).cast_mut();
+                let _ = core.unregister(fpp);
+            }
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn remove(&self, rd: &RemoveDef<'_>) -> Result {
+        let g = EventMutex::lock()?;
+        let mut reg = self.reg.lock();
+        let mut found = false;
+        let mut i = 0;
+        while i < reg.entries.len() {
+            let e = &reg.entries[i];
+            let matches = e.probes.iter().any(|p| {
+                let Ok(Command::Add(d)) = probedef::parse(as_str(&p.cmd), &self.cfg) else { return false };
+                rd.matches(as_str(&e.group), as_str(&e.name), d.symbol(), d.args().map(|a| (a.name, a.comm)))
+            });
+            if !matches {
+                i += 1;
+                continue;
+            }
+            found = true;
+            Self::teardown(&g, &mut reg.entries[i])?;
+            drop(kvec::remove(&mut reg.entries, i));
+        }
+        if found { Ok(()) } else { Err(ENOENT) }
+    }
+
+    /// Removes every event (`O_TRUNC`): `EBUSY`, and nothing removed, if one is enabled.
+    pub fn clear(&self) -> Result {
+        let g = EventMutex::lock()?;
+        let mut reg = self.reg.lock();
+        if reg.entries.iter().any(|e| !e.event.ops().files.load(Acquire).is_null()) {
+            return Err(EBUSY);
+        }
+        while let Some(e) = reg.entries.last_mut() {
+            Self::teardown(&g, e)?;
+            drop(kvec::pop(&mut reg.entries));
+        }
+        Ok(())
+    }
+
+    /// `dynamic_events`: one line per probe, as upstream shows them.
+    pub fn show(&self, m: &mut SeqFile) -> fmt::Result {
+        let reg = self.reg.lock();
+        for e in reg.entries.iter() {
+            for p in e.probes.iter() {
+                if let Ok(Command::Add(d)) = probedef::parse(as_str(&p.cmd), &self.cfg) {
+                    writeln!(m, "{}", d)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `error_log`.
+    pub fn show_errors(&self, m: &mut SeqFile) -> fmt::Result {
+        let reg = self.reg.lock();
+        for e in reg.errors.iter() {
+            m.write_str(as_str(&e.text))?;
+        }
+        Ok(())
+    }
+
+    /// Clears `error_log`.
+    pub fn clear_errors(&self) {
+        kvec::clear(&mut self.reg.lock().errors);
+    }
+
+    /// The number of events, of probes, and of records dropped.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let reg = self.reg.lock();
+        let probes = reg.entries.iter().map(|e| e.probes.len()).sum();
+        let dropped = reg.entries.iter().map(|e| e.event.ops().dropped.load(Relaxed)).sum();
+        (reg.entries.len(), probes, dropped)
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Events {
+    fn drop(self: Pin<&mut Self>) {
+        EVENTS.store(core::ptr::null_mut(), Release);
+        let Ok(g) = EventMutex::lock() else { return };
+        let mut reg = self.reg.lock();
+        while let Some(mut e) = kvec::pop(&mut reg.entries) {
+            if let Err(err) = Self::teardown(&g, &mut e) {
+                // Only possible if an event is enabled while the module goes, which the module
+                // reference taken on enable prevents. Never free what the kernel points to.
+                pr_err!("event {}/{} still in use at unload ({:?}): leaking it\n", as_str(&e.group), as_str(&e.name), err);
+                core::mem::forget(e);
+            }
+        }
+    }
+}
+
+/// The `README` file: upstream's text for dynamic events, which tools (ftracetest) grep.
+pub const README: &str = "\
+ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
+
+  dynamic_events\t\t- Create/append/remove/show the generic dynamic events
+\t\t\t  Write into this file to define/undefine new trace events.
+\t  accepts: event-definitions (one definition per line)
+\t   Format: f[:[<group>/][<event>]] <func-name>[%return] [<args>]
+\t           -:[<group>/][<event>]
+\t     args: <name>=fetcharg[:type]
+\t fetcharg: @<address>, @<symbol>[+|-<offset>],
+\t           $stack<index>, $stack, $retval, $comm, $arg<N>,
+\t           +|-[u]<offset>(<fetcharg>), \\imm-value, \\\"imm-string\"
+\t     kernel return probes support: $retval, $arg<N>, $comm
+\t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,
+\t           b<bit-width>@<bit-offset>/<container-size>, ustring,
+\t           symstr, %pd/%pD, <type>\\[<array-size>\\]
+  error_log\t\t- error log for failed commands (that support it)
+  events/<group>/<event>/\t- (tracefs) enable, filter, format, trigger, hist, id
+";
+
+/// The control files (debugfs, see `ufgraph_main.rs`): thin wrappers that find the events.
+pub mod files {
+    use super::*;
+
+    /// `dynamic_events`, read.
+    pub fn show(m: &mut SeqFile) -> fmt::Result {
+        events().map_or(Ok(()), |e| e.show(m))
+    }
+
+    /// `dynamic_events`, written.
+    pub fn write(text: &str) -> Result {
+        events().ok_or(ENODEV)?.write(text)
+    }
+
+    /// `dynamic_events`, opened with `O_TRUNC`.
+    pub fn truncate() -> Result {
+        events().ok_or(ENODEV)?.clear()
+    }
+
+    /// `error_log`, read.
+    pub fn show_errors(m: &mut SeqFile) -> fmt::Result {
+        events().map_or(Ok(()), |e| e.show_errors(m))
+    }
+
+    /// `error_log`, written: upstream ignores what is written.
+    pub fn write_errors(_text: &str) -> Result {
+        Ok(())
+    }
+
+    /// `error_log`, opened with `O_TRUNC`: cleared.
+    pub fn truncate_errors() -> Result {
+        if let Some(e) = events() {
+            e.clear_errors();
+        }
+        Ok(())
+    }
+
+    /// `README`.
+    pub fn show_readme(m: &mut SeqFile) -> fmt::Result {
+        m.write_str(README)
+    }
+}
