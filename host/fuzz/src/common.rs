@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the fuzz targets share: the parser configurations, a corpus of definitions, and the
+//! mutator that edits them.
+
+use ufgraph_pure::probedef::Config;
+
+/// Parser configurations: the usual one, and small limits with long offsets.
+pub const CONFIGS: [Config; 2] = [
+    Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 },
+    // Small limits and long offsets: other boundaries, longer %pd rewrites.
+    Config { max_stack_index: 7, dentry_name_offset: 0x1234_5678, file_dentry_offset: 0 },
+];
+
+/// Definitions to start from: valid and invalid ones, upstream's selftest cases.
+pub const SEEDS: &[&str] = &[
+    "f vfs_read",
+    "f:mygrp/myev vfs_read $arg1 $arg2:u32 +8($arg3):string",
+    "f:ev vfs_read%return $retval $arg1 x=+0(+8($arg2)):u8[4]",
+    "f10:g.e do_exit%return code=$arg1:s32 $retval:x32",
+    "t sched_switch prev=$arg2 next=+0x10($arg3):u64",
+    "t:tp/ev 9p_client_req $arg1:symbol",
+    "f vfs_read $stack $stack0 $stack12 $comm $COMM:string",
+    "f vfs_read @jiffies @jiffies+8:u32 @0xffffffff81000000:x16 @sym-4:symstr",
+    "f vfs_read \\1 \\-1 \\0x10:u8 \\\"str\" s=\\\"a=b\" \\+-3",
+    "f vfs_read +u8($arg1):ustring +0($arg1):ustring -8(+u0($stack)):u16[3]",
+    "f vfs_read $arg1:b3@5/32 +4($arg2):b1@0/8[2] x=$arg3:b64@0/64",
+    "f vfs_read f=$arg1:%pD d=+8($arg2):%pd $arg3:%pd",
+    "f vfs_read $arg1:symstr +0($arg1):string[2] +0($arg1):char[64]",
+    "f vfs_read a=$arg1 b=$arg1 c=$arg1 d=$arg1 e=$arg1 f=$arg1 g=$arg1 h=$arg1",
+    "f vfs_read +0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(@0)))))))))))))",
+    "f vfs_read +0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0($arg1))))))))))))))",
+    "-:fprobes/myev",
+    "-:myev vfs_read a=$arg1",
+    "!f:grp/",
+    "",
+    "f vfs_read # comment\nf:e2 vfs_write $arg1\n-:e2",
+    // Upstream's selftest cases.
+    "f100 vfs_read",
+    "f1a111 vfs_read",
+    "f100000 vfs_read",
+    "f:/bar vfs_read",
+    "f:foo.1/bar vfs_read",
+    "f: vfs_read",
+    "f:foo/bar.1 vfs_read",
+    "f vfs_read $stack10000",
+    "f vfs_read $arg10000",
+    "f vfs_read $none_var",
+    "f vfs_read %ax",
+    "f vfs_read @12345678abcde",
+    "f vfs_read @+10",
+    "f vfs_read arg1=\\x",
+    "f vfs_read arg1=\\\"abcd",
+    "f vfs_read +0@0)",
+    "f vfs_read +0ab1(@0)",
+    "f vfs_read +0(+0(@0)",
+    "f vfs_read +0($comm)",
+    "f vfs_read &1",
+    "f vfs_read +0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(@0))))))))))))))",
+    "f vfs_read +0(@11):u8[10",
+    "f vfs_read +0(@11):u8[10]a",
+    "f vfs_read +0(@11):u8[10a]",
+    "f vfs_read +0(@11):u8[256]",
+    "f vfs_read @11:unknown_type",
+    "f vfs_read $stack0:string",
+    "f vfs_read @11:b10@a/16",
+    "f vfs_read arg123456789012345678901234567890=@11",
+    "f vfs_read =@11",
+    "f vfs_read var.1=@11",
+    "f vfs_read var1=@11 var1=@12",
+    "f vfs_read +1234567(+1234567(+1234567(+1234567(+1234567(+1234567(@1234))))))",
+    "f vfs_read arg1=",
+    "f vfs_read%hoge",
+    "f vfs_read $arg* $arg*",
+    "t kfree $arg*",
+    "f vfs_read file->foo",
+    // Rarer errors.
+    "f vfs_read a1=+0($arg1):u64[64] a2=+0($arg1):u64[64] a3=+0($arg1):u64[64] a4=+0($arg1):u64[64] a5=+0($arg1):u64[64] a6=+0($arg1):u64[64]",
+    "f vfs_read%return $arg1:symstr +u0($arg1):symstr",
+    "f:gggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggg/e vfs_read",
+    "t kfree $retval",
+    "f vfs_read $comm:u8 \"x\":string[2]",
+];
+
+/// Pieces of the grammar, for insertions.
+#[rustfmt::skip]
+pub const TOKENS: &[&str] = &[
+    "f", "t", "f:", "t:", "-:", "!", "%return", "%", "$", "$arg", "$arg1", "$arg2", "$arg*",
+    "$retval", "$stack", "$stack0", "$comm", "$COMM", "@", "@0x10", "@sym", "@+", "+0(", "-8(",
+    "+u0(", "-u4(", "++1(", "+-1(", ")", "(", ":", "::", "u8", "s16", "x32", "u64", "char",
+    "string", "ustring", "symstr", "symbol", "%pd", "%pD", ":%pd", ":%pD", "b4@2/8", "b1@0/64", "[",
+    "]", "[4]", "[64]", "[65]", "\\", "\\\"", "\"", "\\1", "\\-1", "=", "x=", "arg1=", "/", ".",
+    " ", "  ", "\t", "\n", "\0", "#", "*", "_", "-", "+", "0x", "é", "\u{a0}", "common_pid",
+    "__probe_ip", "grp/", "ev", "vfs_read", "vfs_read%return",
+];
+
+/// Numbers around upstream's limits.
+#[rustfmt::skip]
+pub const NUMBERS: &[&str] = &[
+    "0", "1", "7", "8", "9", "13", "14", "15", "16", "31", "32", "33", "63", "64", "65", "127",
+    "128", "129", "255", "256", "2047", "2048", "2049", "3072", "4095", "4096", "4097",
+    "0x7fffffff", "0x80000000", "0xffffffff", "0x100000000", "9223372036854775807",
+    "9223372036854775808", "18446744073709551615", "18446744073709551616", "-1", "-0", "+0", "010",
+    "08", "0x", "0xg", "2147483648", "4294967295",
+];
+
+/// SplitMix64: small, fast, and good enough to drive mutations.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in 0..n (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn pick<'t, T>(&mut self, items: &'t [T]) -> &'t T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// Applies one random edit to `input`.
+pub fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
+    let len = input.len();
+    let at = |rng: &mut Rng| rng.below(len + 1);
+    match rng.below(11) {
+        // Overwrite a byte with a byte the grammar cares about, or any byte.
+        0 if len > 0 => {
+            let i = rng.below(len);
+            input[i] = if rng.below(4) == 0 {
+                rng.next() as u8
+            } else {
+                *rng.pick(b"$@+-u()[]:=/.%\\\"*0123456789abx _\t")
+            };
+        }
+        1 => {
+            let i = at(rng);
+            let tok = rng.pick(TOKENS).as_bytes();
+            input.splice(i..i, tok.iter().copied());
+        }
+        2 => {
+            let i = at(rng);
+            let tok = rng.pick(NUMBERS).as_bytes();
+            input.splice(i..i, tok.iter().copied());
+        }
+        // Delete a range.
+        3 if len > 0 => {
+            let i = rng.below(len);
+            let n = 1 + rng.below((len - i).min(8));
+            input.drain(i..i + n);
+        }
+        // Duplicate a range in place.
+        4 if len > 0 => {
+            let i = rng.below(len);
+            let n = 1 + rng.below((len - i).min(16));
+            let piece: Vec<u8> = input[i..i + n].to_vec();
+            input.splice(i..i, piece);
+        }
+        // Replace a number-looking run with a boundary number.
+        5 => {
+            if let Some(start) = (0..len)
+                .map(|_| rng.below(len.max(1)))
+                .find(|&i| input.get(i).is_some_and(u8::is_ascii_digit))
+            {
+                let end = (start..len)
+                    .find(|&i| !input[i].is_ascii_hexdigit() && input[i] != b'x')
+                    .unwrap_or(len);
+                let num = rng.pick(NUMBERS).as_bytes();
+                input.splice(start..end, num.iter().copied());
+            }
+        }
+        // Splice with another corpus entry.
+        6 => {
+            let other = rng.pick(corpus).as_bytes();
+            let (i, j) = (at(rng), rng.below(other.len() + 1));
+            input.truncate(i);
+            input.extend_from_slice(&other[j..]);
+        }
+        // Repeat a token many times: argument counts, nesting, lengths.
+        7 => {
+            let tok = *rng.pick(&[" \\1", " $arg1", " $arg1:%pd", "+0(", ")", "a", " x=\\1"]);
+            let n = 1 + rng.below(140);
+            let i = at(rng);
+            input.splice(i..i, tok.repeat(n).into_bytes());
+        }
+        // Swap two words.
+        8 => {
+            let text = String::from_utf8_lossy(input).into_owned();
+            let mut words: Vec<&str> = text.split(' ').collect();
+            if words.len() > 1 {
+                let (a, b) = (rng.below(words.len()), rng.below(words.len()));
+                words.swap(a, b);
+                *input = words.join(" ").into_bytes();
+            }
+        }
+        // Insert a named argument built from pieces.
+        9 => {
+            let arg = format!(
+                " {}={}{}",
+                rng.pick(&["a", "arg1", "x_1", "common_pid", ""]),
+                rng.pick(TOKENS),
+                rng.pick(TOKENS)
+            );
+            input.extend_from_slice(arg.as_bytes());
+        }
+        _ => {
+            if len > 0 {
+                let i = rng.below(len);
+                input.truncate(i);
+            }
+        }
+    }
+}

@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Mutation fuzzer for the event record layer (`src/pure/event/`), on stable Rust.
+//!
+//! ```sh
+//! cargo run --release -p ufgraph-fuzz --bin event -- [ITERATIONS [SEED]]
+//! ```
+//!
+//! Deterministic: the same seed runs the same inputs. Each input is a definition mutated as the
+//! `probedef` target mutates them; the ones that parse are compiled (with a fake symbol table
+//! that knows some symbols and not others), then hit against a random fake memory: kernel and
+//! user regions of random bytes, sprinkled with NULs and with pointers into both regions, and
+//! random arguments, stack, entry data and symbol texts. Some hits measure against one memory
+//! and store against another (memory changing between the two passes), into records of the
+//! measured size or of random sizes.
+//!
+//! Beyond not panicking, every hit must keep the layer's promises:
+//! - the fields are where `Program` says, within the argument area; the print fmt and field
+//!   types render, naming every field element once;
+//! - `store` writes nothing before the argument area (the head is the caller's) and, when
+//!   the memory stays the same and the record has the measured size, fills the dynamic area
+//!   exactly (every string as long as measured);
+//! - every `__data_loc` is a fault (length 0) or lies in the dynamic area, in order, without
+//!   overlap, and ends with a NUL;
+//! - rendering never fails, on the record, on truncations of it, and on corruptions of it; it
+//!   shows one `name=` per argument and each string with a length as a quoted string.
+//!
+//! On a violation it prints the input and exits with status 1.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+use std::panic::{self, AssertUnwindSafe};
+use std::process::ExitCode;
+
+mod common;
+
+use common::{mutate, Rng, CONFIGS, SEEDS};
+use ufgraph_pure::event::{
+    compile, dynamic_size, make_data_loc, render_args, split_data_loc, store, write_print_fmt, Env,
+    Out, Program, ENTRY_HEAD, EXIT_HEAD, FAULT_STRING, MAX_STRING_SIZE,
+};
+use ufgraph_pure::probedef::{parse, Command, MAX_COMMAND_LEN};
+
+/// Definitions that reach every kind of store, on top of the shared corpus.
+const EVENT_SEEDS: &[&str] = &[
+    "f:g/e vfs_read a=$arg1 s=+0($arg2):string b=@jiffies:u32 c=+8(+0($stack)):b3@2/8 arr=+0($arg1):x16[3]",
+    "f vfs_read a=$arg1:u8 b=$arg1:u16 c=$arg1:u32 d=$arg1:u64 e=$arg1:s8 f=$arg1:s16 g=$arg1:s32 h=$arg1:s64",
+    "f vfs_read i=$arg1:x8 j=$arg1:x16 k=$arg1:x32 l=$arg1:x64 m=$arg2:char n=$arg3:symbol",
+    "f vfs_read s=+0($arg1):string[3] u=+8($arg2):ustring[2] n=$arg3:u8 c=$comm",
+    "f vfs_read k=+0($arg1):string u=+0($arg2):ustring uk=+u0($arg2):string i=\\\"imm\" y=$arg3:symstr",
+    "f vfs_read z=+8($arg1):symstr o=+3($arg1):string y=+0(+8($arg1)):symstr[2]",
+    "f vfs_read%return a=$arg3 b=+0($arg1):u8 c=$arg3:s8 r=$retval:s32 s=+0($retval):string",
+    "f vfs_read%return s=+0($arg2):string[4] t=+u0(+8($arg1)):ustring r=+0($retval):u64[2]",
+    "t sched_switch a=$arg1 s=$stack z=$stack2:u32 d=+0($stack9):u8 m=$stack0:string",
+    "f vfs_read a=$arg1:b3@2/8 b=$arg1:b64@0/64 c=$arg1:b1@63/64 f=+0($arg2):b4@4/8[3]",
+    "f vfs_read f=$arg1:%pD d=+8($arg2):%pd s=\\0xffff888000000000:string[2]",
+    "f vfs_read a=@jiffies:string b=@nosuch:u8 c=@jiffies+x d=@jiffies-16:u32[4]",
+    "f vfs_read a=+0($arg1):u8[64] b=+0($arg2):string[64]",
+];
+
+const KBASE: u64 = 0xffff_8880_0000_0000;
+const UBASE: u64 = 0x0000_7fff_0000_0000;
+const COMM: u64 = 0xffff_8880_8000_0000;
+
+/// A fake probe hit: one kernel and one user region of memory, everything else faults.
+#[derive(Clone)]
+struct Fake {
+    kmem: Vec<u8>,
+    umem: Vec<u8>,
+    args: [u64; 8],
+    stack: [u64; 8],
+    slots: [u64; 16],
+    retval: u64,
+    /// Symbol texts are made from the address and this.
+    sym_salt: u64,
+}
+
+impl Fake {
+    /// An address or value, likely to lead somewhere.
+    fn value(rng: &mut Rng, klen: usize, ulen: usize) -> u64 {
+        match rng.below(6) {
+            0 => KBASE + rng.below(klen + 16) as u64,
+            1 => UBASE + rng.below(ulen + 16) as u64,
+            2 => rng.below(256) as u64,
+            3 => COMM,
+            4 => KBASE + (klen as u64).saturating_sub(rng.below(12) as u64),
+            _ => rng.next(),
+        }
+    }
+
+    fn new(rng: &mut Rng) -> Self {
+        let klen = rng.below(1024);
+        let ulen = rng.below(256);
+        let region = |rng: &mut Rng, len: usize| -> Vec<u8> {
+            let nul = 1 + rng.below(64);
+            let mut m: Vec<u8> = (0..len)
+                .map(|_| if rng.below(nul) == 0 { 0 } else { b' ' + rng.below(95) as u8 })
+                .collect();
+            // Pointers into both regions.
+            for _ in 0..rng.below(len / 8 + 1) {
+                let at = rng.below(len / 8 + 1) * 8;
+                let p = Fake::value(rng, klen, ulen).to_le_bytes();
+                if let Some(dst) = m.get_mut(at..at + 8) {
+                    dst.copy_from_slice(&p);
+                }
+            }
+            m
+        };
+        let kmem = region(rng, klen);
+        let umem = region(rng, ulen);
+        let mut f = Fake {
+            kmem,
+            umem,
+            args: [0; 8],
+            stack: [0; 8],
+            slots: [0; 16],
+            retval: 0,
+            sym_salt: rng.next(),
+        };
+        for v in f.args.iter_mut().chain(f.stack.iter_mut()).chain(f.slots.iter_mut()) {
+            *v = Fake::value(rng, klen, ulen);
+        }
+        f.retval = Fake::value(rng, klen, ulen);
+        f
+    }
+
+    /// The same hit with memory changed: strings that grow, shrink, or go away.
+    fn changed(&self, rng: &mut Rng) -> Self {
+        let mut f = self.clone();
+        for _ in 0..1 + rng.below(8) {
+            let m = if rng.below(2) == 0 { &mut f.kmem } else { &mut f.umem };
+            if m.is_empty() {
+                continue;
+            }
+            let i = rng.below(m.len());
+            m[i] = if rng.below(2) == 0 { 0 } else { b'a' };
+        }
+        if rng.below(4) == 0 {
+            f.kmem.truncate(rng.below(f.kmem.len() + 1));
+        }
+        f.sym_salt ^= rng.below(2) as u64;
+        f
+    }
+
+    fn byte(&self, addr: u64, user: bool) -> Option<u8> {
+        if !user && (COMM..COMM + 16).contains(&addr) {
+            return Some(b"fuzzer-comm\0\0\0\0\0"[(addr - COMM) as usize]);
+        }
+        let (mem, base) = if user { (&self.umem, UBASE) } else { (&self.kmem, KBASE) };
+        let off = usize::try_from(addr.checked_sub(base)?).ok()?;
+        mem.get(off).copied()
+    }
+}
+
+impl Env for Fake {
+    fn arg(&self, n: u16) -> u64 {
+        self.args.get(usize::from(n)).copied().unwrap_or(0)
+    }
+    fn entry_slot(&self, slot: u8) -> u64 {
+        self.slots.get(usize::from(slot)).copied().unwrap_or(0)
+    }
+    fn retval(&self) -> u64 {
+        self.retval
+    }
+    fn stack(&self, n: u16) -> Option<u64> {
+        self.stack.get(usize::from(n)).copied()
+    }
+    fn stack_pointer(&self) -> u64 {
+        KBASE + 64
+    }
+    fn comm(&self) -> u64 {
+        COMM
+    }
+    fn read(&self, addr: u64, user: bool, buf: &mut [u8]) -> bool {
+        for (i, b) in buf.iter_mut().enumerate() {
+            match self.byte(addr.wrapping_add(i as u64), user) {
+                Some(c) => *b = c,
+                None => return false,
+            }
+        }
+        true
+    }
+    fn strlen(&self, addr: u64, user: bool) -> Option<usize> {
+        for len in 1..=MAX_STRING_SIZE {
+            if self.byte(addr.wrapping_add(len as u64 - 1), user)? == 0 {
+                return Some(len);
+            }
+        }
+        Some(MAX_STRING_SIZE)
+    }
+    fn read_str(&self, addr: u64, user: bool, buf: &mut [u8]) -> Option<usize> {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = self.byte(addr.wrapping_add(i as u64), user)?;
+            if *b == 0 {
+                return Some(i + 1);
+            }
+        }
+        if let Some(last) = buf.last_mut() {
+            *last = 0;
+        }
+        Some(buf.len())
+    }
+    fn symstr(&self, addr: u64, buf: &mut [u8]) -> usize {
+        let h = (addr ^ self.sym_salt).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        if h.is_multiple_of(7) {
+            return 0;
+        }
+        let mut text = String::new();
+        let _ = write!(text, "sym{:x}+0x{:x}/0x{:x}", h >> 40, h % 256, 256 + h % 1024);
+        if h.is_multiple_of(3) {
+            text.push_str(" [mod]");
+        }
+        let n = text.len().min(buf.len());
+        buf[..n].copy_from_slice(&text.as_bytes()[..n]);
+        n
+    }
+}
+
+/// A symbol table: some names resolve (one to 0, which upstream takes for none), others not.
+fn resolve(sym: &str) -> Option<u64> {
+    let h = sym
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, c| (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3));
+    match h % 5 {
+        0 => None,
+        1 => Some(0),
+        2 => Some(KBASE + h % 1024),
+        _ => Some(0xffff_ffff_8100_0000 + (h >> 40)),
+    }
+}
+
+/// A rendering sink that counts what it is given.
+#[derive(Default)]
+struct Seq {
+    text: String,
+    symbols: usize,
+}
+
+impl fmt::Write for Seq {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.text.push_str(s);
+        Ok(())
+    }
+}
+
+impl Out for Seq {
+    fn symbol(&mut self, addr: u64) -> fmt::Result {
+        self.symbols += 1;
+        write!(self.text, "<{addr:x}>")
+    }
+}
+
+type Verdict = Result<(), String>;
+
+fn ensure(ok: bool, what: impl FnOnce() -> String) -> Verdict {
+    if ok {
+        Ok(())
+    } else {
+        Err(what())
+    }
+}
+
+fn render(progs: &[Program], rec: &[u8], head: usize) -> Result<String, String> {
+    let mut s = Seq::default();
+    render_args(progs, rec, head, &mut s).map_err(|_| "render failed".to_string())?;
+    let names = progs.iter().filter(|p| s.text.contains(&format!(" {}=", p.name()))).count();
+    ensure(names == progs.len(), || format!("render lost names: {}", s.text))?;
+    Ok(s.text)
+}
+
+/// The `__data_loc`s of the record, in field order.
+fn data_locs(progs: &[Program], rec: &[u8], head: usize) -> Vec<Option<u32>> {
+    let mut locs = Vec::new();
+    for p in progs.iter().filter(|p| p.is_dynamic()) {
+        for j in 0..usize::from(p.count().max(1)) {
+            let at = p.field_offset(head) + 4 * j;
+            locs.push(rec.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap())));
+        }
+    }
+    locs
+}
+
+/// Checks one hit of `progs`, whose head takes `head` bytes and arguments `args_size`.
+fn check_hit(
+    rng: &mut Rng,
+    progs: &[Program],
+    head: usize,
+    args_size: usize,
+) -> Result<&'static str, String> {
+    let env = Fake::new(rng);
+    let stable = rng.below(4) != 0;
+    let second = if stable { env.clone() } else { env.changed(rng) };
+    let dsize = dynamic_size(progs, &env);
+    ensure(dsize <= progs.len() * 64 * MAX_STRING_SIZE, || format!("dynamic size {dsize}"))?;
+    let exact = head + args_size + dsize;
+    let len = match rng.below(8) {
+        0 => rng.below(exact + 1),
+        1 => exact + rng.below(64),
+        _ => exact,
+    };
+    let mut rec = vec![0xa5u8; len];
+    store(progs, &second, &mut rec, head, args_size);
+    ensure(rec.iter().take(head).all(|&b| b == 0xa5), || "head written".into())?;
+
+    // Strings: faults, or in the dynamic area, in order, NUL-terminated.
+    let fixed_end = head + args_size;
+    let mut cursor = fixed_end;
+    let mut used = 0;
+    for loc in data_locs(progs, &rec, head).into_iter().flatten() {
+        let (l, off) = split_data_loc(loc);
+        if l == 0 {
+            continue;
+        }
+        ensure(off == cursor, || format!("data_loc {loc:#x} not at {cursor}"))?;
+        ensure(off + l <= rec.len(), || format!("data_loc {loc:#x} past {}", rec.len()))?;
+        ensure(rec[off + l - 1] == 0, || format!("data_loc {loc:#x}: no NUL"))?;
+        cursor += l;
+        used += l;
+    }
+    // (Past `cursor` a string read that faulted may have left bytes, as upstream's does.)
+    // (Strings beyond 64 KiB cannot be addressed by a data_loc, and are cut.)
+    let same = stable && len == exact;
+    if same && exact <= 0x1_0000 {
+        ensure(used == dsize, || format!("stored {used} of {dsize} measured"))?;
+    } else {
+        ensure(len < fixed_end || used <= len - fixed_end, || "strings overflow".into())?;
+    }
+    let label = match (progs.iter().any(Program::is_dynamic), used > 0, same) {
+        (false, _, true) => "hit: no strings",
+        (false, _, false) => "hit: no strings, resized",
+        (true, true, true) => "hit: strings stored",
+        (true, true, false) => "hit: strings stored, memory changed or resized",
+        (true, false, _) => "hit: strings all fault",
+    };
+
+    // Rendering: each string with a length is quoted.
+    let shown = render(progs, &rec, head)?;
+    let faults = shown.matches(FAULT_STRING).count();
+    let locs = data_locs(progs, &rec, head);
+    let empty = locs.iter().filter(|l| l.is_none_or(|l| split_data_loc(l).0 == 0)).count();
+    ensure(faults >= empty, || format!("{empty} faulted strings, {faults} shown: {shown}"))?;
+
+    // Truncated and corrupted records render too.
+    let cut = rng.below(rec.len() + 1);
+    render(progs, &rec[..cut], head)?;
+    for _ in 0..1 + rng.below(4) {
+        if rec.is_empty() {
+            break;
+        }
+        let i = rng.below(rec.len());
+        rec[i] = rng.next() as u8;
+    }
+    if let Some(Some(_)) = locs.first() {
+        // A data_loc pointing anywhere.
+        let p = progs.iter().find(|p| p.is_dynamic()).unwrap();
+        let at = p.field_offset(head);
+        if let Some(dst) = rec.get_mut(at..at + 4) {
+            let bogus = make_data_loc(rng.below(0x10000), rng.below(0x10000));
+            dst.copy_from_slice(&bogus.to_le_bytes());
+        }
+    }
+    render(progs, &rec, head)?;
+    Ok(label)
+}
+
+fn check_program(p: &Program, head: usize, args_size: usize) -> Verdict {
+    let end = p.field_offset(head) + p.field_size();
+    ensure(p.field_offset(head) >= head && end <= head + args_size, || {
+        format!("field {} at {}..{end} outside {head}+{args_size}", p.name(), p.field_offset(head))
+    })?;
+    let mut ty = String::new();
+    p.write_field_type(&mut ty).map_err(|_| "field type failed")?;
+    let want = if p.count() > 0 { format!("[{}]", p.count()) } else { String::new() };
+    ensure(ty.ends_with(&want) && ty.len() > want.len(), || format!("field type {ty}"))
+}
+
+fn check_print_fmt(progs: &[Program], is_return: bool) -> Verdict {
+    let mut fmt = String::new();
+    write_print_fmt(progs, is_return, &mut fmt).map_err(|_| "print fmt failed")?;
+    // Fields named after the format: the head's, then one per element.
+    let elements: usize = progs.iter().map(|p| usize::from(p.count().max(1))).sum();
+    let close = fmt.rfind("\", ").ok_or_else(|| format!("print fmt {fmt}"))?;
+    let named = fmt[close..].matches(", ").count();
+    ensure(named == elements + if is_return { 2 } else { 1 }, || {
+        format!("print fmt names {named} fields for {elements}: {fmt}")
+    })
+}
+
+/// Runs one input; returns a label for the statistics.
+fn check(rng: &mut Rng, input: &str) -> Result<&'static str, String> {
+    let Ok(Command::Add(d)) = parse(input, &CONFIGS[0]) else {
+        return Ok("(not a definition)");
+    };
+    let mut progs = Vec::with_capacity(d.nargs());
+    for a in d.args() {
+        match compile(&a, resolve) {
+            Ok(p) => progs.push(p),
+            Err(e) => {
+                ensure(e.errno() < 0, || format!("errno {}", e.errno()))?;
+                ensure(d.registration_error(e.errno()).is_some(), || "no error to log".into())?;
+                return Ok("(does not compile)");
+            }
+        }
+    }
+    let head = if d.is_return() { EXIT_HEAD } else { ENTRY_HEAD };
+    for p in &progs {
+        check_program(p, head, d.args_size())?;
+    }
+    check_print_fmt(&progs, d.is_return())?;
+    let mut label = "";
+    for _ in 0..2 {
+        label = check_hit(rng, &progs, head, d.args_size())?;
+    }
+    Ok(label)
+}
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args().skip(1);
+    let iterations: u64 =
+        argv.next().map_or(Ok(1_000_000), |a| a.replace('_', "").parse()).unwrap_or_else(|_| {
+            eprintln!("usage: event [ITERATIONS [SEED]]");
+            std::process::exit(2)
+        });
+    let seed: u64 = argv.next().and_then(|a| a.parse().ok()).unwrap_or(0x0e5e_47ab);
+    let mut rng = Rng(seed);
+    let mut corpus: Vec<String> =
+        EVENT_SEEDS.iter().chain(SEEDS.iter()).map(|s| s.to_string()).collect();
+    let base = corpus.len();
+    const CORPUS_MAX: usize = 4096;
+    let mut stats: BTreeMap<&'static str, u64> = BTreeMap::new();
+
+    panic::set_hook(Box::new(|_| {}));
+    for i in 0..iterations {
+        let mut bytes = rng.pick(&corpus).clone().into_bytes();
+        for _ in 0..rng.below(4) {
+            mutate(&mut rng, &mut bytes, &corpus);
+        }
+        bytes.truncate(2 * MAX_COMMAND_LEN);
+        let input = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        // Each input gets its own memories, from a generator the input does not disturb.
+        let mut hit_rng = Rng(rng.next());
+        match panic::catch_unwind(AssertUnwindSafe(|| check(&mut hit_rng, &input))) {
+            Ok(Ok(label)) => {
+                *stats.entry(label).or_default() += 1;
+                // Keep hits to mutate further, those that stored strings most.
+                let keep = match label {
+                    "hit: strings stored" => rng.below(2) == 0,
+                    l if l.starts_with("hit") => rng.below(8) == 0,
+                    _ => false,
+                };
+                if keep {
+                    if corpus.len() < CORPUS_MAX {
+                        corpus.push(input);
+                    } else {
+                        let slot = base + rng.below(CORPUS_MAX - base);
+                        corpus[slot] = input;
+                    }
+                }
+            }
+            Ok(Err(why)) => {
+                eprintln!(
+                    "event: input {i} (seed {seed}) breaks an invariant: {why}\ninput: {input:?}"
+                );
+                return ExitCode::FAILURE;
+            }
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned());
+                eprintln!(
+                    "event: input {i} (seed {seed}) panics: {}\ninput: {input:?}",
+                    msg.unwrap_or_default()
+                );
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    println!("event: {iterations} inputs run (seed {seed}), no panic, no invariant broken");
+    let mut by_count: Vec<_> = stats.into_iter().collect();
+    by_count.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    for (label, n) in by_count {
+        println!("  {n:>9}  {label}");
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_keep_invariants() {
+        let mut rng = Rng(7);
+        for s in EVENT_SEEDS.iter().chain(SEEDS) {
+            for _ in 0..50 {
+                check(&mut rng, s).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+            }
+        }
+    }
+
+    #[test]
+    fn short_run() {
+        let mut rng = Rng(1);
+        let corpus: Vec<String> = EVENT_SEEDS.iter().map(|s| s.to_string()).collect();
+        for _ in 0..5_000 {
+            let mut bytes = rng.pick(&corpus).clone().into_bytes();
+            mutate(&mut rng, &mut bytes, &corpus);
+            let input = String::from_utf8_lossy(&bytes).into_owned();
+            check(&mut rng, &input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
+        }
+    }
+}
