@@ -57,9 +57,10 @@
 //! - a string whose address cannot be computed (a dereference faults) gets length 0 at the
 //!   current end of the dynamic data (upstream leaves the length of *all* the room left, which
 //!   shows the next string's text, or garbage);
-//! - an array of strings that faults part-way keeps the elements read so far, and the elements
-//!   after the fault are faults (upstream forgets the room the first elements took, and leaves
-//!   the later elements' `__data_loc`s unwritten);
+//! - an array of strings whose pointers fault part-way keeps the elements read so far, which
+//!   the first pass counts, and the elements after the fault are faults (upstream counts none
+//!   of them, forgets the room the first ones took, and leaves the later elements'
+//!   `__data_loc`s unwritten);
 //! - a `symstr` is stored with its NUL and its own length, taking the room measured for it
 //!   (upstream stores the length of all the room left and moves on without the NUL, so that a
 //!   following string overwrites it);

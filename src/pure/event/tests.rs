@@ -813,3 +813,29 @@ fn output_sinks_get_bytes() {
     assert_eq!(raw.0, b" s=\"caf\xe9\" c='\xe9' y=sym");
     assert_eq!(e.render(&rec), " s=\"caf\u{fffd}\" c='\u{fffd}' y=<0xe9>");
 }
+
+#[test]
+fn symbol_arrays_and_refused_symstr_arrays() {
+    let e = event("f vfs_read y=+0($arg1):symbol[2]");
+    assert_eq!(e.field_type(0), "u64[2]");
+    assert_eq!(e.print_fmt(), r#""(%lx) y={%pS,%pS}", REC->__probe_ip, REC->y[0], REC->y[1]"#);
+    let mut env = Fake::new();
+    env.args = vec![K];
+    env.kword(K, 0xffff_ffff_8100_0010);
+    env.kword(K + 8, 0xffff_ffff_8100_0020);
+    assert_eq!(e.show(&env), " y={<0xffffffff81000010>,<0xffffffff81000020>}");
+    // Upstream refuses arrays of symstr (its array loop would not move their data_loc).
+    assert!(parse("f vfs_read y=+0($arg1):symstr[2]", &CFG).is_err());
+    assert!(parse("f vfs_read y=+u0($arg1):u8[2]", &CFG).is_err());
+}
+
+#[test]
+fn tracepoint_probes_print_as_entries() {
+    let e = event("t sched_switch p=+0($arg2):string");
+    assert!(!e.is_return);
+    assert_eq!(e.print_fmt(), r#""(%lx) p=\"%s\"", REC->__probe_ip, __get_str(p)"#);
+    // No arguments at all.
+    let e = event("f vfs_read");
+    assert_eq!(e.print_fmt(), r#""(%lx)", REC->__probe_ip"#);
+    assert_eq!(e.show(&Fake::new()), "");
+}
