@@ -47,8 +47,12 @@ for t in tests/*.sh; do
 	esac
 	# A test that failed half way must not leave anything behind for the next one: clients
 	# first (they hold ufgraph), then the kernel's own probes, then ufgraph.
-	# Our events hold ufgraph while enabled: disable and remove them first.
+	# Our events hold ufgraph while enabled (triggers enable them too): drop triggers,
+	# disable and remove the events first.
 	if [ -w "$DBG/ufgraph/dynamic_events" ]; then
+		for f in /sys/kernel/tracing/events/*/*/trigger; do
+			grep -v '^#' "$f" | while read -r l; do echo "!${l%% \[*}" >> "$f"; done
+		done
 		echo 0 > /sys/kernel/tracing/events/enable
 		echo > "$DBG/ufgraph/dynamic_events"
 	fi

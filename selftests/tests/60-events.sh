@@ -63,9 +63,16 @@ n=$(grep -c ' rd: ' $T/trace)
 [ "$n" -ge 3 ] || fail "filter: $n records: $(grep ' rd: ' $T/trace | head)"
 grep ' rd: ' $T/trace | grep -vq 'count=23$' && fail "filter let through: $(grep ' rd: ' $T/trace | grep -v 'count=23$' | head -2)"
 grep -q '^{ count:         23 } hitcount:          [3-9]$' $T/events/ufgt/rd/hist || fail "hist: $(cat $T/events/ufgt/rd/hist)"
-grep -q 'count:         29' $T/events/ufgt/rd/hist && fail "hist counted the filtered call"
+# Triggers see every hit: the event filter only decides what is recorded (as for any event).
+grep -q '^{ count:         29 } hitcount:          [1-9]$' $T/events/ufgt/rd/hist || fail "hist: $(cat $T/events/ufgt/rd/hist)"
+# A trigger keeps the event (soft) enabled: still no rmmod.
+rmmod ufgraph 2>/dev/null && fail "rmmod succeeded with a hist trigger attached"
 echo '!hist:keys=count' > $T/events/ufgt/rd/trigger
 echo 0 > $T/events/ufgt/rd/filter
+
+# The comparison of `trace`'s output with the format: the events share upstream's layout.
+grep -q 'print fmt: "(%lx <- %lx) ret=%Ld cnt=%u", REC->__probe_func, REC->__probe_ret_ip, REC->ret, REC->cnt' $T/events/ufgt/rdret/format || fail "rdret print fmt: $(grep 'print fmt' $T/events/ufgt/rdret/format)"
+grep -q 'field:__data_loc char\[\] name;	offset:16;	size:4;	signed:1;' $T/events/ufgt/open/format || fail "open format: $(cat $T/events/ufgt/open/format)"
 
 # Removal by name, then everything.
 echo '-:ufgt/rd' >> $DE || fail "remove rd"

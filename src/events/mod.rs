@@ -344,6 +344,10 @@ impl rec::Out for Render<'_> {
     fn symbol(&mut self, addr: u64) -> fmt::Result {
         self.0.symbol(addr, true)
     }
+
+    fn bytes(&mut self, bytes: &[u8]) -> fmt::Result {
+        self.0.bytes(bytes)
+    }
 }
 
 fn probe_of<'a>(fp: *mut ufgraph_fprobe) -> &'a Probe {

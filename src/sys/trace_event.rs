@@ -160,6 +160,14 @@ impl fmt::Write for SeqOut {
 }
 
 impl SeqOut {
+    /// Writes raw bytes (a string field's text, as `%s` would).
+    pub fn bytes(&mut self, b: &[u8]) -> fmt::Result {
+        // SAFETY: as in `write_str`.
+        unsafe { bindings::trace_seq_putmem(self.0, b.as_ptr().cast(), b.len() as _) };
+        // SAFETY: as above.
+        if unsafe { bindings::ufg_seq_overflowed(self.0) } { Err(fmt::Error) } else { Ok(()) }
+    }
+
     /// Writes `addr` as `%pS` ("func+0x1c/0x40 [mod]") or, without `offset`, as `%ps`.
     pub fn symbol(&mut self, addr: u64, offset: bool) -> fmt::Result {
         // SAFETY: as in `write_str`.
