@@ -439,6 +439,15 @@ void *ufg_file_private(const struct file *f)
 	return f->private_data;
 }
 
+unsigned long ufg_user_space_end(void)
+{
+#ifdef CONFIG_ARCH_HAS_NON_OVERLAPPING_ADDRESS_SPACE
+	return TASK_SIZE;
+#else
+	return 0;
+#endif
+}
+
 unsigned long ufg_stack_index_max(void)
 {
 	return THREAD_SIZE / sizeof(unsigned long);

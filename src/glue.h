@@ -122,6 +122,8 @@ bool ufg_file_truncating(const struct file *f);
 bool ufg_file_reading(const struct file *f);
 void *ufg_file_private(const struct file *f);
 unsigned long ufg_stack_index_max(void);
+/* Kernel reads below this go to user memory (ARCH_HAS_NON_OVERLAPPING_ADDRESS_SPACE). */
+unsigned long ufg_user_space_end(void);
 
 /* The architecture's return trampoline (arch/.../ufgraph_tramp*.S). */
 void ufgraph_return_trampoline(void);

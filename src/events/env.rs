@@ -38,8 +38,16 @@ fn read_user(addr: u64, buf: &mut [u8]) -> bool {
     unsafe { bindings::copy_from_user_nofault(buf.as_mut_ptr().cast(), addr as usize as *const _, buf.len()) == 0 }
 }
 
+/// Reads memory as upstream's `probe_mem_read()`: where user and kernel addresses do not
+/// overlap (x86_64, arm64), a "kernel" address below the end of user space is a user address
+/// (a `char __user *` argument dereferenced without `+u`), read as such.
 fn read(addr: u64, user: bool, buf: &mut [u8]) -> bool {
-    if user { read_user(addr, buf) } else { read_kernel(addr, buf) }
+    // SAFETY: no preconditions (TASK_SIZE of the current task).
+    if user || addr < unsafe { bindings::ufg_user_space_end() } as u64 {
+        read_user(addr, buf)
+    } else {
+        read_kernel(addr, buf)
+    }
 }
 
 /// Reads the NUL-terminated string at `addr` a page-bounded chunk at a time, giving each chunk
