@@ -8,12 +8,13 @@
 #   make host-test   cargo test of src/pure on the host only
 #   make stress   the long stress run (debug kernel): 1000 registration and module cycles
 #   make shell    boot the test VM to an interactive shell
+#   make bench    ufgraph against the kernel's own return hooks: tables in Documentation/benchmarks.md
 #   make clean    remove build/ (kernel trees, tools, images)
 
 ARCH ?= x86_64
 SHELL := /bin/bash
 
-.PHONY: all setup kernel module demo check stress host-test shell clean
+.PHONY: all setup kernel module demo check stress host-test shell bench clean
 
 all: module
 
@@ -42,6 +43,10 @@ host-test:
 
 shell: module
 	scripts/vm.sh $(ARCH) "" shell
+
+# x86_64 only: the kernel's fprobe, which it is measured against, is x86_64's in 6.12.
+bench: setup
+	scripts/bench.sh
 
 clean:
 	rm -rf build target

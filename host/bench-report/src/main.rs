@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! bench-report: the benchmark VM's output (scripts/bench.sh) as tables and plots.
+//!
+//! ```text
+//! bench-report --icount LOG --wall LOG [--text OUT] [--doc FILE.md] [--svg-dir DIR]
+//! ```
+//!
+//! The logs hold `@@bench SECTION key=value...` lines from selftests/bench.sh. The tables go to
+//! stdout (and `--text`); with `--doc`, they replace what lies between the `bench:begin` and
+//! `bench:end` markers of that Markdown file; with `--svg-dir`, `bench-cost.svg` and
+//! `bench-attach.svg` are written there. std only: the SVG is written by hand.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::process::exit;
+
+mod report;
+mod svg;
+
+/// One `@@bench` line: its section and its key=value words.
+#[derive(Debug, Clone, Default)]
+pub struct Rec {
+    pub sec: String,
+    pub kv: BTreeMap<String, String>,
+}
+
+impl Rec {
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.kv.get(k).map(|s| s.as_str())
+    }
+    pub fn num(&self, k: &str) -> Option<f64> {
+        self.get(k)?.parse().ok()
+    }
+}
+
+/// The `@@bench` lines of a log, in order. Anything else (the kernel's log) is skipped.
+pub fn parse(text: &str) -> Vec<Rec> {
+    let mut v = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.trim_end_matches('\r').strip_prefix("@@bench ") else { continue };
+        let mut words = rest.split_whitespace();
+        let Some(sec) = words.next() else { continue };
+        let mut r = Rec { sec: sec.to_string(), ..Default::default() };
+        for w in words {
+            if let Some((k, val)) = w.split_once('=') {
+                r.kv.insert(k.to_string(), val.to_string());
+            }
+        }
+        v.push(r);
+    }
+    v
+}
+
+fn usage() -> ! {
+    eprintln!("usage: bench-report --icount LOG --wall LOG [--text OUT] [--doc FILE.md] [--svg-dir DIR]");
+    exit(2)
+}
+
+/// Replaces the text between the marker lines `<!-- bench:begin -->` and `<!-- bench:end -->`.
+pub fn splice(doc: &str, body: &str) -> Option<String> {
+    const BEGIN: &str = "<!-- bench:begin -->";
+    const END: &str = "<!-- bench:end -->";
+    let b = doc.find(BEGIN)? + BEGIN.len();
+    let e = doc[b..].find(END)? + b;
+    let mut s = String::with_capacity(doc.len() + body.len());
+    s.push_str(&doc[..b]);
+    s.push('\n');
+    s.push_str(body);
+    if !body.ends_with('\n') {
+        s.push('\n');
+    }
+    s.push_str(&doc[e..]);
+    Some(s)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (mut icount, mut wall, mut text, mut doc, mut svg_dir) = (None, None, None, None, None);
+    while let Some(a) = args.next() {
+        let v = args.next().unwrap_or_else(|| usage());
+        match a.as_str() {
+            "--icount" => icount = Some(v),
+            "--wall" => wall = Some(v),
+            "--text" => text = Some(v),
+            "--doc" => doc = Some(v),
+            "--svg-dir" => svg_dir = Some(v),
+            _ => usage(),
+        }
+    }
+    let read = |p: &Option<String>| p.as_ref().map(|p| std::fs::read_to_string(p).unwrap_or_default()).unwrap_or_default();
+    let ic = parse(&read(&icount));
+    let wl = parse(&read(&wall));
+    if ic.is_empty() && wl.is_empty() {
+        eprintln!("bench-report: no @@bench lines in the logs");
+        exit(1);
+    }
+    let rep = report::Report::new(&ic, &wl);
+    let body = rep.markdown();
+    print!("{}", body);
+    if let Some(t) = text {
+        std::fs::write(&t, &body).unwrap_or_else(|e| {
+            eprintln!("bench-report: {}: {}", t, e);
+            exit(1)
+        });
+    }
+    if let Some(d) = svg_dir {
+        for (name, svg) in [("bench-cost.svg", rep.cost_svg()), ("bench-attach.svg", rep.attach_svg())] {
+            let p = format!("{}/{}", d, name);
+            std::fs::write(&p, svg).unwrap_or_else(|e| {
+                eprintln!("bench-report: {}: {}", p, e);
+                exit(1)
+            });
+        }
+    }
+    if let Some(d) = doc {
+        let old = std::fs::read_to_string(&d).unwrap_or_else(|e| {
+            eprintln!("bench-report: {}: {}", d, e);
+            exit(1)
+        });
+        let Some(new) = splice(&old, &body) else {
+            eprintln!("bench-report: {} has no <!-- bench:begin --> ... <!-- bench:end --> markers", d);
+            exit(1)
+        };
+        let mut note = String::new();
+        let _ = write!(note, "bench-report: results written to {}", d);
+        std::fs::write(&d, new).unwrap_or_else(|e| {
+            eprintln!("bench-report: {}: {}", d, e);
+            exit(1)
+        });
+        eprintln!("{}", note);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bench_lines_only() {
+        let v = parse("[ 1.0] boot\n@@bench cost name=none calls=10 median_ps=7965\r\n@@bench end pass=wall\n@@ufg done\n");
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].sec, "cost");
+        assert_eq!(v[0].get("name"), Some("none"));
+        assert_eq!(v[0].num("median_ps"), Some(7965.0));
+        assert_eq!(v[1].get("pass"), Some("wall"));
+    }
+
+    #[test]
+    fn splices_between_markers() {
+        let d = "# T\n<!-- bench:begin -->\nold\n<!-- bench:end -->\ntail\n";
+        assert_eq!(splice(d, "new").unwrap(), "# T\n<!-- bench:begin -->\nnew\n<!-- bench:end -->\ntail\n");
+        assert!(splice("no markers", "x").is_none());
+    }
+}

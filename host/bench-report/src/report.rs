@@ -1,0 +1,662 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The tables: per-call cost, the targets, mass attach, memory, concurrency.
+
+use crate::svg::{Chart, HLine, Series};
+use crate::Rec;
+use std::fmt::Write as _;
+
+/// Per-call cost rows: the hook's name in the logs, and what it is.
+const COST_ROWS: &[(&str, &str)] = &[
+    ("none", "no hook"),
+    ("ftrace_ops", "kernel: bare ftrace_ops (the reference)"),
+    ("function_graph_on0", "kernel: fgraph path (function_graph tracer, tracing_on=0)"),
+    ("function_graph_on1", "kernel: function_graph tracer, writing its ring buffer"),
+    ("kfprobe", "kernel: fprobe, entry only"),
+    ("kfprobe_exit", "kernel: fprobe entry+exit (6.12: ftrace + rethook)"),
+    ("kretprobe", "kernel: kretprobe (kprobe on ftrace + rethook)"),
+    ("ufprobe", "ufgraph: fprobe, entry only"),
+    ("ufprobe_exit", "ufgraph: fprobe entry+exit"),
+    ("ukretprobe", "ufgraph: kretprobe shim"),
+    ("ufgraph1", "ufgraph: fgraph, 1 ops on the function"),
+    ("ufgraph4", "ufgraph: fgraph, 4 ops on the function"),
+    ("ufgraph16", "ufgraph: fgraph, 16 ops on the function"),
+];
+
+const ATTACH_KINDS: &[(&str, &str)] = &[
+    ("ufprobe", "ufgraph register_fprobe_ips"),
+    ("kfprobe", "kernel register_fprobe_ips"),
+    ("kprobe", "kernel register_kprobe, one per function"),
+    ("ufprobe_exit", "ufgraph register_fprobe_ips, with exit handler"),
+    ("kfprobe_exit", "kernel register_fprobe_ips, with exit handler"),
+];
+
+pub struct Report<'a> {
+    ic: &'a [Rec],
+    wl: &'a [Rec],
+}
+
+/// Machine sizes the memory formulas need (from the VM's `sizes` line).
+#[derive(Clone, Copy)]
+pub struct Sizes {
+    pub possible: u64,
+    pub nr_cpu_ids: u64,
+    pub page: u64,
+    pub rethook: u64,
+    pub fprobe_node: u64,
+    pub kretprobe_instance: u64,
+    pub objpool_slot: u64,
+}
+
+impl Sizes {
+    fn from(r: &Rec) -> Option<Self> {
+        let g = |k: &str| r.num(k).map(|v| v as u64);
+        Some(Sizes {
+            possible: g("possible_cpus")?,
+            nr_cpu_ids: g("nr_cpu_ids")?,
+            page: g("page")?,
+            rethook: g("rethook")?,
+            fprobe_node: g("fprobe_node")?,
+            kretprobe_instance: g("kretprobe_instance")?,
+            objpool_slot: g("objpool_slot")?,
+        })
+    }
+    /// The same machine with `cpus` possible CPUs.
+    pub fn with_cpus(self, cpus: u64) -> Self {
+        Sizes { possible: cpus, nr_cpu_ids: cpus, ..self }
+    }
+}
+
+/// SLUB's kmalloc size classes (6.12, 4 KiB pages): what kmalloc(n) really takes.
+pub fn kmalloc_round(n: u64, page: u64) -> u64 {
+    for s in [8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192] {
+        if n <= s {
+            return s;
+        }
+    }
+    n.div_ceil(page).next_power_of_two() * page
+}
+
+/// lib/objpool.c (6.12) objpool_init(nr_objs, obj_size): the per-CPU slot array (kzalloc of
+/// nr_cpu_ids pointers), and for each possible CPU one vmalloc'd block (whole pages) holding
+/// the slot header, `capacity` = roundup_pow_of_two(nr_objs) entry pointers and that CPU's
+/// share of the objects (obj_size rounded up to a long).
+pub fn objpool_bytes(nr_objs: u64, obj_size: u64, s: &Sizes) -> u64 {
+    let obj = obj_size.div_ceil(8) * 8;
+    let cap = nr_objs.next_power_of_two();
+    let mut total = kmalloc_round(s.nr_cpu_ids * 8, s.page);
+    for i in 0..s.possible {
+        let nodes = nr_objs / s.possible + u64::from(i < nr_objs % s.possible);
+        let size = s.objpool_slot + cap * 8 + obj * nodes;
+        total += size.div_ceil(s.page) * s.page;
+    }
+    total
+}
+
+/// A 6.12 fprobe with an exit handler on `nfuncs` functions, entry_data_size 0
+/// (kernel/trace/fprobe.c fprobe_init_rethook): a struct rethook and a pool of
+/// nfuncs * num_possible_cpus() * 2 nodes of struct fprobe_rethook_node.
+pub fn kernel_fprobe_pool(nfuncs: u64, s: &Sizes) -> u64 {
+    kmalloc_round(s.rethook, s.page) + objpool_bytes(nfuncs * s.possible * 2, s.fprobe_node, s)
+}
+
+/// A 6.12 kretprobe, maxactive and data_size 0 (kernel/kprobes.c register_kretprobe): a
+/// struct rethook and a pool of max(10, 2 * num_possible_cpus()) kretprobe_instances.
+pub fn kernel_kretprobe_pool(s: &Sizes) -> u64 {
+    kmalloc_round(s.rethook, s.page) + objpool_bytes((2 * s.possible).max(10), s.kretprobe_instance, s)
+}
+
+/// Shadow stacks: one SHADOW_STACK_SIZE (a page) per task, for the kernel's fgraph and for
+/// ufgraph alike.
+pub fn stacks(tasks: u64) -> u64 {
+    tasks * 4096
+}
+
+pub fn human(b: f64) -> String {
+    if b >= 10.0 * 1024.0 * 1024.0 {
+        format!("{:.0} MiB", b / 1048576.0)
+    } else if b >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / 1048576.0)
+    } else if b >= 1024.0 {
+        format!("{:.0} KiB", b / 1024.0)
+    } else {
+        format!("{:.0} B", b)
+    }
+}
+
+fn f1(v: Option<f64>) -> String {
+    v.map(|v| format!("{:.1}", v)).unwrap_or_else(|| "-".into())
+}
+
+fn ratio(v: Option<f64>) -> String {
+    v.map(|v| format!("{:.2}x", v)).unwrap_or_else(|| "-".into())
+}
+
+fn ms(ns: Option<f64>) -> String {
+    ns.map(|v| format!("{:.1}", v / 1e6)).unwrap_or_else(|| "-".into())
+}
+
+impl<'a> Report<'a> {
+    pub fn new(ic: &'a [Rec], wl: &'a [Rec]) -> Self {
+        Report { ic, wl }
+    }
+
+    fn find<'b>(recs: &'b [Rec], sec: &str, name: &str) -> Option<&'b Rec> {
+        recs.iter().find(|r| r.sec == sec && r.get("name") == Some(name))
+    }
+
+    /// ns per call (median chunk) of a hook in a pass: instructions in the icount pass.
+    fn cost(recs: &[Rec], name: &str) -> Option<f64> {
+        Self::find(recs, "cost", name)?.num("median_ps").map(|p| p / 1000.0)
+    }
+
+    fn sizes(&self) -> Option<Sizes> {
+        self.ic.iter().chain(self.wl.iter()).find(|r| r.sec == "sizes").and_then(Sizes::from)
+    }
+
+    fn attach(&self, kind: &str) -> Vec<&'a Rec> {
+        self.wl.iter().filter(|r| r.sec == "attach" && r.get("kind") == Some(kind)).collect()
+    }
+
+    fn nfuncs(&self) -> Option<f64> {
+        Self::find(self.wl, "nfuncs", "all").and_then(|r| r.num("n"))
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        self.header(&mut s);
+        self.cost_table(&mut s);
+        self.targets(&mut s);
+        self.attach_tables(&mut s);
+        self.memory_tables(&mut s);
+        self.concurrency_table(&mut s);
+        self.problems(&mut s);
+        s
+    }
+
+    fn header(&self, s: &mut String) {
+        let _ = writeln!(s, "_Generated by `make bench` (host/bench-report); do not edit between the markers._\n");
+        for (pass, recs) in [("icount", self.ic), ("wall", self.wl)] {
+            match recs.iter().find(|r| r.sec == "start") {
+                Some(r) => {
+                    let _ = writeln!(
+                        s,
+                        "- {} pass: kernel {}, {} vCPUs{}",
+                        pass,
+                        r.get("kernel").unwrap_or("?"),
+                        r.get("cpus").unwrap_or("?"),
+                        if r.get("quick") == Some("1") { ", quick (smoke) settings" } else { "" }
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "- {} pass: no output", pass);
+                }
+            }
+        }
+        if let Some(r) = Self::find(self.ic, "cost", "none").or_else(|| Self::find(self.wl, "cost", "none")) {
+            let _ = writeln!(s, "- per-call cost: {} timed calls per hook (median of equal chunks, interrupts off)", r.get("calls").unwrap_or("?"));
+        }
+        if let Some(z) = self.sizes() {
+            let _ = writeln!(s, "- possible CPUs {}, page {} B", z.possible, z.page);
+        }
+        s.push('\n');
+    }
+
+    fn cost_table(&self, s: &mut String) {
+        let _ = writeln!(s, "### Per-call cost\n");
+        let _ = writeln!(s, "One noinline function in the benchmark module, called in a loop; the hook's handlers only count.");
+        let _ = writeln!(s, "Instructions are from the `-icount shift=0` pass (deterministic); wall-clock ns from the other");
+        let _ = writeln!(s, "pass, under TCG emulation. Ratios are to the bare ftrace_ops of the same pass.\n");
+        let _ = writeln!(s, "| hook | instructions/call | over no hook | x ftrace_ops | wall ns/call | x ftrace_ops (wall) | nmissed |");
+        let _ = writeln!(s, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+        let base_i = Self::cost(self.ic, "none");
+        let ref_i = Self::cost(self.ic, "ftrace_ops");
+        let ref_w = Self::cost(self.wl, "ftrace_ops");
+        for (name, label) in COST_ROWS {
+            let i = Self::cost(self.ic, name);
+            let w = Self::cost(self.wl, name);
+            if i.is_none() && w.is_none() {
+                let _ = writeln!(s, "| {} | not measured | | | | | |", label);
+                continue;
+            }
+            let missed = [self.ic, self.wl]
+                .iter()
+                .filter_map(|r| Self::find(r, "cost", name).and_then(|r| r.num("nmissed")))
+                .fold(0.0, f64::max);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                label,
+                f1(i),
+                f1(i.zip(base_i).map(|(a, b)| a - b)),
+                ratio(i.zip(ref_i).map(|(a, b)| a / b)),
+                f1(w),
+                ratio(w.zip(ref_w).map(|(a, b)| a / b)),
+                missed
+            );
+        }
+        s.push('\n');
+    }
+
+    fn targets(&self, s: &mut String) {
+        let _ = writeln!(s, "### Targets\n");
+        let c = |n| Self::cost(self.ic, n);
+        let cw = |n| Self::cost(self.wl, n);
+        let mut line = |met: Option<bool>, what: &str, detail: String| {
+            let m = match met {
+                Some(true) => "met",
+                Some(false) => "**not met**",
+                None => "not measured",
+            };
+            let _ = writeln!(s, "- {}: {} ({})", what, m, detail);
+        };
+        // 1. entry+exit against the kernel's fgraph path.
+        let (u, k, g) = (c("ufprobe_exit"), c("function_graph_on0"), c("ufgraph1"));
+        line(
+            u.zip(k).map(|(u, k)| u <= k),
+            "ufgraph entry+exit no costlier than the kernel's fgraph path",
+            format!(
+                "instructions/call: ufgraph fprobe entry+exit {}, ufgraph fgraph 1 ops {}, kernel fgraph path {}; wall: {} / {} / {} ns",
+                f1(u), f1(g), f1(k), f1(cw("ufprobe_exit")), f1(cw("ufgraph1")), f1(cw("function_graph_on0"))
+            ),
+        );
+        // 2. 1.3x cheaper than fprobe on rethook.
+        let kf = c("kfprobe_exit");
+        line(
+            u.zip(kf).map(|(u, k)| k / u >= 1.3),
+            "ufgraph entry+exit at least 1.3x cheaper than 6.12's fprobe on rethook",
+            format!(
+                "kernel fprobe entry+exit / ufgraph = {} in instructions, {} wall",
+                ratio(kf.zip(u).map(|(k, u)| k / u)),
+                ratio(cw("kfprobe_exit").zip(cw("ufprobe_exit")).map(|(k, u)| k / u))
+            ),
+        );
+        // 3. entry-only within 5% of a bare ftrace_ops.
+        let (e, b, n) = (c("ufprobe"), c("ftrace_ops"), c("none"));
+        line(
+            e.zip(b).map(|(e, b)| e / b <= 1.05),
+            "ufgraph entry-only within 5% of a bare ftrace_ops",
+            format!(
+                "ufgraph/ftrace_ops = {} per call in instructions ({} wall); hook cost over no hook: {} vs {} instructions",
+                ratio(e.zip(b).map(|(e, b)| e / b)),
+                ratio(cw("ufprobe").zip(cw("ftrace_ops")).map(|(e, b)| e / b)),
+                f1(e.zip(n).map(|(e, n)| e - n)),
+                f1(b.zip(n).map(|(b, n)| b - n))
+            ),
+        );
+        // 4. attaching everything.
+        let all = self.nfuncs();
+        let at = |kind: &str| {
+            self.attach(kind).into_iter().find(|r| r.num("n") == all && r.get("skipped").is_none()).and_then(|r| {
+                if r.get("attached") == Some("0") {
+                    None
+                } else {
+                    r.num("attach_ns")
+                }
+            })
+        };
+        for (u, k, what) in [
+            ("ufprobe", "kfprobe", "attaching all traceable functions faster than the kernel's register_fprobe (entry only)"),
+            ("ufprobe_exit", "kfprobe_exit", "the same with an exit handler"),
+        ] {
+            let (a, b) = (at(u), at(k));
+            line(
+                a.zip(b).map(|(a, b)| a < b),
+                what,
+                format!("{} functions: ufgraph {} ms, kernel {} ms (wall clock)", all.map(|v| v as u64).unwrap_or(0), ms(a), ms(b)),
+            );
+        }
+        // 5. memory flat.
+        let mems: Vec<&Rec> = self.ic.iter().filter(|r| r.sec == "mem" && r.get("name") == Some("ufgraph")).collect();
+        // Bytes per task with a shadow stack, at each P (the task count itself moves with the
+        // shell's own forks).
+        let per_task: Vec<f64> = mems.iter().filter_map(|r| Some(r.num("stats_bytes")? / r.num("stats_tasks")?)).collect();
+        let flat = if per_task.len() >= 2 { Some(per_task.iter().all(|&b| b == per_task[0])) } else { None };
+        let per_probe = mems.iter().filter_map(|r| Some((r.num("p")?, r.num("delta_kb")?))).max_by(|a, b| a.0.total_cmp(&b.0));
+        let kper = self
+            .ic
+            .iter()
+            .filter(|r| r.sec == "mem" && r.get("name") == Some("kernel"))
+            .filter_map(|r| Some((r.num("p")?, r.num("delta_kb")?)))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        line(
+            flat,
+            "return-hooking memory flat in the number of users and probes",
+            format!(
+                "ufgraph's shadow stacks stay {} per task with 1 to {} fprobes+kretprobes on top of a graph user; all of ufgraph's registration data measured {} per probe, the kernel's (pools included) {} per probe",
+                per_task.first().map(|&b| human(b)).unwrap_or("-".into()),
+                per_probe.map(|p| p.0 as u64).unwrap_or(0),
+                per_probe.map(|(p, kb)| human(kb * 1024.0 / (2.0 * p))).unwrap_or("-".into()),
+                kper.map(|(p, kb)| human(kb * 1024.0 / (2.0 * p))).unwrap_or("-".into())
+            ),
+        );
+        s.push('\n');
+    }
+
+    fn attach_tables(&self, s: &mut String) {
+        let _ = writeln!(s, "### Mass attach\n");
+        let all = self.nfuncs();
+        let _ = writeln!(
+            s,
+            "One probe attached to, then detached from, the first N of vmlinux's {} traceable functions\n\
+             (`available_filter_functions_addrs`, modules left out), wall clock in the VM (TCG). Kprobes are\n\
+             registered one by one and detached with one `unregister_kprobes()`; their registration stops\n\
+             after the time cap (\"capped\").\n",
+            all.map(|v| v as u64).unwrap_or(0)
+        );
+        let z = self.sizes();
+        let _ = writeln!(s, "| N | hook | attached | attach ms | detach ms | attach us/function | detach us/function | notes |");
+        let _ = writeln!(s, "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |");
+        let mut any = false;
+        for (kind, label) in ATTACH_KINDS {
+            for r in self.attach(kind) {
+                any = true;
+                let n = r.num("n").unwrap_or(0.0);
+                let nshow = if Some(n) == all || n == 0.0 { format!("all ({})", all.unwrap_or(n) as u64) } else { format!("{}", n as u64) };
+                if r.get("skipped").is_some() {
+                    let _ = writeln!(s, "| {} | {} | - | - | - | - | - | skipped: a smaller N already hit the cap |", nshow, label);
+                    continue;
+                }
+                let att = r.num("attached").unwrap_or(0.0);
+                let mut notes = Vec::new();
+                if r.get("capped") == Some("1") {
+                    notes.push(format!(
+                        "capped: {} of {} registered in {:.0} s",
+                        r.get("tried").unwrap_or("?"),
+                        n as u64,
+                        r.num("attach_ns").unwrap_or(0.0) / 1e9
+                    ));
+                }
+                if r.num("refused").unwrap_or(0.0) > 0.0 {
+                    notes.push(format!("{} refused (first error {})", r.get("refused").unwrap_or("?"), r.get("first_err").or(r.get("err")).unwrap_or("?")));
+                }
+                if kind.ends_with("_exit") && kind.starts_with('k') {
+                    if let Some(z) = z {
+                        notes.push(format!("rethook pool {} (computed)", human(kernel_fprobe_pool(n as u64, &z) as f64)));
+                    }
+                }
+                let per = |k: &str| r.num(k).filter(|_| att > 0.0).map(|v| format!("{:.1}", v / 1e3 / att)).unwrap_or("-".into());
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                    nshow,
+                    label,
+                    att as u64,
+                    ms(r.num("attach_ns")),
+                    ms(r.num("detach_ns")),
+                    per("attach_ns"),
+                    per("detach_ns"),
+                    notes.join("; ")
+                );
+            }
+        }
+        if !any {
+            let _ = writeln!(s, "| - | not measured | | | | | | |");
+        }
+        s.push('\n');
+    }
+
+    fn memory_tables(&self, s: &mut String) {
+        let _ = writeln!(s, "### Memory\n");
+        let z = self.sizes();
+        let _ = writeln!(
+            s,
+            "Measured in the VM (icount pass): the change of `Slab + VmallocUsed` in /proc/meminfo (KiB\n\
+             granularity, some noise from the shell itself) when a graph user starts, then when P fprobes\n\
+             with exit handlers and P kretprobes are added on top of it, all on one function.\n"
+        );
+        let _ = writeln!(s, "| | tasks | shadow stacks | measured change |");
+        let _ = writeln!(s, "| --- | ---: | ---: | ---: |");
+        for (who, label) in [("kernel", "kernel: function_graph tracer starts"), ("ufgraph", "ufgraph: first graph ops registers")] {
+            if let Some(r) = Self::find(self.ic, "memgraph", who) {
+                let tasks = r.num("stats_tasks").or(r.num("tasks")).unwrap_or(0.0);
+                let bytes = r.num("stats_bytes").map(|b| format!("{} (ufgraph stats)", human(b))).unwrap_or_else(|| {
+                    format!("{} (computed: a page per task; +1 per online CPU's idle task)", human(stacks(tasks as u64) as f64))
+                });
+                let _ = writeln!(s, "| {} | {} | {} | {} |", label, tasks as u64, bytes, human(r.num("delta_kb").unwrap_or(0.0) * 1024.0));
+            }
+        }
+        s.push('\n');
+        let _ = writeln!(s, "| P (fprobes + kretprobes) | ufgraph measured | kernel measured | kernel rethook + kretprobe pools (computed) | ufgraph shadow stacks (stats) |");
+        let _ = writeln!(s, "| ---: | ---: | ---: | ---: | ---: |");
+        for p in [1.0, 10.0, 100.0] {
+            let u = self.ic.iter().find(|r| r.sec == "mem" && r.get("name") == Some("ufgraph") && r.num("p") == Some(p));
+            let k = self.ic.iter().find(|r| r.sec == "mem" && r.get("name") == Some("kernel") && r.num("p") == Some(p));
+            if u.is_none() && k.is_none() {
+                continue;
+            }
+            let kb = |r: Option<&Rec>| r.and_then(|r| r.num("delta_kb")).map(|v| human(v * 1024.0)).unwrap_or("-".into());
+            let pools = z.map(|z| human((p as u64 * (kernel_fprobe_pool(1, &z) + kernel_kretprobe_pool(&z))) as f64)).unwrap_or("-".into());
+            let _ = writeln!(
+                s,
+                "| {} + {} | {} | {} | {} | {} |",
+                p,
+                p,
+                kb(u),
+                kb(k),
+                pools,
+                u.and_then(|r| Some(format!("{} ({} tasks)", human(r.num("stats_bytes")?), r.get("stats_tasks")?))).unwrap_or("-".into())
+            );
+        }
+        s.push('\n');
+        let Some(z) = z else { return };
+        let _ = writeln!(
+            s,
+            "Computed for T tasks and P fprobes (exit handler, one function each) plus P kretprobes, with a\n\
+             graph user active. Kernel: T x 4 KiB ret_stack (`SHADOW_STACK_SIZE`, kmalloc'd per task when\n\
+             the first fgraph user starts) + P x fprobe rethook pool ({} with {} possible CPUs: a struct\n\
+             rethook and an objpool of 1 x CPUs x 2 nodes of {} B, one vmalloc'd block of whole pages per\n\
+             possible CPU) + P x kretprobe pool ({}: max(10, 2 x CPUs) instances of {} B). ufgraph: T x 4 KiB\n\
+             shadow stacks whatever P (its probes' frames live in them); its registration data (a few\n\
+             hundred bytes per probe, measured above) is left out, as is the kernel's (ftrace_ops and filter\n\
+             hashes).\n",
+            human(kernel_fprobe_pool(1, &z) as f64),
+            z.possible,
+            z.fprobe_node,
+            human(kernel_kretprobe_pool(&z) as f64),
+            z.kretprobe_instance
+        );
+        let vm_tasks = Self::find(self.ic, "memgraph", "ufgraph").and_then(|r| r.num("stats_tasks")).unwrap_or(40.0) as u64;
+        let big = z.with_cpus(64);
+        let _ = writeln!(s, "| T | P | kernel ({} CPUs) | ufgraph | kernel / ufgraph | kernel (64 CPUs) | kernel / ufgraph (64 CPUs) |", z.possible);
+        let _ = writeln!(s, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+        for t in [vm_tasks, 1000, 10000] {
+            for p in [1u64, 10, 100, 1000] {
+                let k = stacks(t) + p * (kernel_fprobe_pool(1, &z) + kernel_kretprobe_pool(&z));
+                let k64 = stacks(t) + p * (kernel_fprobe_pool(1, &big) + kernel_kretprobe_pool(&big));
+                let u = stacks(t);
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {:.2}x | {} | {:.2}x |",
+                    t,
+                    p,
+                    human(k as f64),
+                    human(u as f64),
+                    k as f64 / u as f64,
+                    human(k64 as f64),
+                    k64 as f64 / u as f64
+                );
+            }
+        }
+        s.push('\n');
+    }
+
+    fn concurrency_table(&self, s: &mut String) {
+        let _ = writeln!(s, "### Concurrency\n");
+        let _ = writeln!(s, "One kthread per online CPU, all calling the hooked function at once (wall pass).\n");
+        let _ = writeln!(s, "| hooks | threads | calls | fprobe entries | fprobe exits | kretprobe returns | graph entries/returns | nmissed | wall ms |");
+        let _ = writeln!(s, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+        let rows: Vec<&Rec> = self.wl.iter().filter(|r| r.sec == "conc").collect();
+        if rows.is_empty() {
+            let _ = writeln!(s, "| not measured | | | | | | | | |");
+        }
+        for r in rows {
+            let g = |k: &str| r.get(k).unwrap_or("0").to_string();
+            let name = r.get("name").unwrap_or("?");
+            let label: Vec<&str> = name
+                .split('+')
+                .map(|h| match h {
+                    "ufprobe_exit" => "ufgraph fprobe entry+exit",
+                    "ukretprobe" => "ufgraph kretprobe shim",
+                    "kfprobe_exit" => "kernel fprobe entry+exit",
+                    "kretprobe" => "kernel kretprobe",
+                    "ufgraph1" => "ufgraph fgraph, 1 ops",
+                    h => h,
+                })
+                .collect();
+            let label = label.join(", ");
+            let (fe, fx) = if name.starts_with('u') { (g("ufp_entry"), g("ufp_exit")) } else { (g("kfp_entry"), g("kfp_exit")) };
+            let kr = if name.starts_with('u') { g("ukretprobe") } else { g("kretprobe") };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {}/{} | {} | {} |",
+                label,
+                g("threads"),
+                g("calls"),
+                fe,
+                fx,
+                kr,
+                g("ug_entry"),
+                g("ug_exit"),
+                g("nmissed"),
+                ms(r.num("wall_ns"))
+            );
+        }
+        s.push('\n');
+    }
+
+    fn problems(&self, s: &mut String) {
+        let mut p = Vec::new();
+        for (pass, recs) in [("icount", self.ic), ("wall", self.wl)] {
+            if !recs.iter().any(|r| r.sec == "end") {
+                p.push(format!("the {} pass did not finish: its tables are incomplete", pass));
+            }
+            for r in recs.iter().filter(|r| r.sec == "error") {
+                p.push(format!("{} pass: command failed: {}", pass, r.get("cmd").unwrap_or("?").replace('_', " ")));
+            }
+        }
+        if !p.is_empty() {
+            let _ = writeln!(s, "### Problems in this run\n");
+            for l in p {
+                let _ = writeln!(s, "- {}", l);
+            }
+            s.push('\n');
+        }
+    }
+
+    /// Instructions per call as graph users are added to one function, against the kernel's paths.
+    pub fn cost_svg(&self) -> String {
+        let c = |n| Self::cost(self.ic, n);
+        let pts: Vec<(f64, f64)> = [(1.0, "ufgraph1"), (4.0, "ufgraph4"), (16.0, "ufgraph16")]
+            .iter()
+            .filter_map(|&(x, n)| c(n).map(|y| (x, y)))
+            .collect();
+        let mut hlines = Vec::new();
+        for (n, label, color) in [
+            ("function_graph_on0", "kernel fgraph path", "#1f77b4"),
+            ("function_graph_on1", "kernel function_graph tracer", "#17becf"),
+            ("kfprobe_exit", "kernel fprobe entry+exit", "#d62728"),
+            ("kretprobe", "kernel kretprobe", "#ff7f0e"),
+            ("ufprobe_exit", "ufgraph fprobe entry+exit", "#2ca02c"),
+            ("ftrace_ops", "bare ftrace_ops", "#7f7f7f"),
+        ] {
+            if let Some(y) = c(n) {
+                hlines.push(HLine { name: format!("{} ({:.0})", label, y), color, y });
+            }
+        }
+        Chart {
+            title: "Per-call cost as graph users are added to one function".into(),
+            xlabel: "ufgraph fgraph ops on the function".into(),
+            ylabel: "guest instructions per call (QEMU -icount)".into(),
+            logx: false,
+            logy: false,
+            series: vec![Series { name: "ufgraph fgraph, N ops".into(), color: "#9467bd", dashed: false, points: pts }],
+            hlines,
+        }
+        .render()
+    }
+
+    /// Attach time against the number of functions, log-log.
+    pub fn attach_svg(&self) -> String {
+        let mut series = Vec::new();
+        for (kind, label, color, dashed) in [
+            ("ufprobe", "ufgraph fprobe", "#2ca02c", false),
+            ("kfprobe", "kernel fprobe", "#d62728", false),
+            ("kprobe", "kernel kprobes", "#ff7f0e", false),
+            ("ufprobe_exit", "ufgraph fprobe, exit", "#2ca02c", true),
+            ("kfprobe_exit", "kernel fprobe, exit", "#d62728", true),
+        ] {
+            let pts: Vec<(f64, f64)> = self
+                .attach(kind)
+                .into_iter()
+                .filter(|r| r.get("skipped").is_none())
+                .filter_map(|r| Some((r.num("attached")?, r.num("attach_ns")? / 1e6)))
+                .filter(|p| p.0 > 0.0 && p.1 > 0.0)
+                .collect();
+            if !pts.is_empty() {
+                series.push(Series { name: label.into(), color, dashed, points: pts });
+            }
+        }
+        Chart {
+            title: "Attaching one probe to N functions".into(),
+            xlabel: "functions attached (N)".into(),
+            ylabel: "attach time, ms (wall clock, TCG)".into(),
+            logx: true,
+            logy: true,
+            series,
+            hlines: Vec::new(),
+        }
+        .render()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vm2() -> Sizes {
+        Sizes { possible: 2, nr_cpu_ids: 2, page: 4096, rethook: 88, fprobe_node: 64, kretprobe_instance: 48, objpool_slot: 16 }
+    }
+
+    #[test]
+    fn kmalloc_classes() {
+        assert_eq!(kmalloc_round(88, 4096), 96);
+        assert_eq!(kmalloc_round(16, 4096), 16);
+        assert_eq!(kmalloc_round(4096, 4096), 4096);
+        assert_eq!(kmalloc_round(9000, 4096), 16384);
+    }
+
+    #[test]
+    fn small_pools_take_a_page_per_cpu() {
+        // 4 nodes of 64 B over 2 CPUs: 16 + 4*8 + 2*64 = 176 B per CPU, one page each.
+        assert_eq!(objpool_bytes(4, 64, &vm2()), 16 + 2 * 4096);
+        assert_eq!(kernel_fprobe_pool(1, &vm2()), 96 + 16 + 2 * 4096);
+        // max(10, 4) = 10 instances: capacity 16, 5 per CPU: 16 + 128 + 240 = 384 B per CPU.
+        assert_eq!(kernel_kretprobe_pool(&vm2()), 96 + 16 + 2 * 4096);
+    }
+
+    #[test]
+    fn big_pools_grow_with_functions() {
+        // 10000 functions x 2 CPUs x 2 = 40000 nodes, capacity 65536, 20000 per CPU.
+        let per_cpu = (16u64 + 65536 * 8 + 20000 * 64).div_ceil(4096) * 4096;
+        assert_eq!(kernel_fprobe_pool(10000, &vm2()), 96 + 16 + 2 * per_cpu);
+    }
+
+    #[test]
+    fn report_from_lines() {
+        let ic = crate::parse(
+            "@@bench start pass=icount quick=0 kernel=6.12 cpus=2\n\
+             @@bench sizes name=vm possible_cpus=2 nr_cpu_ids=2 page=4096 rethook=88 fprobe_node=64 kretprobe_instance=48 objpool_slot=16\n\
+             @@bench cost name=none calls=100 median_ps=10000 nmissed=0\n\
+             @@bench cost name=ftrace_ops calls=100 median_ps=50000 nmissed=0\n\
+             @@bench cost name=ufprobe calls=100 median_ps=52000 nmissed=0\n\
+             @@bench end pass=icount\n",
+        );
+        let r = Report::new(&ic, &[]);
+        let md = r.markdown();
+        assert!(md.contains("| kernel: bare ftrace_ops (the reference) | 50.0 | 40.0 | 1.00x |"));
+        assert!(md.contains("ufgraph entry-only within 5% of a bare ftrace_ops: met"));
+        assert!(md.contains("the wall pass did not finish"));
+        assert!(r.cost_svg().contains("bare ftrace_ops (50)"));
+    }
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# `make bench`: ufgraph against the kernel's own return hooks, measured in one run.
+#
+#   scripts/bench.sh [--quick] [--report-only]
+#
+# Builds the non-debug x86_64 test kernel (if needed), ufgraph.ko and the benchmark client
+# bench/ufgraph_bench.ko, then boots the VM twice (TCG, two vCPUs; KVM is never used):
+#
+#   1. with `-icount shift=0`: guest time advances one nanosecond per instruction, so the
+#      per-call figures are deterministic instruction counts (also: memory);
+#   2. without it: wall-clock per-call cost, mass attach and concurrency.
+#
+# Two vCPUs are given as two sockets: with QEMU 7.2's default topology (one socket, two
+# cores) SeaBIOS's MP table lists one CPU, and a kernel without ACPI then brings up one.
+# UFG_BENCH_PASSES (default "icount wall") runs fewer passes; --report-only reuses the logs.
+#
+# host/bench-report turns the two logs into tables in Documentation/benchmarks.md (between
+# its "bench:begin"/"bench:end" markers) and plots in Documentation/bench-*.svg, and prints
+# the tables. Logs: build/bench-x86_64/{icount,wall}.log.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+arch=x86_64
+quick=0
+report_only=0
+for a in "$@"; do
+	case "$a" in
+	--quick) quick=1 ;;
+	--report-only) report_only=1 ;;
+	*) ufg_die "usage: scripts/bench.sh [--quick] [--report-only]" ;;
+	esac
+done
+bdir=$UFG_BUILD/bench-$arch
+kdir=$(ufg_kdir "$arch" "")
+timeout_s=${UFG_BENCH_TIMEOUT:-480}
+mkdir -p "$bdir"
+
+build() {
+	"$UFG_TOP/scripts/kernel.sh" "$arch"
+	# ufgraph.ko and the client are built here, from copies (as scripts/module.sh does, in
+	# directories of their own): ufgraph from the work tree, or with UFG_BENCH_REV=REV from
+	# a git revision (to measure a commit while the work tree is being edited).
+	rm -rf "$bdir/modules" "$bdir/src" "$bdir/ufgraph"
+	mkdir -p "$bdir/modules" "$bdir/src" "$bdir/ufgraph"
+	if [ -n "${UFG_BENCH_REV:-}" ]; then
+		git -C "$UFG_TOP" archive "$UFG_BENCH_REV" Kbuild src include arch | tar -C "$bdir/ufgraph" -x
+		ufg_log "bench: ufgraph from $(git -C "$UFG_TOP" rev-parse --short "$UFG_BENCH_REV")"
+	else
+		cp -a "$UFG_TOP"/{Kbuild,src,include,arch} "$bdir/ufgraph/"
+	fi
+	# The client, like the selftest clients: against the headers and ufgraph's exports.
+	cp -a "$UFG_TOP/bench/." "$bdir/src/"
+	cp -a "$bdir/ufgraph/include" "$bdir/src/include"
+	local log=$bdir/build.log
+	if ! ufg_kmake "$arch" "" M="$bdir/ufgraph" modules >"$log" 2>&1 ||
+		! ufg_kmake "$arch" "" M="$bdir/src" KBUILD_EXTRA_SYMBOLS="$bdir/ufgraph/Module.symvers" modules >>"$log" 2>&1; then
+		cat "$log"
+		ufg_die "bench module build failed"
+	fi
+	if grep -E 'warning:|WARNING:' "$log"; then
+		[ "${UFG_WERROR:-0}" = 1 ] && ufg_die "bench module build has warnings"
+	fi
+	cp "$bdir/ufgraph/ufgraph.ko" "$bdir/src/ufgraph_bench.ko" "$bdir/modules/"
+	"$UFG_TOP/scripts/initramfs.sh" "$arch" "$bdir/initramfs.cpio.gz" "$bdir/modules"
+}
+
+# boot PASS [QEMU ARGS...]: one VM run of selftests/bench.sh; its console in PASS.log.
+boot() {
+	local pass=$1 log=$bdir/$1.log
+	shift
+	# tsc=reliable: with two sockets and no invariant-TSC flag the kernel would find the TSCs
+	# "unsynchronized" and fall back to jiffies, which do not advance with interrupts off.
+	local append="console=ttyS0 panic=-1 oops=panic tsc=reliable ufg.mode=bench ufg.bench=$pass ufg.benchq=$quick"
+	ufg_log "bench: booting the $pass pass (time limit ${timeout_s}s), log in $log"
+	local start=$SECONDS
+	set +e
+	timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 -accel tcg "$@" -cpu max \
+		-kernel "$kdir/arch/x86/boot/bzImage" -smp 2,sockets=2 -m 1024 -display none -no-reboot \
+		-monitor none -serial stdio -initrd "$bdir/initramfs.cpio.gz" -append "$append" \
+		</dev/null 2>&1 | tee "$log" | grep --line-buffered -E '^@@bench (start|end|error)|WARNING|BUG|Oops|panic'
+	local qrc=${PIPESTATUS[0]}
+	set -e
+	sed -i 's/\r$//' "$log"
+	ufg_log "bench: $pass pass took $((SECONDS - start))s"
+	[ "$qrc" = 124 ] || [ "$qrc" = 137 ] && ufg_log "bench: QEMU killed after ${timeout_s}s (the report shows what finished)"
+	grep -q "^@@bench end pass=$pass" "$log" || ufg_log "bench: the $pass pass did not finish (see $log)"
+}
+
+if [ $report_only = 0 ]; then
+	build
+	for pass in ${UFG_BENCH_PASSES:-icount wall}; do
+		case $pass in
+		icount) boot icount -icount shift=0 ;;
+		wall) boot wall ;;
+		esac
+	done
+fi
+
+out=()
+[ $quick = 0 ] && out=(--doc "$UFG_TOP/Documentation/benchmarks.md" --svg-dir "$UFG_TOP/Documentation")
+cargo run --quiet --release --manifest-path "$UFG_TOP/Cargo.toml" -p bench-report -- \
+	--icount "$bdir/icount.log" --wall "$bdir/wall.log" --text "$bdir/report.txt" "${out[@]}"

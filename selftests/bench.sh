@@ -1,0 +1,177 @@
+# The benchmark run inside the VM (ufg.mode=bench), driven by scripts/bench.sh. It loads
+# ufgraph.ko and bench/ufgraph_bench.ko and prints "@@bench SECTION key=value..." lines,
+# which host/bench-report turns into tables. ufg.bench= picks the sections:
+#   icount  (QEMU -icount shift=0: guest ns = instructions)  per-call cost, memory
+#   wall    (no -icount: wall-clock ns)                      per-call cost, mass attach, concurrency
+# ufg.benchq=1 makes everything small (a quick smoke run of the script itself).
+. /selftests/lib.sh
+T=/sys/kernel/tracing
+B=$DBG/ufgraph_bench
+pass=wall
+quick=0
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	ufg.bench=*) pass=${arg#ufg.bench=} ;;
+	ufg.benchq=*) quick=${arg#ufg.benchq=} ;;
+	esac
+done
+
+# Per-call cost: CHUNKS chunks of CALLS calls, each chunk with interrupts off.
+if [ "$quick" = 1 ]; then
+	CHUNKS=5 CALLS=200 CONC=2000 ATTACH_NS="100 1000" KPROBE_CAP=5
+else
+	CHUNKS=41 CALLS=2000 CONC=200000 ATTACH_NS="100 1000 10000 all" KPROBE_CAP=40
+fi
+
+say() { echo "@@bench $*"; }
+# Run one bench command; its result line on stdout, or an error line.
+ctl() {
+	if ! echo "$*" > $B/ctl; then
+		say "error cmd=$(echo "$*" | tr ' ' '_')"
+		return 1
+	fi
+	cat $B/ctl
+}
+# "@@bench SECTION name=NAME rest..." from a result line "SECTION rest...".
+row() {
+	name=$1
+	shift
+	set -- $*
+	sec=$1
+	shift
+	say "$sec name=$name $*"
+}
+
+# Warnings and worse only on the console: printing inside a timed chunk would be measured.
+echo 5 > /proc/sys/kernel/printk
+insmod $KO/ufgraph.ko || { say "error cmd=insmod_ufgraph"; exit 1; }
+insmod $KO/ufgraph_bench.ko || { say "error cmd=insmod_ufgraph_bench"; exit 1; }
+say "start pass=$pass quick=$quick kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo)"
+row vm "$(ctl sizes)"
+
+# Slab + VmallocUsed, in kB.
+kmem() { awk '/^Slab:/ { s = $2 } /^VmallocUsed:/ { v = $2 } END { print s + v }' /proc/meminfo; }
+ntasks() { ls -d /proc/[0-9]*/task/[0-9]* | wc -l; }
+
+kernel_graph_on() {
+	echo ufgraph_bench_target > $T/set_ftrace_filter
+	echo "$1" > $T/tracing_on
+	echo function_graph > $T/current_tracer
+}
+kernel_graph_off() {
+	echo nop > $T/current_tracer
+	echo > $T/set_ftrace_filter
+	echo 1 > $T/tracing_on
+}
+
+# ---- memory: a graph user, P fprobes (entry+exit) and P kretprobes, all on the target ----
+memory() {
+	sleep 1
+	m0=$(kmem)
+	ctl hook ufgraph1 > /dev/null
+	m1=$(kmem)
+	say "memgraph name=ufgraph tasks=$(ntasks) stats_tasks=$(stat_of tasks_with_stack) stats_bytes=$(stat_of shadow_stack_bytes) delta_kb=$((m1 - m0))"
+	for p in 1 10 100; do
+		sleep 1
+		a=$(kmem)
+		ctl mem ufprobe_exit $p > /dev/null
+		ctl mem ukretprobe $p > /dev/null
+		b=$(kmem)
+		say "mem name=ufgraph p=$p delta_kb=$((b - a)) stats_tasks=$(stat_of tasks_with_stack) stats_bytes=$(stat_of shadow_stack_bytes)"
+		ctl unmem > /dev/null
+	done
+	ctl unhook > /dev/null
+
+	sleep 1
+	m0=$(kmem)
+	kernel_graph_on 1
+	m1=$(kmem)
+	say "memgraph name=kernel tasks=$(ntasks) delta_kb=$((m1 - m0))"
+	for p in 1 10 100; do
+		sleep 1
+		a=$(kmem)
+		ctl mem kfprobe_exit $p > /dev/null
+		ctl mem kretprobe $p > /dev/null
+		b=$(kmem)
+		say "mem name=kernel p=$p delta_kb=$((b - a))"
+		ctl unmem > /dev/null
+	done
+	kernel_graph_off
+}
+
+# ---- per-call cost ----
+cost() {
+	for h in none ftrace_ops kfprobe kfprobe_exit kretprobe ufprobe ufprobe_exit ukretprobe \
+		ufgraph1 ufgraph4 ufgraph16; do
+		r=$(ctl hook $h) || continue
+		row $h "$(ctl cost $CHUNKS $CALLS)"
+		ctl unhook > /dev/null
+	done
+	# The kernel's function_graph tracer on the target: with tracing on (it writes the ring
+	# buffer), and with tracing_on=0 (the fgraph path and the tracer's callbacks, no write).
+	for on in 1 0; do
+		kernel_graph_on $on
+		row function_graph_on$on "$(ctl cost $CHUNKS $CALLS)"
+		kernel_graph_off
+	done
+}
+
+# ---- mass attach ----
+attach() {
+	# vmlinux's traceable functions (modules' have a "[mod]" column), by ftrace location.
+	grep -v '\[' $T/available_filter_functions_addrs | cut -d' ' -f1 > $B/funcs
+	row all "$(ctl nfuncs)"
+	kcapped=0
+	for n in $ATTACH_NS; do
+		[ $n = all ] && n=0
+		for kind in ufprobe kfprobe kprobe; do
+			if [ $kind = kprobe ] && [ $kcapped = 1 ]; then
+				say "attach kind=kprobe n=$n skipped=1"
+				continue
+			fi
+			r=$(ctl attach $kind $n $KPROBE_CAP) || continue
+			say "$r"
+			case "$r" in *kind=kprobe*capped=1*) kcapped=1 ;; esac
+		done
+	done
+	# With an exit handler: the kernel's fprobe allocates a rethook pool sized to the number
+	# of functions, ufgraph's rides the shadow stacks. Everything else stops hooking first.
+	for n in $ATTACH_NS; do
+		[ $n = all ] && n=0
+		for kind in ufprobe_exit kfprobe_exit; do
+			r=$(ctl attach $kind $n 0) || continue
+			say "$r"
+		done
+	done
+}
+
+# ---- concurrency: every CPU calling the hooked target at once ----
+concurrency() {
+	for set in "ufprobe_exit ukretprobe" "kfprobe_exit kretprobe" "ufgraph1"; do
+		name=$(echo $set | tr ' ' '+')
+		ctl hook $set > /dev/null || continue
+		row $name "$(ctl conc $CONC)"
+		ctl unhook > /dev/null
+	done
+}
+
+section() {
+	say "section name=$1 uptime=$(cut -d' ' -f1 /proc/uptime)"
+	$1
+}
+case "$pass" in
+icount)
+	section memory
+	section cost
+	;;
+wall)
+	section cost
+	section concurrency
+	section attach
+	;;
+esac
+say "section name=end uptime=$(cut -d' ' -f1 /proc/uptime)"
+awk 'NF == 2 { printf " %s=%s", $1, $2 } END { print "" }' $DBG/ufgraph/stats | sed 's/^/@@bench ufgraph_stats/'
+rmmod ufgraph_bench
+rmmod ufgraph
+say "end pass=$pass"
