@@ -28,6 +28,12 @@ const size_t UFG_KSYM_SYMBOL_LEN = KSYM_SYMBOL_LEN;
 const unsigned long UFG_TRACE_FUNCTION_TYPE = (unsigned long)TRACE_FUNCTION_TYPE;
 const int UFG_FILTER_OTHER = FILTER_OTHER;
 const int UFG_TRACE_EVENT_FL_FPROBE = TRACE_EVENT_FL_FPROBE;
+/* enum trace_reg has its perf members only with CONFIG_PERF_EVENTS. */
+#ifdef CONFIG_PERF_EVENTS
+const long UFG_TRACE_REG_PERF_REGISTER = TRACE_REG_PERF_REGISTER;
+#else
+const long UFG_TRACE_REG_PERF_REGISTER = -1;
+#endif
 #include <ufgraph/fgraph.h>
 #define UFGRAPH_NO_UPSTREAM_NAMES
 #include <ufgraph/fprobe.h>

@@ -259,7 +259,7 @@ unsafe extern "C" fn reg_shim<T: EventOps>(call: *mut bindings::trace_event_call
         bindings::trace_reg_TRACE_REG_UNREGISTER => ev.ops.reg(EventFile(data.cast()), false),
         // perf is not supported (yet): refusing its registration makes perf_event_open() fail
         // cleanly; its other calls are never made then.
-        bindings::trace_reg_TRACE_REG_PERF_REGISTER => Err(Error::from_errno(-95)),
+        t if t as i64 == bindings::UFG_TRACE_REG_PERF_REGISTER as i64 => Err(Error::from_errno(-95)),
         _ => Ok(()),
     };
     match r {
