@@ -491,6 +491,9 @@ impl Events {
             return Err(fail(EEXIST.to_errno()));
         }
         let ev = Event::new(def).map_err(|e| fail(e.to_errno()))?;
+        // The function, resolved before any lock: resolving reads tracefs, whose readers take
+        // event_mutex (lockdep rightly objects to the other order).
+        let ips = Self::resolve_symbol(def).map_err(|e| fail(e.to_errno()))?;
         let cmd = bytes(def.command().as_bytes()).map_err(Failure::from)?;
         let g = EventMutex::lock().map_err(Failure::from)?;
         let mut reg = self.reg.lock();
@@ -502,7 +505,7 @@ impl Events {
             let existing = entry.event.ops();
             let evp: *const Event = existing;
             entry.probes.reserve(1, GFP_KERNEL).map_err(|_| Failure::from(ENOMEM))?;
-            let probe = self.register_probe(def, evp, cmd)?;
+            let probe = self.register_probe(def, evp, cmd, ips)?;
             // Cannot fail: room was reserved.
             let _ = entry.probes.push(probe, GFP_KERNEL);
             drop(g);
@@ -511,7 +514,7 @@ impl Events {
         let print_fmt = ev.print_fmt().map_err(Failure::from)?;
         let mut call = EventCall::new(group, name, &print_fmt, ev).map_err(Failure::from)?;
         let evp: *const Event = call.ops();
-        let probe = self.register_probe(def, evp, cmd)?;
+        let probe = self.register_probe(def, evp, cmd, ips)?;
         if let Err(e) = call.as_mut().register(&g) {
             self.unregister_probe(&probe);
             return Err(fail(e.to_errno()));
@@ -568,7 +571,15 @@ impl Events {
     }
 
     #[inline(never)]
-    fn register_probe(&self, def: &ProbeDef<'_>, ev: *const Event, cmd: KVec<u8>) -> core::result::Result<Pin<KBox<Probe>>, Failure> {
+    fn resolve_symbol(def: &ProbeDef<'_>) -> Result<KVec<usize>> {
+        let sym = cvec(def.symbol().as_bytes())?;
+        // SAFETY: NUL-terminated just above, without inner NULs (a parsed symbol).
+        let name = unsafe { CStr::from_bytes_with_nul_unchecked(&sym) };
+        fprobe::Fprobes::resolve(&Target::Syms(&[name]))
+    }
+
+    #[inline(never)]
+    fn register_probe(&self, def: &ProbeDef<'_>, ev: *const Event, cmd: KVec<u8>, ips: KVec<usize>) -> core::result::Result<Pin<KBox<Probe>>, Failure> {
         let fail = |errno: i32| Failure { errno: Error::from_errno(errno), log: def.registration_error(errno) };
         let mut fp = ufgraph_fprobe::default();
         if def.is_return() {
@@ -582,14 +593,11 @@ impl Events {
         }
         let mut probe = KBox::pin(Probe { fp, event: ev, cmd }, GFP_KERNEL).map_err(|_| fail(ENOMEM.to_errno()))?;
         let core = fprobe::fprobes().ok_or_else(|| fail(ENODEV.to_errno()))?;
-        let sym = cvec(def.symbol().as_bytes()).map_err(|e| fail(e.to_errno()))?;
-        // SAFETY: NUL-terminated just above, without inner NULs (a parsed symbol).
-        let name = unsafe { CStr::from_bytes_with_nul_unchecked(&sym) };
         // SAFETY: the probe is pinned in its box, which the registry keeps until it is
         // unregistered; `fp` is its first field.
         let fpp = unsafe { core::ptr::addr_of_mut!(probe.as_mut().get_unchecked_mut().fp) };
-        // SAFETY: as above.
-        unsafe { core.register(fpp, &Target::Syms(&[name])) }.map_err(|e| fail(e.to_errno()))?;
+        // SAFETY: as above; `ips` come from `Fprobes::resolve`.
+        unsafe { core.register_resolved(fpp, ips) }.map_err(|e| fail(e.to_errno()))?;
         Ok(probe)
     }
 

@@ -462,6 +462,19 @@ impl Fprobes {
     /// `fp` must point to a probe that stays valid until [`Fprobes::unregister`] returns.
     pub unsafe fn register(&self, fp: *mut ufgraph_fprobe, t: &Target<'_>) -> Result {
         // SAFETY: the caller passes a valid probe.
+        unsafe { Self::check(fp)? };
+        let ips = Self::resolve(t)?;
+        // SAFETY: as above.
+        unsafe { self.register_resolved(fp, ips) }
+    }
+
+    /// Checks what registration checks of `fp` itself.
+    ///
+    /// # Safety
+    ///
+    /// `fp` must point to a valid probe.
+    unsafe fn check(fp: *mut ufgraph_fprobe) -> Result {
+        // SAFETY: the caller passes a valid probe.
         let (has_entry, has_exit, size) = unsafe { ((*fp).entry_handler.is_some(), (*fp).exit_handler.is_some(), (*fp).entry_data_size) };
         if !has_entry && !has_exit {
             return Err(EINVAL);
@@ -472,7 +485,22 @@ impl Fprobes {
         if !fprobe_hdr::encodable(fp as usize) {
             return Err(EINVAL);
         }
-        let ips = Self::resolve(t)?;
+        Ok(())
+    }
+
+    /// Registers `fp` on `ips`, ftrace locations from [`Fprobes::resolve`] (sorted, without
+    /// duplicates). Unlike [`Fprobes::register`] this reads no file, so callers holding locks
+    /// that tracefs readers also take (the kernel's `event_mutex`) may call it: resolve first,
+    /// without locks, then register.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Fprobes::register`].
+    pub unsafe fn register_resolved(&self, fp: *mut ufgraph_fprobe, ips: KVec<usize>) -> Result {
+        // SAFETY: the caller passes a valid probe.
+        unsafe { Self::check(fp)? };
+        // SAFETY: as above.
+        let has_exit = unsafe { (*fp).exit_handler.is_some() };
         let mut reg = self.reg.lock();
         if self.live.lookup_w(&reg.live_counts, fp as usize, fp_key).is_some() {
             return Err(EBUSY);
