@@ -15,5 +15,26 @@ echo "   (the one vfs_read without its return yet is this cat, reading the file)
 cat $DBG/ufgraph/graph
 echo "== the fgraph core (stats)"
 cat $DBG/ufgraph/stats
+T=/sys/kernel/tracing
+DE=$DBG/ufgraph/dynamic_events
+echo "== fprobe events: upstream's f: syntax, real trace events (Documentation/events.md)"
+echo 'f:demo/read vfs_read count=$arg3:u32 comm=$comm' | tee -a $DE
+echo 'f:demo/readret vfs_read%return ret=$retval:s64 count=$arg3:u32' | tee -a $DE
+echo 'f:demo/open do_sys_openat2 path=+0($arg2):ustring' | tee -a $DE
+echo "== $DE"
+cat $DE
+echo > $T/trace
+echo 1 > $T/events/demo/enable
+dd if=/proc/version of=/dev/null bs=64 count=1 2>/dev/null
+cat /proc/self/stat > /dev/null
+echo 0 > $T/events/demo/enable
+echo "== $T/trace (a dd of 64 bytes, a cat)"
+grep -E ' (read|readret|open): ' $T/trace | head -12
+echo "== $T/events/demo/readret/format"
+cat $T/events/demo/readret/format
+echo "== a bad definition is refused, with upstream's error_log entry"
+echo 'f:demo/bad vfs_read $arg10000' >> $DE 2>/dev/null || echo "refused"
+cat $DBG/ufgraph/error_log
+echo > $DE
 echo "== rmmod ufgraph"
 rmmod ufgraph && echo "unloaded"

@@ -31,8 +31,10 @@ const int UFG_TRACE_EVENT_FL_FPROBE = TRACE_EVENT_FL_FPROBE;
 /* enum trace_reg has its perf members only with CONFIG_PERF_EVENTS. */
 #ifdef CONFIG_PERF_EVENTS
 const long UFG_TRACE_REG_PERF_REGISTER = TRACE_REG_PERF_REGISTER;
+const long UFG_TRACE_REG_PERF_UNREGISTER = TRACE_REG_PERF_UNREGISTER;
 #else
 const long UFG_TRACE_REG_PERF_REGISTER = -1;
+const long UFG_TRACE_REG_PERF_UNREGISTER = -1;
 #endif
 #include <ufgraph/fgraph.h>
 #define UFGRAPH_NO_UPSTREAM_NAMES

@@ -376,6 +376,46 @@ const void *ufg_iter_ent(struct trace_iterator *iter, unsigned long *size)
 	return iter->ent;
 }
 
+#ifdef CONFIG_PERF_EVENTS
+void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs,
+		     unsigned long len, unsigned long *size, int *rctx, struct pt_regs **regs)
+{
+	struct hlist_head *head = this_cpu_ptr(call->perf_events);
+	struct pt_regs *r;
+	void *entry;
+
+	if (hlist_empty(head))
+		return NULL;
+	/* perf adds a u32 size before the record and keeps the whole u64-aligned. */
+	*size = ALIGN(len + sizeof(u32), sizeof(u64)) - sizeof(u32);
+	entry = perf_trace_buf_alloc(*size, &r, rctx);
+	if (!entry)
+		return NULL;
+	/* What perf samples: the probe's registers, as the kretprobe shim builds them. */
+	ufg_regs_from_entry(fregs, r);
+	*regs = r;
+	return entry;
+}
+
+void ufg_perf_end(struct trace_event_call *call, void *entry, unsigned long size, int rctx,
+		  struct pt_regs *regs)
+{
+	perf_trace_buf_submit(entry, size, rctx, call->event.type, 1, regs,
+			      this_cpu_ptr(call->perf_events), NULL);
+}
+#else
+void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs,
+		     unsigned long len, unsigned long *size, int *rctx, struct pt_regs **regs)
+{
+	return NULL;
+}
+
+void ufg_perf_end(struct trace_event_call *call, void *entry, unsigned long size, int rctx,
+		  struct pt_regs *regs)
+{
+}
+#endif
+
 const char *ufg_current_comm(void)
 {
 	return current->comm;

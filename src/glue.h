@@ -107,6 +107,15 @@ bool ufg_seq_overflowed(struct trace_seq *s);
 /* The record being printed: trace_iterator's seq, ent and ent_size. */
 struct trace_seq *ufg_iter_seq(struct trace_iterator *iter);
 const void *ufg_iter_ent(struct trace_iterator *iter, unsigned long *size);
+/*
+ * perf: upstream's f{entry,exit}_perf_func split in two so that Rust fills the record in
+ * between. begin returns NULL when no perf event of this CPU listens (or no buffer).
+ */
+struct trace_event_call;
+void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs,
+		     unsigned long len, unsigned long *size, int *rctx, struct pt_regs **regs);
+void ufg_perf_end(struct trace_event_call *call, void *entry, unsigned long size, int rctx,
+		  struct pt_regs *regs);
 /* current->comm, and the task's stack bounds for $stackN reads. */
 const char *ufg_current_comm(void);
 /* The first bytes of a trace event record: its common type, for sanity checks. */

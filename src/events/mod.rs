@@ -43,7 +43,7 @@ use crate::sys::ftrace::Regs;
 use crate::sys::ksym;
 use crate::sys::kvec;
 use crate::sys::sync::{synchronize_rcu, NoPreempt};
-use crate::sys::trace_event::{self, EventCall, EventFile, EventMutex, EventOps, Fields, SeqOut};
+use crate::sys::trace_event::{self, EventCall, EventFile, EventMutex, EventOps, Fields, PerfCall, SeqOut};
 use core::ffi::c_void;
 use kernel::ffi::{c_int, c_ulong};
 use core::fmt::{self, Write};
@@ -79,6 +79,8 @@ pub struct Event {
     files: AtomicPtr<FileList>,
     /// Records that could not be written (ring buffer full, or too big).
     dropped: AtomicUsize,
+    /// perf events listening (any CPU).
+    perf_users: AtomicUsize,
 }
 
 /// One probe of an event. `fp` must stay the first field: handlers get `&fp`.
@@ -86,6 +88,7 @@ pub struct Event {
 struct Probe {
     fp: ufgraph_fprobe,
     event: *const Event,
+    perf: PerfCall,
     /// The definition, as written (parsed again to show it).
     cmd: KVec<u8>,
 }
@@ -204,6 +207,7 @@ impl Event {
             name: bytes(def.event().as_bytes())?,
             files: AtomicPtr::new(core::ptr::null_mut()),
             dropped: AtomicUsize::new(0),
+            perf_users: AtomicUsize::new(0),
         })
     }
 
@@ -211,9 +215,21 @@ impl Event {
         format(|w| rec::write_print_fmt(&self.progs, self.is_return, w))
     }
 
-    /// Writes one record per enabled instance. `head` fills the head fields.
-    fn record(&self, env: &env::HitEnv<'_>, head: impl Fn(&mut [u8])) {
+    /// Writes one record per enabled instance, and one for perf if it listens. `head` fills
+    /// the head fields.
+    fn record(&self, env: &env::HitEnv<'_>, perf: PerfCall, head: impl Fn(&mut [u8])) {
         let _np = NoPreempt::new();
+        if self.perf_users.load(Relaxed) != 0 {
+            let len = self.head + self.args_size + rec::dynamic_size(&self.progs, env);
+            // SAFETY: the probe's event is registered while its probes are, and we hold
+            // preemption disabled.
+            unsafe {
+                perf.write(env.regs, len, |r| {
+                    head(r);
+                    rec::store(&self.progs, env, r, self.head, self.args_size);
+                })
+            };
+        }
         let list = self.files.load(Acquire);
         if list.is_null() {
             return;
@@ -299,6 +315,22 @@ impl EventOps for Event {
         Ok(())
     }
 
+    fn perf(&self, on: bool) -> Result {
+        let ev = events().ok_or(ENODEV)?;
+        if on {
+            // SAFETY: our own module, live; balanced when perf stops listening.
+            unsafe { bindings::__module_get(ev.module) };
+            self.perf_users.fetch_add(1, Relaxed);
+        } else {
+            self.perf_users.fetch_sub(1, Relaxed);
+            // Hits that saw a listener finish before the reference goes.
+            synchronize_rcu();
+            // SAFETY: balances the reference taken when perf started listening.
+            unsafe { bindings::module_put(ev.module) };
+        }
+        Ok(())
+    }
+
     fn define_fields(&self, fields: &mut Fields) -> Result {
         let head: &[(&[u8], usize)] = if self.is_return {
             &[(b"__probe_func\0", 8), (b"__probe_ret_ip\0", 16)]
@@ -373,7 +405,7 @@ unsafe extern "C" fn entry_handler(fp: *mut ufgraph_fprobe, ip: c_ulong, _ret_ip
         return 0;
     }
     let env = env::HitEnv { regs, data: &[], thread_size: events().map_or(0, |e| e.thread_words) };
-    ev.record(&env, |r| put_word(r, 8, ip as u64));
+    ev.record(&env, p.perf, |r| put_word(r, 8, ip as u64));
     0
 }
 
@@ -391,7 +423,7 @@ unsafe extern "C" fn exit_handler(fp: *mut ufgraph_fprobe, ip: c_ulong, ret_ip: 
         unsafe { core::slice::from_raw_parts(data.cast::<u64>(), words) }
     };
     let env = env::HitEnv { regs, data: saved, thread_size: events().map_or(0, |e| e.thread_words) };
-    ev.record(&env, |r| {
+    ev.record(&env, p.perf, |r| {
         put_word(r, 8, ip as u64);
         put_word(r, 16, ret_ip as u64);
     });
@@ -504,8 +536,9 @@ impl Events {
             self.check_append(def, entry)?;
             let existing = entry.event.ops();
             let evp: *const Event = existing;
+            let perf = entry.event.perf_call();
             entry.probes.reserve(1, GFP_KERNEL).map_err(|_| Failure::from(ENOMEM))?;
-            let probe = self.register_probe(def, evp, cmd, ips)?;
+            let probe = self.register_probe(def, evp, perf, cmd, ips)?;
             // Cannot fail: room was reserved.
             let _ = entry.probes.push(probe, GFP_KERNEL);
             drop(g);
@@ -514,7 +547,8 @@ impl Events {
         let print_fmt = ev.print_fmt().map_err(Failure::from)?;
         let mut call = EventCall::new(group, name, &print_fmt, ev).map_err(Failure::from)?;
         let evp: *const Event = call.ops();
-        let probe = self.register_probe(def, evp, cmd, ips)?;
+        let perf = call.perf_call();
+        let probe = self.register_probe(def, evp, perf, cmd, ips)?;
         if let Err(e) = call.as_mut().register(&g) {
             self.unregister_probe(&probe);
             return Err(fail(e.to_errno()));
@@ -579,7 +613,7 @@ impl Events {
     }
 
     #[inline(never)]
-    fn register_probe(&self, def: &ProbeDef<'_>, ev: *const Event, cmd: KVec<u8>, ips: KVec<usize>) -> core::result::Result<Pin<KBox<Probe>>, Failure> {
+    fn register_probe(&self, def: &ProbeDef<'_>, ev: *const Event, perf: PerfCall, cmd: KVec<u8>, ips: KVec<usize>) -> core::result::Result<Pin<KBox<Probe>>, Failure> {
         let fail = |errno: i32| Failure { errno: Error::from_errno(errno), log: def.registration_error(errno) };
         let mut fp = ufgraph_fprobe::default();
         if def.is_return() {
@@ -591,7 +625,7 @@ impl Events {
         } else {
             fp.entry_handler = Some(entry_handler);
         }
-        let mut probe = KBox::pin(Probe { fp, event: ev, cmd }, GFP_KERNEL).map_err(|_| fail(ENOMEM.to_errno()))?;
+        let mut probe = KBox::pin(Probe { fp, event: ev, perf, cmd }, GFP_KERNEL).map_err(|_| fail(ENOMEM.to_errno()))?;
         let core = fprobe::fprobes().ok_or_else(|| fail(ENODEV.to_errno()))?;
         // SAFETY: the probe is pinned in its box, which the registry keeps until it is
         // unregistered; `fp` is its first field.
@@ -647,7 +681,7 @@ impl Events {
     pub fn clear(&self) -> Result {
         let g = EventMutex::lock()?;
         let mut reg = self.reg.lock();
-        if reg.entries.iter().any(|e| !e.event.ops().files.load(Acquire).is_null()) {
+        if reg.entries.iter().any(|e| !e.event.ops().files.load(Acquire).is_null() || e.event.ops().perf_users.load(Relaxed) != 0) {
             return Err(EBUSY);
         }
         while let Some(e) = reg.entries.last_mut() {

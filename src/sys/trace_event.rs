@@ -132,6 +132,49 @@ impl EventFile {
     }
 }
 
+/// An event as perf sees it: where records for the perf events listening to it go.
+#[derive(Clone, Copy, Debug)]
+pub struct PerfCall(*mut bindings::trace_event_call);
+
+// SAFETY: a handle to a registered event, passed back to the kernel only.
+unsafe impl Send for PerfCall {}
+// SAFETY: as above.
+unsafe impl Sync for PerfCall {}
+
+impl PerfCall {
+    /// Writes one record of `len` bytes (as [`EventFile::write`]) for the perf events that
+    /// listen to this event on this CPU, if any; `regs` are the probe's registers (perf
+    /// samples them). Returns whether a record was submitted.
+    ///
+    /// # Safety
+    ///
+    /// The event must be registered, and the caller must run with preemption disabled (perf's
+    /// buffers are per CPU); unregistration of the event waits for such callers.
+    pub unsafe fn write(self, regs: &crate::sys::ftrace::Regs, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+        if len < TRACE_ENTRY_SIZE {
+            return false;
+        }
+        let (mut size, mut rctx, mut pt): (kernel::ffi::c_ulong, c_int, *mut bindings::pt_regs) = (0, 0, core::ptr::null_mut());
+        // SAFETY: the call is registered (caller's contract); the glue checks for listeners and
+        // allocates a per-CPU buffer of `size` >= `len` bytes, or returns NULL.
+        let p = unsafe { bindings::ufg_perf_begin(self.0, regs.as_ptr(), len as _, &mut size, &mut rctx, &mut pt) };
+        if p.is_null() {
+            return false;
+        }
+        let size = size as usize;
+        // SAFETY: `p` points to `size` bytes of perf's buffer, ours until submitted; zeroed
+        // past the trace_entry first.
+        let rec = unsafe {
+            core::ptr::write_bytes(p.cast::<u8>().add(TRACE_ENTRY_SIZE), 0, size - TRACE_ENTRY_SIZE);
+            core::slice::from_raw_parts_mut(p.cast::<u8>(), size)
+        };
+        fill(rec);
+        // SAFETY: the buffer from `ufg_perf_begin`, submitted once with its context.
+        unsafe { bindings::ufg_perf_end(self.0, p, size as _, rctx, pt) };
+        true
+    }
+}
+
 /// Bytes of `struct trace_entry`, the common head of every record (checked at init).
 pub const TRACE_ENTRY_SIZE: usize = 8;
 
@@ -204,6 +247,9 @@ pub trait EventOps: Send + Sync + Sized + 'static {
     /// An instance enables (`on`) or disables the event: records for it go to `file`.
     /// Called with `event_mutex` held; may sleep.
     fn reg(&self, file: EventFile, on: bool) -> Result;
+    /// A perf event starts (`on`) or stops listening to the event. Called with `event_mutex`
+    /// held; may sleep. Records then go through [`PerfCall::write`].
+    fn perf(&self, on: bool) -> Result;
     /// Defines the fields after the common ones (see [`Fields::define`]).
     fn define_fields(&self, fields: &mut Fields) -> Result;
     /// Writes the text of one record (the whole record, `trace_entry` first), without the
@@ -257,9 +303,10 @@ unsafe extern "C" fn reg_shim<T: EventOps>(call: *mut bindings::trace_event_call
     let r = match ty {
         bindings::trace_reg_TRACE_REG_REGISTER => ev.ops.reg(EventFile(data.cast()), true),
         bindings::trace_reg_TRACE_REG_UNREGISTER => ev.ops.reg(EventFile(data.cast()), false),
-        // perf is not supported (yet): refusing its registration makes perf_event_open() fail
-        // cleanly; its other calls are never made then.
-        t if t as i64 == bindings::UFG_TRACE_REG_PERF_REGISTER as i64 => Err(Error::from_errno(-95)),
+        t if t as i64 == bindings::UFG_TRACE_REG_PERF_REGISTER as i64 => ev.ops.perf(true),
+        t if t as i64 == bindings::UFG_TRACE_REG_PERF_UNREGISTER as i64 => ev.ops.perf(false),
+        // PERF_OPEN/CLOSE/ADD/DEL: perf's own bookkeeping (the per-CPU lists of listeners),
+        // nothing for us to do.
         _ => Ok(()),
     };
     match r {
@@ -342,6 +389,11 @@ impl<T: EventOps> EventCall<T> {
         e.call.flags = bindings::UFG_TRACE_EVENT_FL_FPROBE;
         e.call.data = me.cast();
         Ok(ev)
+    }
+
+    /// The event as perf sees it.
+    pub fn perf_call(&self) -> PerfCall {
+        PerfCall(core::ptr::addr_of!(self.call).cast_mut())
     }
 
     /// What the kernel calls us with.
