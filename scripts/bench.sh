@@ -8,15 +8,19 @@
 #
 #   1. with `-icount shift=0`: guest time advances one nanosecond per instruction, so the
 #      per-call figures are deterministic instruction counts (also: memory);
-#   2. without it: wall-clock per-call cost, mass attach and concurrency.
+#   2. without it: wall-clock per-call cost, and concurrency (both vCPUs on host threads);
+#   3. mass attach, with single-threaded TCG: with a host thread per vCPU, patching ftrace's
+#      call sites in 10000 functions while the other vCPU ran crashed the guest twice in our
+#      runs (an int3 left behind in a patched function; a jump to 0 in the idle loop right
+#      after a kprobe handler), in the kernel's own text patching, whoever asked for it.
 #
 # Two vCPUs are given as two sockets: with QEMU 7.2's default topology (one socket, two
 # cores) SeaBIOS's MP table lists one CPU, and a kernel without ACPI then brings up one.
-# UFG_BENCH_PASSES (default "icount wall") runs fewer passes; --report-only reuses the logs.
+# UFG_BENCH_PASSES (default "icount wall attach") runs fewer passes; --report-only reuses the logs.
 #
 # host/bench-report turns the two logs into tables in Documentation/benchmarks.md (between
 # its "bench:begin"/"bench:end" markers) and plots in Documentation/bench-*.svg, and prints
-# the tables. Logs: build/bench-x86_64/{icount,wall}.log.
+# the tables. Logs: build/bench-x86_64/{icount,wall,attach}.log.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -44,10 +48,14 @@ build() {
 	mkdir -p "$bdir/modules" "$bdir/src" "$bdir/ufgraph"
 	if [ -n "${UFG_BENCH_REV:-}" ]; then
 		git -C "$UFG_TOP" archive "$UFG_BENCH_REV" Kbuild src include arch | tar -C "$bdir/ufgraph" -x
-		ufg_log "bench: ufgraph from $(git -C "$UFG_TOP" rev-parse --short "$UFG_BENCH_REV")"
+		echo "commit $(git -C "$UFG_TOP" rev-parse --short "$UFG_BENCH_REV")" > "$bdir/source"
 	else
 		cp -a "$UFG_TOP"/{Kbuild,src,include,arch} "$bdir/ufgraph/"
+		local dirty=""
+		git -C "$UFG_TOP" diff --quiet HEAD -- Kbuild src include arch || dirty=" with uncommitted changes"
+		echo "the work tree at $(git -C "$UFG_TOP" rev-parse --short HEAD)$dirty" > "$bdir/source"
 	fi
+	ufg_log "bench: ufgraph from $(cat "$bdir/source")"
 	# The client, like the selftest clients: against the headers and ufgraph's exports.
 	cp -a "$UFG_TOP/bench/." "$bdir/src/"
 	cp -a "$bdir/ufgraph/include" "$bdir/src/include"
@@ -64,7 +72,7 @@ build() {
 	"$UFG_TOP/scripts/initramfs.sh" "$arch" "$bdir/initramfs.cpio.gz" "$bdir/modules"
 }
 
-# boot PASS [QEMU ARGS...]: one VM run of selftests/bench.sh; its console in PASS.log.
+# boot PASS QEMU-ARGS...: one VM run of selftests/bench.sh; its console in PASS.log.
 boot() {
 	local pass=$1 log=$bdir/$1.log
 	shift
@@ -74,7 +82,7 @@ boot() {
 	ufg_log "bench: booting the $pass pass (time limit ${timeout_s}s), log in $log"
 	local start=$SECONDS
 	set +e
-	timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 -accel tcg "$@" -cpu max \
+	timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 "$@" -cpu max \
 		-kernel "$kdir/arch/x86/boot/bzImage" -smp 2,sockets=2 -m 1024 -display none -no-reboot \
 		-monitor none -serial stdio -initrd "$bdir/initramfs.cpio.gz" -append "$append" \
 		</dev/null 2>&1 | tee "$log" | grep --line-buffered -E '^@@bench (start|end|error)|WARNING|BUG|Oops|panic'
@@ -88,10 +96,11 @@ boot() {
 
 if [ $report_only = 0 ]; then
 	build
-	for pass in ${UFG_BENCH_PASSES:-icount wall}; do
+	for pass in ${UFG_BENCH_PASSES:-icount wall attach}; do
 		case $pass in
-		icount) boot icount -icount shift=0 ;;
-		wall) boot wall ;;
+		icount) boot icount -accel tcg -icount shift=0 ;;
+		wall) boot wall -accel tcg ;;
+		attach) boot attach -accel tcg,thread=single ;;
 		esac
 	done
 fi
@@ -99,4 +108,4 @@ fi
 out=()
 [ $quick = 0 ] && out=(--doc "$UFG_TOP/Documentation/benchmarks.md" --svg-dir "$UFG_TOP/Documentation")
 cargo run --quiet --release --manifest-path "$UFG_TOP/Cargo.toml" -p bench-report -- \
-	--icount "$bdir/icount.log" --wall "$bdir/wall.log" --text "$bdir/report.txt" "${out[@]}"
+	--source "$(cat "$bdir/source" 2>/dev/null || echo unknown)" --icount "$bdir/icount.log" --wall "$bdir/wall.log" --attach "$bdir/attach.log" --text "$bdir/report.txt" "${out[@]}"

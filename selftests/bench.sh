@@ -2,7 +2,8 @@
 # ufgraph.ko and bench/ufgraph_bench.ko and prints "@@bench SECTION key=value..." lines,
 # which host/bench-report turns into tables. ufg.bench= picks the sections:
 #   icount  (QEMU -icount shift=0: guest ns = instructions)  per-call cost, memory
-#   wall    (no -icount: wall-clock ns)                      per-call cost, mass attach, concurrency
+#   wall    (no -icount: wall-clock ns)                      per-call cost, concurrency
+#   attach  (no -icount, single-threaded TCG)                mass attach: fprobes, then kprobes
 # ufg.benchq=1 makes everything small (a quick smoke run of the script itself).
 . /selftests/lib.sh
 T=/sys/kernel/tracing
@@ -20,7 +21,7 @@ done
 if [ "$quick" = 1 ]; then
 	CHUNKS=5 CALLS=200 CONC=2000 ATTACH_NS="100 1000" KPROBE_CAP=5
 else
-	CHUNKS=41 CALLS=2000 CONC=200000 ATTACH_NS="100 1000 10000 all" KPROBE_CAP=40
+	CHUNKS=41 CALLS=2000 CONC=200000 ATTACH_NS="100 1000 10000 all" KPROBE_CAP=30
 fi
 
 say() { echo "@@bench $*"; }
@@ -50,6 +51,8 @@ say "start pass=$pass quick=$quick kernel=$(uname -r) cpus=$(grep -c ^processor 
 row vm "$(ctl sizes)"
 
 # Slab + VmallocUsed, in kB.
+# ufgraph's shadow-stack count and bytes, from one read of its stats (tasks come and go).
+ustacks() { awk '$1 == "tasks_with_stack" { t = $2 } $1 == "shadow_stack_bytes" { b = $2 } END { print "stats_tasks=" t, "stats_bytes=" b }' $DBG/ufgraph/stats; }
 kmem() { awk '/^Slab:/ { s = $2 } /^VmallocUsed:/ { v = $2 } END { print s + v }' /proc/meminfo; }
 ntasks() { ls -d /proc/[0-9]*/task/[0-9]* | wc -l; }
 
@@ -70,14 +73,14 @@ memory() {
 	m0=$(kmem)
 	ctl hook ufgraph1 > /dev/null
 	m1=$(kmem)
-	say "memgraph name=ufgraph tasks=$(ntasks) stats_tasks=$(stat_of tasks_with_stack) stats_bytes=$(stat_of shadow_stack_bytes) delta_kb=$((m1 - m0))"
+	say "memgraph name=ufgraph tasks=$(ntasks) $(ustacks) delta_kb=$((m1 - m0))"
 	for p in 1 10 100; do
 		sleep 1
 		a=$(kmem)
 		ctl mem ufprobe_exit $p > /dev/null
 		ctl mem ukretprobe $p > /dev/null
 		b=$(kmem)
-		say "mem name=ufgraph p=$p delta_kb=$((b - a)) stats_tasks=$(stat_of tasks_with_stack) stats_bytes=$(stat_of shadow_stack_bytes)"
+		say "mem name=ufgraph p=$p delta_kb=$((b - a)) $(ustacks)"
 		ctl unmem > /dev/null
 	done
 	ctl unhook > /dev/null
@@ -117,31 +120,44 @@ cost() {
 }
 
 # ---- mass attach ----
-attach() {
-	# vmlinux's traceable functions (modules' have a "[mod]" column), by ftrace location.
+# vmlinux's traceable functions (modules' have a "[mod]" column), by ftrace location.
+load_funcs() {
+	ctl clearfuncs > /dev/null
 	grep -v '\[' $T/available_filter_functions_addrs | cut -d' ' -f1 > $B/funcs
 	row all "$(ctl nfuncs)"
-	kcapped=0
+}
+
+attach() {
+	load_funcs
 	for n in $ATTACH_NS; do
 		[ $n = all ] && n=0
-		for kind in ufprobe kfprobe kprobe; do
-			if [ $kind = kprobe ] && [ $kcapped = 1 ]; then
-				say "attach kind=kprobe n=$n skipped=1"
-				continue
-			fi
-			r=$(ctl attach $kind $n $KPROBE_CAP) || continue
-			say "$r"
-			case "$r" in *kind=kprobe*capped=1*) kcapped=1 ;; esac
+		for kind in ufprobe kfprobe; do
+			r=$(ctl attach $kind $n 0) && say "$r"
 		done
 	done
 	# With an exit handler: the kernel's fprobe allocates a rethook pool sized to the number
-	# of functions, ufgraph's rides the shadow stacks. Everything else stops hooking first.
+	# of functions, ufgraph's rides the shadow stacks.
 	for n in $ATTACH_NS; do
 		[ $n = all ] && n=0
 		for kind in ufprobe_exit kfprobe_exit; do
-			r=$(ctl attach $kind $n 0) || continue
-			say "$r"
+			r=$(ctl attach $kind $n 0) && say "$r"
 		done
+	done
+}
+
+# One kprobe per function, registered one by one for at most KPROBE_CAP seconds.
+kprobes() {
+	load_funcs
+	capped=0
+	for n in $ATTACH_NS; do
+		[ $n = all ] && n=0
+		if [ $capped = 1 ]; then
+			say "attach kind=kprobe n=$n skipped=1"
+			continue
+		fi
+		r=$(ctl attach kprobe $n $KPROBE_CAP) || continue
+		say "$r"
+		case "$r" in *capped=1*) capped=1 ;; esac
 	done
 }
 
@@ -167,7 +183,10 @@ icount)
 wall)
 	section cost
 	section concurrency
+	;;
+attach)
 	section attach
+	section kprobes
 	;;
 esac
 say "section name=end uptime=$(cut -d' ' -f1 /proc/uptime)"

@@ -3,7 +3,7 @@
 //! bench-report: the benchmark VM's output (scripts/bench.sh) as tables and plots.
 //!
 //! ```text
-//! bench-report --icount LOG --wall LOG [--text OUT] [--doc FILE.md] [--svg-dir DIR]
+//! bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--text OUT] [--doc FILE.md] [--svg-dir DIR]
 //! ```
 //!
 //! The logs hold `@@bench SECTION key=value...` lines from selftests/bench.sh. The tables go to
@@ -34,11 +34,19 @@ impl Rec {
     }
 }
 
-/// The `@@bench` lines of a log, in order. Anything else (the kernel's log) is skipped.
+/// The `@@bench` lines of a log, in order, and the kernel's reports of trouble (section
+/// `splat`, the line under `line`). Anything else in the kernel's log is skipped.
 pub fn parse(text: &str) -> Vec<Rec> {
     let mut v = Vec::new();
     for line in text.lines() {
-        let Some(rest) = line.trim_end_matches('\r').strip_prefix("@@bench ") else { continue };
+        let line = line.trim_end_matches('\r');
+        if ["BUG:", "Oops", "Kernel panic", "WARNING:", "RIP:"].iter().any(|m| line.contains(m)) && !line.starts_with("@@bench") {
+            let mut r = Rec { sec: "splat".into(), ..Default::default() };
+            r.kv.insert("line".into(), line.trim().to_string());
+            v.push(r);
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("@@bench ") else { continue };
         let mut words = rest.split_whitespace();
         let Some(sec) = words.next() else { continue };
         let mut r = Rec { sec: sec.to_string(), ..Default::default() };
@@ -53,7 +61,7 @@ pub fn parse(text: &str) -> Vec<Rec> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: bench-report --icount LOG --wall LOG [--text OUT] [--doc FILE.md] [--svg-dir DIR]");
+    eprintln!("usage: bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--text OUT] [--doc FILE.md] [--svg-dir DIR]");
     exit(2)
 }
 
@@ -76,12 +84,15 @@ pub fn splice(doc: &str, body: &str) -> Option<String> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut icount, mut wall, mut text, mut doc, mut svg_dir) = (None, None, None, None, None);
+    let (mut icount, mut wall, mut kprobe, mut text, mut doc, mut svg_dir) = (None, None, None, None, None, None);
+    let mut source = String::from("unknown");
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_else(|| usage());
         match a.as_str() {
             "--icount" => icount = Some(v),
             "--wall" => wall = Some(v),
+            "--attach" => kprobe = Some(v),
+            "--source" => source = v,
             "--text" => text = Some(v),
             "--doc" => doc = Some(v),
             "--svg-dir" => svg_dir = Some(v),
@@ -91,11 +102,13 @@ fn main() {
     let read = |p: &Option<String>| p.as_ref().map(|p| std::fs::read_to_string(p).unwrap_or_default()).unwrap_or_default();
     let ic = parse(&read(&icount));
     let wl = parse(&read(&wall));
-    if ic.is_empty() && wl.is_empty() {
+    let kp = parse(&read(&kprobe));
+    if ic.is_empty() && wl.is_empty() && kp.is_empty() {
         eprintln!("bench-report: no @@bench lines in the logs");
         exit(1);
     }
-    let rep = report::Report::new(&ic, &wl);
+    let mut rep = report::Report::new(&ic, &wl, &kp);
+    rep.source = source;
     let body = rep.markdown();
     print!("{}", body);
     if let Some(t) = text {
@@ -138,8 +151,9 @@ mod tests {
 
     #[test]
     fn parses_bench_lines_only() {
-        let v = parse("[ 1.0] boot\n@@bench cost name=none calls=10 median_ps=7965\r\n@@bench end pass=wall\n@@ufg done\n");
-        assert_eq!(v.len(), 2);
+        let v = parse("[ 1.0] boot\n@@bench cost name=none calls=10 median_ps=7965\r\n@@bench end pass=wall\n@@ufg done\n[ 2.0] Oops: 0010\n");
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[2].sec, "splat");
         assert_eq!(v[0].sec, "cost");
         assert_eq!(v[0].get("name"), Some("none"));
         assert_eq!(v[0].num("median_ps"), Some(7965.0));
