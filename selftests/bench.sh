@@ -67,6 +67,26 @@ kernel_graph_off() {
 	echo 1 > $T/tracing_on
 }
 
+# The function_graph tracer in N tracefs instances (6.12's fgraph takes up to 16 users), each
+# filtered to the target, with tracing off: N kernel fgraph users on one function.
+kernel_graph_users() {
+	i=0
+	while [ $i -lt $1 ]; do
+		d=$T/instances/ufgb$i
+		mkdir $d && echo 1 > $d/buffer_size_kb && echo ufgraph_bench_target > $d/set_ftrace_filter &&
+			echo 0 > $d/tracing_on && echo function_graph > $d/current_tracer || return 1
+		i=$((i + 1))
+	done
+}
+kernel_graph_users_off() {
+	for d in $T/instances/ufgb*; do
+		[ -d $d ] || continue
+		echo nop > $d/current_tracer
+		echo > $d/set_ftrace_filter
+		rmdir $d
+	done
+}
+
 # ---- memory: a graph user, P fprobes (entry+exit) and P kretprobes, all on the target ----
 memory() {
 	sleep 1
@@ -116,6 +136,14 @@ cost() {
 		kernel_graph_on $on
 		row function_graph_on$on "$(ctl cost $CHUNKS $CALLS)"
 		kernel_graph_off
+	done
+	for n in 1 4 16; do
+		if kernel_graph_users $n; then
+			row kgraph$n "$(ctl cost $CHUNKS $CALLS)"
+		else
+			say "error cmd=function_graph_in_${n}_instances"
+		fi
+		kernel_graph_users_off
 	done
 }
 

@@ -12,6 +12,9 @@ const COST_ROWS: &[(&str, &str)] = &[
     ("ftrace_ops", "kernel: bare ftrace_ops (the reference)"),
     ("function_graph_on0", "kernel: fgraph path (function_graph tracer, tracing_on=0)"),
     ("function_graph_on1", "kernel: function_graph tracer, writing its ring buffer"),
+    ("kgraph1", "kernel: fgraph, 1 user (function_graph in a tracefs instance, tracing_on=0)"),
+    ("kgraph4", "kernel: fgraph, 4 users (4 instances)"),
+    ("kgraph16", "kernel: fgraph, 16 users (16 instances)"),
     ("kfprobe", "kernel: fprobe, entry only"),
     ("kfprobe_exit", "kernel: fprobe entry+exit (6.12: ftrace + rethook)"),
     ("kretprobe", "kernel: kretprobe (kprobe on ftrace + rethook)"),
@@ -260,8 +263,8 @@ impl<'a> Report<'a> {
             u.zip(k).map(|(u, k)| u <= k),
             "ufgraph entry+exit no costlier than the kernel's fgraph path",
             format!(
-                "instructions/call: ufgraph fprobe entry+exit {}, ufgraph fgraph 1 ops {}, kernel fgraph path {}; wall: {} / {} / {} ns",
-                f1(u), f1(g), f1(k), f1(cw("ufprobe_exit")), f1(cw("ufgraph1")), f1(cw("function_graph_on0"))
+                "instructions/call: ufgraph fprobe entry+exit {}, ufgraph fgraph 1 ops {}, kernel fgraph path {}; wall: {} / {} / {} ns. With 16 users on the function: ufgraph {}, kernel {} instructions",
+                f1(u), f1(g), f1(k), f1(cw("ufprobe_exit")), f1(cw("ufgraph1")), f1(cw("function_graph_on0")), f1(c("ufgraph16")), f1(c("kgraph16"))
             ),
         );
         // 2. 1.3x cheaper than fprobe on rethook.
@@ -558,11 +561,20 @@ impl<'a> Report<'a> {
 
     /// Instructions per call as graph users are added to one function, against the kernel's paths.
     pub fn cost_svg(&self) -> String {
-        let c = |n| Self::cost(self.ic, n);
-        let pts: Vec<(f64, f64)> = [(1.0, "ufgraph1"), (4.0, "ufgraph4"), (16.0, "ufgraph16")]
-            .iter()
-            .filter_map(|&(x, n)| c(n).map(|y| (x, y)))
-            .collect();
+        let c = |n: &str| Self::cost(self.ic, n);
+        let pts = |names: [&'static str; 3]| -> Vec<(f64, f64)> {
+            [1.0, 4.0, 16.0].iter().zip(names).filter_map(|(&x, n)| c(n).map(|y| (x, y))).collect()
+        };
+        let mut series = vec![Series {
+            name: "ufgraph fgraph, N ops".into(),
+            color: "#9467bd",
+            dashed: false,
+            points: pts(["ufgraph1", "ufgraph4", "ufgraph16"]),
+        }];
+        let k = pts(["kgraph1", "kgraph4", "kgraph16"]);
+        if !k.is_empty() {
+            series.push(Series { name: "kernel fgraph, N users".into(), color: "#1f77b4", dashed: false, points: k });
+        }
         let mut hlines = Vec::new();
         for (n, label, color) in [
             ("function_graph_on0", "kernel fgraph path", "#1f77b4"),
@@ -578,11 +590,11 @@ impl<'a> Report<'a> {
         }
         Chart {
             title: "Per-call cost as graph users are added to one function".into(),
-            xlabel: "ufgraph fgraph ops on the function".into(),
+            xlabel: "graph users (ops) on the function".into(),
             ylabel: "guest instructions per call (QEMU -icount)".into(),
             logx: false,
             logy: false,
-            series: vec![Series { name: "ufgraph fgraph, N ops".into(), color: "#9467bd", dashed: false, points: pts }],
+            series,
             hlines,
         }
         .render()
