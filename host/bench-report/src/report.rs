@@ -119,7 +119,9 @@ pub fn stacks(tasks: u64) -> u64 {
 }
 
 pub fn human(b: f64) -> String {
-    if b >= 10.0 * 1024.0 * 1024.0 {
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.1} GiB", b / 1073741824.0)
+    } else if b >= 10.0 * 1024.0 * 1024.0 {
         format!("{:.0} MiB", b / 1048576.0)
     } else if b >= 1024.0 * 1024.0 {
         format!("{:.1} MiB", b / 1048576.0)
@@ -379,7 +381,11 @@ impl<'a> Report<'a> {
                 }
                 if kind.ends_with("_exit") && kind.starts_with('k') {
                     if let Some(z) = z {
-                        notes.push(format!("rethook pool {} (computed)", human(kernel_fprobe_pool(n as u64, &z) as f64)));
+                        notes.push(format!(
+                            "rethook pool {} (computed; {} with 64 CPUs)",
+                            human(kernel_fprobe_pool(n as u64, &z) as f64),
+                            human(kernel_fprobe_pool(n as u64, &z.with_cpus(64)) as f64)
+                        ));
                     }
                 }
                 let per = |k: &str| r.num(k).filter(|_| att > 0.0).map(|v| format!("{:.1}", v / 1e3 / att)).unwrap_or("-".into());
@@ -417,8 +423,9 @@ impl<'a> Report<'a> {
         for (who, label) in [("kernel", "kernel: function_graph tracer starts"), ("ufgraph", "ufgraph: first graph ops registers")] {
             if let Some(r) = Self::find(self.ic, "memgraph", who) {
                 let tasks = r.num("stats_tasks").or(r.num("tasks")).unwrap_or(0.0);
-                let bytes = r.num("stats_bytes").map(|b| format!("{} (ufgraph stats)", human(b))).unwrap_or_else(|| {
-                    format!("{} (computed: a page per task; +1 per online CPU's idle task)", human(stacks(tasks as u64) as f64))
+                let online = self.ic.iter().find(|r| r.sec == "sizes").and_then(|r| r.num("online_cpus")).unwrap_or(0.0);
+                let bytes = r.num("stats_bytes").map(|b| format!("{} (ufgraph stats; idle tasks included)", human(b))).unwrap_or_else(|| {
+                    format!("{} (computed: a page per task and per online CPU's idle task)", human(stacks((tasks + online) as u64) as f64))
                 });
                 let _ = writeln!(s, "| {} | {} | {} | {} |", label, tasks as u64, bytes, human(r.num("delta_kb").unwrap_or(0.0) * 1024.0));
             }
@@ -606,7 +613,7 @@ impl<'a> Report<'a> {
         for (kind, label, color, dashed) in [
             ("ufprobe", "ufgraph fprobe", "#2ca02c", false),
             ("kfprobe", "kernel fprobe", "#d62728", false),
-            ("kprobe", "kernel kprobes", "#ff7f0e", false),
+            ("kprobe", "kernel kprobes (last point: capped)", "#ff7f0e", false),
             ("ufprobe_exit", "ufgraph fprobe, exit", "#2ca02c", true),
             ("kfprobe_exit", "kernel fprobe, exit", "#d62728", true),
         ] {

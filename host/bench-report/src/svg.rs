@@ -28,10 +28,10 @@ pub struct Chart {
     pub hlines: Vec<HLine>,
 }
 
-const W: f64 = 760.0;
+const W: f64 = 820.0;
 const H: f64 = 440.0;
 const L: f64 = 80.0; // plot area margins
-const R: f64 = 250.0;
+const R: f64 = 310.0;
 const T: f64 = 40.0;
 const B: f64 = 60.0;
 
