@@ -61,6 +61,7 @@ for t in tests/*.sh; do
 	done
 	if [ -d /sys/kernel/tracing/events ]; then
 		echo nop > /sys/kernel/tracing/current_tracer
+		echo 1 > /sys/kernel/tracing/tracing_on
 		echo > /sys/kernel/tracing/dynamic_events
 	fi
 done

@@ -175,6 +175,11 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
         writeln!(m, "fprobes {}", probes)?;
         writeln!(m, "fprobe_functions {}", ips)?;
     }
+    if let Some((events, probes, dropped)) = events::counts() {
+        writeln!(m, "events {}", events)?;
+        writeln!(m, "event_probes {}", probes)?;
+        writeln!(m, "event_records_refused {}", dropped)?;
+    }
     writeln!(m, "live_frames {}", t.live.sum())?;
     writeln!(m, "tasks_with_stack {}", t.count())?;
     writeln!(m, "shadow_stack_bytes {}", t.count() * core::mem::size_of::<fgraph::tasks::TaskStack>())?;

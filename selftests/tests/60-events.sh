@@ -95,6 +95,7 @@ echo 'p:kprobes/z vfs_read' >> $DE 2>/dev/null && fail "accepted a kprobe defini
 [ -s $DE ] && fail "left behind: $(cat $DE)"
 [ -d $T/events/ufgt ] && fail "events/ufgt left behind"
 [ "$(stat_of fprobes)" = 0 ] || fail "probes left: $(cat $DBG/ufgraph/stats)"
+[ "$(stat_of events)" = 0 ] && [ "$(stat_of event_probes)" = 0 ] || fail "events left: $(cat $DBG/ufgraph/stats)"
 
 # Disabled events go with the module.
 echo 'f:ufgt/last vfs_write' > $DE || fail "define last"

@@ -6,6 +6,7 @@
 T=/sys/kernel/tracing
 DE=$DBG/ufgraph/dynamic_events
 load
+echo 1 > $T/tracing_on
 mkdir $T/instances/ufgi || fail "cannot make an instance"
 p1=$(busy_io)
 p2=$(busy_io)
@@ -47,6 +48,7 @@ grep -q ' rd: (vfs_write+0x[0-9a-f]*/0x[0-9a-f]*) count=2 comm="sh"$' $T/instanc
 grep -q ' ret: (' $T/instances/ufgi/trace && fail "ret recorded in an instance that never enabled it"
 echo > $DE || fail "clear"
 [ "$(stat_of fprobes)" = 0 ] || fail "probes left: $(cat $DBG/ufgraph/stats)"
+[ "$(stat_of events)" = 0 ] || fail "events left: $(cat $DBG/ufgraph/stats)"
 rmdir $T/instances/ufgi || fail "cannot remove the instance"
 unload
 exit 0

@@ -77,7 +77,7 @@ pub struct Event {
     name: KVec<u8>,
     /// The instances that enabled the event (null: none). RCU: read with preemption off.
     files: AtomicPtr<FileList>,
-    /// Records that could not be written (ring buffer full, or too big).
+    /// Records a ring buffer refused (full, too big, or tracing off in that instance).
     dropped: AtomicUsize,
     /// perf events listening (any CPU).
     perf_users: AtomicUsize,
@@ -764,6 +764,11 @@ ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
   error_log\t\t- error log for failed commands (that support it)
   events/<group>/<event>/\t- (tracefs) enable, filter, format, trigger, hist, id
 ";
+
+/// Events, probes, and records ring buffers refused, for the `stats` file.
+pub fn counts() -> Option<(usize, usize, usize)> {
+    events().map(|e| e.counts())
+}
 
 /// The control files (debugfs, see `ufgraph_main.rs`): thin wrappers that find the events.
 pub mod files {

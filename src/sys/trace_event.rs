@@ -98,7 +98,8 @@ impl EventFile {
     /// this file's ring buffer, unless the event is soft-disabled or filtered by pid, or the
     /// buffer is full. `fill` gets the record, zeroed past the `trace_entry` (which the
     /// kernel fills), and must leave the first [`TRACE_ENTRY_SIZE`] bytes alone. Triggers
-    /// and the event filter run as for any event. Returns whether a record was committed.
+    /// and the event filter run as for any event. Returns false when the ring buffer refused
+    /// the record (full, or tracing off in this instance).
     ///
     /// # Safety
     ///
@@ -111,7 +112,8 @@ impl EventFile {
         }
         // SAFETY: `self.0` is live (the caller's contract).
         if unsafe { bindings::ufg_event_soft_disabled(self.0) } {
-            return false;
+            // Nothing to write (triggers ran, or the event is soft-disabled): not a loss.
+            return true;
         }
         let mut fb = core::mem::MaybeUninit::<bindings::trace_event_buffer>::zeroed();
         // SAFETY: `fb` is ours; the file is live; the kernel reserves `len` bytes or fails.
