@@ -11,12 +11,13 @@
  *   cost CHUNKS CALLS   call the target CHUNKS x CALLS times, each chunk with interrupts
  *                       off, timed with ktime_get_ns(): median and min ps per call
  *   funcs (file)        write function addresses, one hex number per line (appends)
- *   clearfuncs          forget them
+ *   clearfuncs, nfuncs  forget them; count them
  *   attach KIND N CAP   attach one probe (ufprobe, kfprobe, ufprobe_exit, kfprobe_exit) or
  *                       one kprobe per function (kprobe) to the first N functions, then
  *                       detach; kprobes stop after CAP seconds ("capped")
- *   mem KIND P          register P probes (kfprobe_exit, kretprobe, ufprobe_exit,
- *                       ukretprobe) on the target and report the sizes the kernel allocates
+ *   mem KIND P          register P probes of KIND (kfprobe_exit, kretprobe, ufprobe_exit,
+ *                       ukretprobe) on the target, and keep them (kinds add up)
+ *   unmem               unregister what "mem" registered
  *   conc CALLS          one kthread per online CPU, each calling the target CALLS times,
  *                       all at once; reports calls, hits and nmissed
  *   sizes               the structure sizes the memory figures are computed from
