@@ -35,15 +35,18 @@ initrd=$UFG_BUILD/initramfs-$tag.cpio.gz
 append="panic=-1 oops=panic ufg.mode=$mode${filter:+ ufg.filter=$filter}${UFG_VM_APPEND:+ $UFG_VM_APPEND}"
 case "$arch" in
 x86_64)
-	qemu=(qemu-system-x86_64 -accel tcg -cpu max -kernel "$kdir/arch/x86/boot/bzImage")
-	append="console=ttyS0 $append"
+	# Two sockets: with QEMU's default one-socket topology SeaBIOS's MP table lists one CPU
+	# and the ACPI-less test kernel brings up only that one. tsc=reliable: two sockets' TSCs
+	# look unsynchronised to the kernel, which would fall back to jiffies.
+	qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp 2,sockets=2 -kernel "$kdir/arch/x86/boot/bzImage")
+	append="console=ttyS0 tsc=reliable $append"
 	;;
 arm64)
-	qemu=(qemu-system-aarch64 -accel tcg -M virt -cpu max -kernel "$kdir/arch/arm64/boot/Image")
+	qemu=(qemu-system-aarch64 -accel tcg -M virt -cpu max -smp 2 -kernel "$kdir/arch/arm64/boot/Image")
 	append="console=ttyAMA0 $append"
 	;;
 esac
-qemu+=(-smp 2 -m 1024 -display none -no-reboot -monitor none -serial stdio
+qemu+=(-m 1024 -display none -no-reboot -monitor none -serial stdio
 	-initrd "$initrd" -append "$append")
 
 ufg_log "booting $tag ($mode), time limit ${timeout_s}s, log in $log"
