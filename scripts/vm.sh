@@ -38,7 +38,12 @@ x86_64)
 	# Two sockets: with QEMU's default one-socket topology SeaBIOS's MP table lists one CPU
 	# and the ACPI-less test kernel brings up only that one. tsc=reliable: two sockets' TSCs
 	# look unsynchronised to the kernel, which would fall back to jiffies.
-	qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp 2,sockets=2 -kernel "$kdir/arch/x86/boot/bzImage")
+	# Single-threaded TCG (the two vCPUs take turns on one host thread): with a host thread
+	# per vCPU, QEMU 7.2 lets a vCPU run a stale int3 after the kernel's text_poke_bp() has
+	# finished patching an ftrace site ("Oops: int3" in the idle loop while function_graph
+	# was being enabled, with ufgraph not even loaded). SMP semantics stay (IPIs, per-CPU
+	# data, migration, interleaving at any instruction-block boundary).
+	qemu=(qemu-system-x86_64 -accel tcg,thread=single -cpu max -smp 2,sockets=2 -kernel "$kdir/arch/x86/boot/bzImage")
 	append="console=ttyS0 tsc=reliable $append"
 	;;
 arm64)
