@@ -185,6 +185,7 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
     writeln!(m, "shadow_stack_bytes {}", t.count() * core::mem::size_of::<fgraph::tasks::TaskStack>())?;
     writeln!(m, "returns {}", g.stats.returns.load(Relaxed))?;
     writeln!(m, "skipped_frames {}", g.stats.skipped_frames.load(Relaxed))?;
+    writeln!(m, "reserve_failed {}", g.stats.reserve_failed.load(Relaxed))?;
     writeln!(m, "fork_no_stack {}", t.stats.fork_failed.load(Relaxed))?;
     writeln!(m, "dead_frames {}", t.stats.dead_frames.load(Relaxed))?;
     writeln!(m, "table_rebuilds {}", t.stats.rebuilds.load(Relaxed))?;

@@ -15,7 +15,10 @@
 static char *func = "version_proc_show";
 module_param(func, charp, 0444);
 
-static atomic_t entries, returns, data_ok, data_bad, clock_back;
+static atomic_t entries, returns, data_ok, data_bad, clock_back, reserve_null;
+static bool bad_d;
+static int bad_size, bad_depth;
+static unsigned long bad_func, bad_magic, bad_trace_func;
 
 struct client_data {
 	unsigned long func;
@@ -33,6 +36,8 @@ static int client_entry(struct ufgraph_ent *trace, struct ufgraph_ops *gops,
 	if (d) {
 		d->func = trace->func;
 		d->magic = 0x5eedf00d;
+	} else {
+		atomic_inc(&reserve_null);
 	}
 	var = ufgraph_get_task_var(gops);
 	if (var)
@@ -48,10 +53,17 @@ static void client_return(struct ufgraph_ret *trace, struct ufgraph_ops *gops,
 
 	atomic_inc(&returns);
 	d = ufgraph_retrieve_data(gops->idx, &size);
-	if (d && size == sizeof(*d) && d->func == trace->func && d->magic == 0x5eedf00d)
+	if (d && size == sizeof(*d) && d->func == trace->func && d->magic == 0x5eedf00d) {
 		atomic_inc(&data_ok);
-	else
-		atomic_inc(&data_bad);
+	} else if (atomic_inc_return(&data_bad) == 1) {
+		/* The first bad one, in detail, printed at exit: which check failed. */
+		bad_d = d != NULL;
+		bad_size = size;
+		bad_func = d ? d->func : 0;
+		bad_magic = d ? d->magic : 0;
+		bad_trace_func = trace->func;
+		bad_depth = trace->depth;
+	}
 	/* trace_clock_local() is per CPU: a task that migrated may see it go backwards. */
 	if (trace->rettime < trace->calltime)
 		atomic_inc(&clock_back);
@@ -82,6 +94,10 @@ static void __exit client_exit(void)
 {
 	ufgraph_unregister(&client_ops);
 	ftrace_free_filter(&client_ops.ops);
+	if (atomic_read(&data_bad))
+		pr_info("ufgraph_client: first bad data: d=%s size=%d func=%pS/%pS magic=%lx depth=%d reserve_null=%d\n",
+			bad_d ? "yes" : "NULL", bad_size, (void *)bad_func, (void *)bad_trace_func,
+			bad_magic, bad_depth, atomic_read(&reserve_null));
 	pr_info("ufgraph_client: entries=%d returns=%d data_ok=%d data_bad=%d clock_back=%d\n",
 		atomic_read(&entries), atomic_read(&returns), atomic_read(&data_ok),
 		atomic_read(&data_bad), atomic_read(&clock_back));

@@ -74,8 +74,9 @@ echo 0 > $T/events/ufgt/rd/filter
 grep -q 'print fmt: "(%lx <- %lx) ret=%Ld cnt=%u", REC->__probe_func, REC->__probe_ret_ip, REC->ret, REC->cnt' $T/events/ufgt/rdret/format || fail "rdret print fmt: $(grep 'print fmt' $T/events/ufgt/rdret/format)"
 grep -q 'field:__data_loc char\[\] name;	offset:16;	size:4;	signed:1;' $T/events/ufgt/open/format || fail "open format: $(cat $T/events/ufgt/open/format)"
 
-# Removal by name, then everything.
-echo '-:ufgt/rd' >> $DE || fail "remove rd"
+# Removal by name, then everything. A removal naming the symbol and arguments must match them.
+echo '-:ufgt/rd vfs_read count=$arg2:u32' >> $DE 2>/dev/null && fail "removed rd with other arguments"
+echo '-:ufgt/rd vfs_read count=$arg3:u32' >> $DE || fail "remove rd"
 [ -d $T/events/ufgt/rd ] && fail "events/ufgt/rd still there"
 grep -q 'ufgt/rd ' $DE && fail "rd still listed"
 echo > $DE || fail "clear"
@@ -92,6 +93,10 @@ echo 'f:ufgt/x ufg_no_such_function' >> $DE 2>/dev/null && fail "accepted an unk
 grep -q 'error: Invalid probed address or symbol' $EL || fail "error_log: $(cat $EL)"
 echo 'f:ufgt/y vfs_read a=@ufg_no_such_symbol' >> $DE 2>/dev/null && fail "accepted an unknown @symbol"
 echo 'p:kprobes/z vfs_read' >> $DE 2>/dev/null && fail "accepted a kprobe definition"
+# An exit probe that would save more entry arguments than the entry data holds (15 words).
+many=$(i=1; while [ $i -le 16 ]; do printf ' a%d=$arg%d' $i $i; i=$((i+1)); done)
+echo "f:ufgt/many vfs_read%return$many" >> $DE 2>/dev/null && fail "accepted 16 entry args at return"
+grep -q 'error: Failed to register probe event' $EL || fail "error_log: $(tail -3 $EL)"
 [ -s $DE ] && fail "left behind: $(cat $DE)"
 [ -d $T/events/ufgt ] && fail "events/ufgt left behind"
 [ "$(stat_of fprobes)" = 0 ] || fail "probes left: $(cat $DBG/ufgraph/stats)"

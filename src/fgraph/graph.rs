@@ -68,11 +68,25 @@ pub struct Entry<'a> {
     idx: usize,
 }
 
+/// Counts a refused data reservation that was not the caller's mistake (see `Stats`).
+fn reserve_failed(bytes: usize) {
+    if bytes == 0 || bytes > crate::pure::shadow::MAX_DATA_BYTES {
+        return;
+    }
+    // SAFETY: callbacks run only while the graph core exists.
+    if let Some(g) = unsafe { graph() } {
+        g.stats.reserve_failed.fetch_add(1, Relaxed);
+    }
+}
+
 impl<'a> Entry<'a> {
     /// Reserves `bytes` (1..=256) on the shadow stack for this ops' return callback, once per
     /// entry. `None` if out of range, already reserved, or the stack is full.
     pub fn reserve(&mut self, bytes: usize) -> Option<&'a mut [usize]> {
-        let d = self.stack.reserve_data(self.idx, bytes)?;
+        let Some(d) = self.stack.reserve_data(self.idx, bytes) else {
+            reserve_failed(bytes);
+            return None;
+        };
         // SAFETY: the words were just reserved for this ops on the current task's stack; nothing
         // else touches them until the frame pops (interrupts push above them).
         Some(unsafe { core::slice::from_raw_parts_mut(self.stack.word_ptr(d.start), d.words) })
@@ -238,6 +252,9 @@ pub struct GraphStats {
     pub returns: AtomicU64,
     /// Returns that did not find their frame on top and had to skip frames above it.
     pub skipped_frames: AtomicU64,
+    /// Data reservations refused because the shadow stack was full: the ops' return callback
+    /// then finds no data (`ufgraph_retrieve_data()` returns NULL).
+    pub reserve_failed: AtomicU64,
 }
 
 /// The graph core: one per module instance.
@@ -435,7 +452,10 @@ impl Graph {
     pub fn reserve_data(&self, idx: usize, bytes: usize) -> Option<*mut usize> {
         let np = NoPreempt::new();
         let stack = self.tasks.current(&np)?;
-        let d = stack.reserve_data(idx, bytes)?;
+        let Some(d) = stack.reserve_data(idx, bytes) else {
+            reserve_failed(bytes);
+            return None;
+        };
         Some(stack.word_ptr(d.start))
     }
 
