@@ -300,25 +300,31 @@ struct file *ufg_file_open(const char *path)
 	return filp_open(path, O_RDONLY, 0);
 }
 
-long ufg_file_read(struct file *f, void *buf, unsigned long len, long long *pos)
+/* seq_read_iter() into a kernel buffer: what seq_read() does for a user one. */
+static long seq_read_kernel(struct file *f, void *buf, unsigned long len, long long *pos)
 {
-	/*
-	 * tracefs lists are seq_files with only ->read (seq_read), which kernel_read()
-	 * refuses; seq_read_iter() on a kernel buffer is what it would have done.
-	 */
 	struct kvec kv = { .iov_base = buf, .iov_len = len };
 	struct iov_iter iter;
 	struct kiocb kiocb;
 	ssize_t n;
 
-	if (f->f_op->read != seq_read)
-		return -EINVAL;
 	init_sync_kiocb(&kiocb, f);
 	kiocb.ki_pos = *pos;
 	iov_iter_kvec(&iter, ITER_DEST, &kv, 1, len);
 	n = seq_read_iter(&kiocb, &iter);
 	*pos = kiocb.ki_pos;
 	return n;
+}
+
+long ufg_file_read(struct file *f, void *buf, unsigned long len, long long *pos)
+{
+	/*
+	 * tracefs lists are seq_files with only ->read (seq_read), which kernel_read()
+	 * refuses; seq_read_iter() on a kernel buffer is what it would have done.
+	 */
+	if (f->f_op->read != seq_read)
+		return -EINVAL;
+	return seq_read_kernel(f, buf, len, pos);
 }
 
 void ufg_mutex_lock(struct mutex *m)
@@ -444,19 +450,9 @@ long ufg_proc_seq_read(struct file *f, void *buf, unsigned long len, long long *
 	 * seq_read() would do. Only for procfs files whose ->private_data is a seq_file:
 	 * the caller opens /proc/kallsyms and nothing else.
 	 */
-	struct kvec kv = { .iov_base = buf, .iov_len = len };
-	struct iov_iter iter;
-	struct kiocb kiocb;
-	ssize_t n;
-
 	if (file_inode(f)->i_sb->s_magic != PROC_SUPER_MAGIC || !f->private_data)
 		return -EINVAL;
-	init_sync_kiocb(&kiocb, f);
-	kiocb.ki_pos = *pos;
-	iov_iter_kvec(&iter, ITER_DEST, &kv, 1, len);
-	n = seq_read_iter(&kiocb, &iter);
-	*pos = kiocb.ki_pos;
-	return n;
+	return seq_read_kernel(f, buf, len, pos);
 }
 
 bool ufg_capable_admin(void)

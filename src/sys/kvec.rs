@@ -12,15 +12,17 @@ pub fn remove<T>(v: &mut KVec<T>, i: usize) -> Option<T> {
         return None;
     }
     let p = v.as_mut_ptr();
-    // SAFETY: `i < len`, so element `i` is initialised; it is read out once, the elements after
-    // it are moved down over it (overlapping copy), and the length drops by one, so the moved
-    // element is neither dropped twice nor reachable through `v`.
-    unsafe {
-        let item = p.add(i).read();
-        core::ptr::copy(p.add(i + 1), p.add(i), len - i - 1);
-        v.set_len(len - 1);
-        Some(item)
-    }
+    // SAFETY: `i < len`, so element `i` is in bounds and initialised. It is read out exactly
+    // once: the copy below overwrites its slot without dropping it.
+    let item = unsafe { p.add(i).read() };
+    // SAFETY: the source `i + 1..len` and the destination `i..len - 1` both lie within the first
+    // `len` (initialised) elements of the allocation; `ptr::copy` allows them to overlap.
+    unsafe { core::ptr::copy(p.add(i + 1), p.add(i), len - i - 1) };
+    // SAFETY: `len - 1 <= capacity`, and the first `len - 1` elements are initialised (moved
+    // down above). The old last slot now duplicates element `len - 2` (or held `item`), and
+    // shrinking the length keeps it from being dropped a second time.
+    unsafe { v.set_len(len - 1) };
+    Some(item)
 }
 
 /// Removes and returns the last element (`Vec::pop`).
