@@ -9,6 +9,7 @@ set -uo pipefail
 "$UFG_TOP/scripts/setup.sh" || exit 1
 
 pass=0 failed=0
+failed_tags=() build_failed=()
 add() { pass=$((pass + $1)); failed=$((failed + $2)); }
 
 # Host tests.
@@ -29,6 +30,7 @@ for config in ${UFG_KERNELS:-x86_64 x86_64:debug arm64}; do
 	tag=$arch${flavour:+-$flavour}
 	if ! "$UFG_TOP/scripts/kernel.sh" "$arch" "$flavour" || ! "$UFG_TOP/scripts/module.sh" "$arch" "$flavour"; then
 		echo "fail build:$tag"
+		build_failed+=("$tag")
 		add 0 1
 		continue
 	fi
@@ -36,7 +38,20 @@ for config in ${UFG_KERNELS:-x86_64 x86_64:debug arm64}; do
 	r=$UFG_BUILD/results-$tag.txt
 	add "$(grep -c '^ok ' "$r")" "$(grep -c '^fail ' "$r")"
 	grep '^fail ' "$r" | sed "s/^/[$tag] /"
+	grep -q '^fail ' "$r" && failed_tags+=("$tag")
 done
 
+# Repeat every failure last, just above the count: a CI log that keeps only its tail must
+# still say what failed and, for a kernel splat, its first lines.
+if [ "$failed" -gt 0 ]; then
+	echo "---- failures ----"
+	[ "$hf" = 0 ] || grep -E '^test .*FAILED|^error' "$hostlog" | head -n 10 | sed 's/^/[host] /'
+	[ "$hf" = 0 ] || [ "$hp" -gt 0 ] || echo "[host] cargo test failed to build or run; see $hostlog"
+	for t in "${failed_tags[@]}"; do
+		grep '^fail ' "$UFG_BUILD/results-$t.txt" | grep -v '^fail vm:' | sed "s/^/[$t] /"
+		[ -s "$UFG_BUILD/problems-$t.txt" ] && cut -c1-200 "$UFG_BUILD/problems-$t.txt" | head -n 12 | sed "s/^/[$t] /"
+	done
+	for t in "${build_failed[@]}"; do echo "[$t] the kernel or module build failed"; done
+fi
 echo "$pass passed, $failed failed"
 [ "$failed" = 0 ]

@@ -79,7 +79,11 @@ if grep -Eq "$splat_re" "$log"; then
 	problems+=("the kernel log has a splat:")
 	while IFS= read -r l; do problems+=("    $l"); done < <(grep -E -m 10 "$splat_re" "$log")
 fi
-for p in "${problems[@]}"; do echo "fail vm:$tag: $p" | head -c 400; echo; done
+# The problems also go to a file that check.sh repeats at the very end of its output, where
+# a CI log that keeps only its tail still shows them.
+problems_file=$UFG_BUILD/problems-$tag.txt
+: > "$problems_file"
+for p in "${problems[@]}"; do echo "fail vm:$tag: $p" | head -c 400; echo; done | tee "$problems_file"
 if [ ${#problems[@]} -gt 0 ]; then
 	echo "fail vm:$tag" >> "$results"
 fi
