@@ -75,6 +75,10 @@ grep -q '^@@ufg done' "$log" || problems+=("the VM never finished its run (crash
 # Lockdep's reports start with "WARNING:" or "BUG:"; KASAN's with "BUG: KASAN"; kmemleak's
 # with "unreferenced object". (Not a bare "lockdep": boot says "RCU lockdep checking is enabled".)
 splat_re='WARNING:|BUG:|Oops|Kernel panic|general protection fault|KASAN:|UBSAN:|unreferenced object|possible circular locking|possible recursive locking|inconsistent lock state|INFO: rcu_.*stall|INFO: task .* blocked|Call Trace:|sleeping function called from invalid context'
+# Only the kernel's own lines count (they carry printk's timestamp): a test's message that
+# merely quotes one of these words is not a splat. The kmemleak report the init script cats
+# at the end has no timestamps: its "unreferenced object" lines count as they are.
+splat_re="^\[ *[0-9]+\.[0-9]+\] .*($splat_re|suspected memory leak)|^unreferenced object"
 if grep -Eq "$splat_re" "$log"; then
 	problems+=("the kernel log has a splat:")
 	while IFS= read -r l; do problems+=("    $l"); done < <(grep -E -m 10 "$splat_re" "$log")

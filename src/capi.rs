@@ -11,33 +11,38 @@ use core::ffi::{c_int, c_uint, c_ulong, c_void};
 use core::ptr::addr_of_mut;
 use kernel::alloc::KBox;
 use kernel::prelude::*;
+use kernel::types::Opaque;
 
 /// A C `struct ufgraph_ops`, seen as a graph handler: its callbacks are the C function pointers.
+/// Behind an `Opaque` (an `UnsafeCell`): the core writes the ops' `idx` while C code may read it.
 #[repr(transparent)]
-struct COps(bindings::ufgraph_ops);
+struct COps(Opaque<bindings::ufgraph_ops>);
 
 // SAFETY: the C caller guarantees its callbacks may run on any CPU concurrently (the API's
-// documented contract); we only read the function pointers.
+// documented contract); we read the function pointers, and write `idx` only while registering
+// and unregistering, which the C caller does not run concurrently with itself.
 unsafe impl Send for COps {}
 // SAFETY: as above.
 unsafe impl Sync for COps {}
 
 impl COps {
     fn gops(&self) -> *mut ufgraph_ops {
-        (&self.0 as *const ufgraph_ops).cast_mut()
+        self.0.get()
     }
 }
 
 impl GraphHandler for COps {
     fn entry(&self, e: &mut Entry<'_>) -> bool {
-        let Some(f) = self.0.entryfunc else { return false };
+        // SAFETY: the ops is valid while registered; C leaves the callbacks alone meanwhile.
+        let Some(f) = (unsafe { (*self.gops()).entryfunc }) else { return false };
         let mut trace = ufgraph_ent { func: e.func as _, depth: e.depth as c_int };
         // SAFETY: the C caller registered this callback for exactly these arguments.
         unsafe { f(&mut trace, self.gops(), e.regs.as_ptr()) != 0 }
     }
 
     fn ret(&self, r: &mut Return<'_>) {
-        let Some(f) = self.0.retfunc else { return };
+        // SAFETY: as in `entry`.
+        let Some(f) = (unsafe { (*self.gops()).retfunc }) else { return };
         let mut trace = ufgraph_ret {
             func: r.func as _,
             retval: r.retval() as _,
@@ -48,6 +53,14 @@ impl GraphHandler for COps {
         };
         // SAFETY: as above.
         unsafe { f(&mut trace, self.gops(), r.regs.as_ptr()) };
+    }
+
+    fn set_index(&self, idx: Option<usize>) {
+        let v = idx.map_or(-1, |i| i as c_int);
+        // SAFETY: the ops is valid while being (un)registered; `idx` is an int the callbacks read
+        // (`gops->idx`) and only the core writes. A volatile store: C readers race with no lock
+        // but read an aligned int, which is never torn.
+        unsafe { addr_of_mut!((*self.gops()).idx).write_volatile(v) };
     }
 }
 
@@ -61,18 +74,17 @@ pub unsafe extern "C" fn ufgraph_register(gops: *mut ufgraph_ops) -> c_int {
     if gops.is_null() {
         return EINVAL.to_errno();
     }
+    // The ops is only ever reached through raw pointers here: once registered, the core holds
+    // one too (its `COps` view) and writes `idx` through it.
     // SAFETY: the caller passes a valid ops (contract).
-    let gops = unsafe { &mut *gops };
-    if !gops.ufgraph_slot.is_null() {
+    if !unsafe { (*gops).ufgraph_slot }.is_null() {
         return EBUSY.to_errno();
     }
     // SAFETY: API calls are made while the module is loaded.
     let Some(g) = (unsafe { graph() }) else { return ENODEV.to_errno() };
     // SAFETY: `COps` is a transparent view of the caller's ops, which outlives the registration;
     // so does its embedded ftrace_ops.
-    let slot = unsafe {
-        Slot::new((gops as *mut ufgraph_ops).cast::<COps>().cast_const(), RawOps::from_raw(addr_of_mut!(gops.ops).cast()))
-    };
+    let slot = unsafe { Slot::new(gops.cast::<COps>().cast_const(), RawOps::from_raw(addr_of_mut!((*gops).ops).cast())) };
     let slot = match KBox::new(slot, GFP_KERNEL) {
         Ok(s) => s,
         Err(_) => return ENOMEM.to_errno(),
@@ -81,8 +93,9 @@ pub unsafe extern "C" fn ufgraph_register(gops: *mut ufgraph_ops) -> c_int {
     if let Err(e) = unsafe { g.register(&slot) } {
         return e.to_errno();
     }
-    gops.idx = slot.idx() as c_int;
-    gops.ufgraph_slot = KBox::into_raw(slot).cast();
+    // `gops->idx` was set by the core before the ops went live (`COps::set_index`).
+    // SAFETY: valid (contract); the core never touches this field.
+    unsafe { (*gops).ufgraph_slot = KBox::into_raw(slot).cast() };
     0
 }
 
@@ -97,8 +110,7 @@ pub unsafe extern "C" fn ufgraph_unregister(gops: *mut ufgraph_ops) {
         return;
     }
     // SAFETY: the caller passes its registered ops (contract).
-    let gops = unsafe { &mut *gops };
-    let sp = gops.ufgraph_slot.cast::<Slot>();
+    let sp = unsafe { (*gops).ufgraph_slot }.cast::<Slot>();
     if sp.is_null() {
         return;
     }
@@ -112,8 +124,9 @@ pub unsafe extern "C" fn ufgraph_unregister(gops: *mut ufgraph_ops) {
         KBox::into_raw(slot);
         return;
     }
-    gops.ufgraph_slot = core::ptr::null_mut();
-    gops.idx = -1;
+    // `gops->idx` is -1 again (`COps::set_index`).
+    // SAFETY: valid (contract); the core no longer holds the ops.
+    unsafe { (*gops).ufgraph_slot = core::ptr::null_mut() };
 }
 
 /// See include/ufgraph/fgraph.h.

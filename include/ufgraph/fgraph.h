@@ -73,7 +73,11 @@ struct ufgraph_ops {
 	 */
 	struct ftrace_ops	ops;
 	void			*private;	/* yours */
-	int			idx;		/* set by ufgraph_register(): 0..15 */
+	/*
+	 * Set by ufgraph_register() to 0..15 before either callback can run, and to -1 by
+	 * ufgraph_unregister(). Read only.
+	 */
+	int			idx;
 	/* private to ufgraph */
 	void			*ufgraph_slot;
 };

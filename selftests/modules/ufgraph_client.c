@@ -7,6 +7,7 @@
  *   ufgraph_client: entries=N returns=N data_ok=N data_bad=N
  */
 #include <linux/atomic.h>
+#include <linux/limits.h>
 #include <linux/ftrace.h>
 #include <linux/module.h>
 #include <linux/string.h>
@@ -16,6 +17,9 @@ static char *func = "version_proc_show";
 module_param(func, charp, 0444);
 
 static atomic_t entries, returns, data_ok, data_bad, clock_back, reserve_null;
+/* gops->idx as seen by the first entry that ran before ufgraph_register() returned. */
+static bool registered;
+static int early_idx = INT_MIN;
 static bool bad_d;
 static int bad_size, bad_depth;
 static unsigned long bad_func, bad_magic, bad_trace_func;
@@ -32,6 +36,8 @@ static int client_entry(struct ufgraph_ent *trace, struct ufgraph_ops *gops,
 	unsigned long *var;
 
 	atomic_inc(&entries);
+	if (!READ_ONCE(registered))
+		cmpxchg(&early_idx, INT_MIN, gops->idx);
 	d = ufgraph_reserve_data(gops->idx, sizeof(*d));
 	if (d) {
 		d->func = trace->func;
@@ -86,7 +92,14 @@ static int __init client_init(void)
 		ftrace_free_filter(&client_ops.ops);
 		return ret;
 	}
+	WRITE_ONCE(registered, true);
 	pr_info("ufgraph_client: hooked %s as ops %d\n", func, client_ops.idx);
+	/*
+	 * A function ufgraph_register() itself calls once the ops is live (mutex_unlock) runs
+	 * our entry callback before registration returns: it must already see our index.
+	 */
+	if (READ_ONCE(early_idx) != INT_MIN)
+		pr_info("ufgraph_client: an entry during registration saw idx %d\n", READ_ONCE(early_idx));
 	return 0;
 }
 

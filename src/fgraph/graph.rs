@@ -159,6 +159,11 @@ pub trait GraphHandler: Send + Sync {
     fn ret(&self, r: &mut Return<'_>);
     /// A call of `func` could not be hooked (no shadow stack, or a full one).
     fn missed(&self, _func: usize) {}
+    /// The handler's index in the graph array, told at registration *before* its hooks go live
+    /// (and `None` when registration failed or it was unregistered): a handler whose callbacks
+    /// read their index from elsewhere (the C API's `gops->idx`) must have it in place before
+    /// the first entry, or that entry reserves its data under another index.
+    fn set_index(&self, _idx: Option<usize>) {}
 }
 
 /// What the core knows of a registered ops. Type-erased: Rust handlers and C `ufgraph_ops` both
@@ -170,6 +175,7 @@ pub struct Slot {
     entry: unsafe fn(*const (), &mut Entry<'_>) -> bool,
     ret: unsafe fn(*const (), &mut Return<'_>),
     missed: unsafe fn(*const (), usize),
+    set_index: unsafe fn(*const (), Option<usize>),
     /// Entries that found no shadow stack (a task whose fork allocation failed).
     pub missed_nostack: AtomicU64,
     /// Entries that found the shadow stack full (deep recursion).
@@ -204,6 +210,10 @@ impl Slot {
             // SAFETY: as above.
             unsafe { &*this.cast::<H>() }.missed(func)
         }
+        unsafe fn set_index<H: GraphHandler>(this: *const (), idx: Option<usize>) {
+            // SAFETY: as above.
+            unsafe { &*this.cast::<H>() }.set_index(idx)
+        }
         Self {
             idx: AtomicUsize::new(usize::MAX),
             ftrace,
@@ -211,6 +221,7 @@ impl Slot {
             entry: entry::<H>,
             ret: ret::<H>,
             missed: missed::<H>,
+            set_index: set_index::<H>,
             missed_nostack: AtomicU64::new(0),
             missed_overrun: AtomicU64::new(0),
             missed_recursion: AtomicU64::new(0),
@@ -220,6 +231,14 @@ impl Slot {
     /// The ops' index in the graph array (valid while registered).
     pub fn idx(&self) -> usize {
         self.idx.load(Relaxed)
+    }
+
+    // Records the slot's index and tells its handler, before anything can call it.
+    fn assign(&self, idx: Option<usize>) {
+        self.idx.store(idx.unwrap_or(usize::MAX), Relaxed);
+        // SAFETY: the handler is alive while the slot is being registered or unregistered
+        // (`Slot::new`'s contract).
+        unsafe { (self.set_index)(self.this, idx) };
     }
 
     /// The ftrace_ops carrying this slot's filter.
@@ -409,7 +428,8 @@ impl Graph {
         let Some(idx) = lru.alloc() else {
             return Err(ENOSPC);
         };
-        slot.idx.store(idx, Relaxed);
+        // Before the ops goes live: its first entry may run on another CPU at once.
+        slot.assign(Some(idx));
         let slot_ptr = (slot as *const Slot).cast_mut();
         // SAFETY: we are the only writer of `private`/`func` before registration; the callback
         // only uses `private` (the slot), which the caller keeps alive while registered.
@@ -423,6 +443,7 @@ impl Graph {
         if let Err(e) = unsafe { slot.ftrace.register() } {
             self.array[idx].store(core::ptr::null_mut(), Release);
             let _ = reg.lru.release(idx);
+            slot.assign(None);
             return Err(e);
         }
         reg.count += 1;
@@ -443,7 +464,7 @@ impl Graph {
         // Return paths that loaded the slot did so with preemption disabled.
         synchronize_rcu();
         let _ = reg.lru.release(idx);
-        slot.idx.store(usize::MAX, Relaxed);
+        slot.assign(None);
         reg.count -= 1;
         r
     }
@@ -605,7 +626,7 @@ impl Graph {
         let RegState { lru, probes, .. } = &mut *reg;
         self.tasks.attach(probes)?;
         let idx = lru.alloc().ok_or(ENOSPC)?;
-        slot.idx.store(idx, Relaxed);
+        slot.assign(Some(idx));
         self.array[idx].store((slot as *const Slot).cast_mut(), Release);
         reg.count += 1;
         Ok(())
@@ -621,7 +642,7 @@ impl Graph {
         self.array[idx].store(core::ptr::null_mut(), Release);
         synchronize_rcu();
         let _ = reg.lru.release(idx);
-        slot.idx.store(usize::MAX, Relaxed);
+        slot.assign(None);
         reg.count -= 1;
     }
 }

@@ -623,15 +623,6 @@ impl Fprobes {
         Ok(())
     }
 
-    /// The first function a registered probe is on.
-    pub fn first_ip(&self, fp: *mut ufgraph_fprobe) -> Option<usize> {
-        let _reg = self.reg.lock();
-        // SAFETY: registered probes carry our private record; `reg` keeps it stable.
-        let p = unsafe { (*fp).hlist_array.cast::<Private>() };
-        // SAFETY: as above.
-        (!p.is_null()).then(|| unsafe { (*p).ips.first().copied() }).flatten()
-    }
-
     /// How many distinct functions carry probes, and how many probes are registered.
     pub fn counts(&self) -> (usize, usize) {
         let reg = self.reg.lock();

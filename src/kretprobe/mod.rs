@@ -24,7 +24,7 @@
 use crate::bindings::{self, ufgraph_fprobe, ufgraph_kretprobe, ufgraph_kretprobe_instance, ufgraph_rethook};
 use crate::fgraph::graph::{graph, Slot};
 use crate::fgraph::{Entry, GraphHandler, Return};
-use crate::fprobe::{fprobes, Target};
+use crate::fprobe::{fprobes, Fprobes, Target};
 use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::RawOps;
 use crate::sys::rcutable::RcuTable;
@@ -113,23 +113,26 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
     shim.fp.exit_handler = Some(shim_exit);
     shim.fp.entry_data_size = INSTANCE_HDR + r.data_size;
     shim.fp.flags = FL_KRETPROBE;
-    let fp = core::ptr::addr_of_mut!(shim.fp);
-    let res = if r.kp.symbol_name.is_null() {
-        let a = r.kp.addr as usize;
-        // SAFETY: the shim lives in its box until unregistered.
-        unsafe { core.register(fp, &Target::Ips(&[a])) }
+    let ips = if r.kp.symbol_name.is_null() {
+        Fprobes::resolve(&Target::Ips(&[r.kp.addr as usize]))?
     } else {
         // SAFETY: `symbol_name` is the caller's NUL-terminated string.
         let name = unsafe { CStr::from_char_ptr(r.kp.symbol_name) };
-        // SAFETY: as above.
-        unsafe { core.register(fp, &Target::Syms(&[name])) }
+        Fprobes::resolve(&Target::Syms(&[name]))?
     };
-    res?;
-    if let Some(a) = core.first_ip(fp) {
+    // What the handlers may read of the kretprobe is in place before the probe goes live: its
+    // first handler may run on another CPU before `register_resolved` returns.
+    if let Some(&a) = ips.first() {
         r.kp.addr = a as *mut _;
     }
     r.nmissed = 0;
-    r.ufgraph_private = KBox::into_raw(shim).cast();
+    let fp = core::ptr::addr_of_mut!(shim.fp);
+    // SAFETY: the shim lives in its box until unregistered.
+    unsafe { core.register_resolved(fp, ips) }?;
+    // Through the raw pointer: `r` is not used past registration, as handlers now reach the
+    // kretprobe too (its `nmissed`). Only the API reads `ufgraph_private`.
+    // SAFETY: the caller's kretprobe, valid (contract).
+    unsafe { (*rp).ufgraph_private = KBox::into_raw(shim).cast() };
     Ok(())
 }
 
