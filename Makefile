@@ -9,12 +9,13 @@
 #   make stress   the long stress run (debug kernel): 1000 registration and module cycles
 #   make shell    boot the test VM to an interactive shell
 #   make bench    ufgraph against the kernel's own return hooks: tables in Documentation/benchmarks.md
+#   make bench-profile   one hooked call per hook, single-stepped: instructions per function
 #   make clean    remove build/ (kernel trees, tools, images)
 
 ARCH ?= x86_64
 SHELL := /bin/bash
 
-.PHONY: all setup kernel module demo check stress host-test shell bench clean
+.PHONY: all setup kernel module demo check stress host-test shell bench bench-profile clean
 
 all: module
 
@@ -47,6 +48,9 @@ shell: module
 # x86_64 only: the kernel's fprobe, which it is measured against, is x86_64's in 6.12.
 bench: setup
 	scripts/bench.sh
+
+bench-profile: setup
+	scripts/bench.sh --profile
 
 clean:
 	rm -rf build target

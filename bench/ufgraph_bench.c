@@ -21,6 +21,10 @@
  *   conc CALLS          one kthread per online CPU, each calling the target CALLS times,
  *                       all at once; reports calls, hits and nmissed
  *   sizes               the structure sizes the memory figures are computed from
+ *   profarm             the target's and the go flag's addresses, for a debugger
+ *   profile             wait (up to 60 s) until a debugger attached to QEMU sets the go flag,
+ *                       then call the target once with interrupts off: the debugger
+ *                       single-steps that one call (scripts/bench.sh --profile)
  *
  * It is a client of both APIs: the kernel's <linux/fprobe.h> and <linux/kprobes.h>, and
  * ufgraph's C API with UFGRAPH_NO_UPSTREAM_NAMES (the upstream names stay the kernel's).
@@ -433,6 +437,31 @@ static int run_cost(unsigned int chunks, unsigned int calls)
 	return 0;
 }
 
+/* ---- one call for a debugger to single-step --------------------------------------------- */
+
+/* Set by the debugger (QEMU's gdbstub) once its breakpoint on the target is in place. */
+static int profile_go;
+
+static int run_profile(void)
+{
+	unsigned long flags;
+	int i, s;
+
+	/* Sleeping, not spinning: both CPUs wait in the kernel, where the debugger's write lands. */
+	for (i = 0; i < 6000 && !READ_ONCE(profile_go); i++)
+		msleep(10);
+	if (!READ_ONCE(profile_go))
+		return -ETIMEDOUT;
+	WRITE_ONCE(profile_go, 0);
+	local_irq_save(flags);
+	s = ufgraph_bench_target(1);
+	local_irq_restore(flags);
+	WRITE_ONCE(sink, s);
+	emit("profile ret=0");
+	emit_counts();
+	return 0;
+}
+
 /* ---- mass attach ----------------------------------------------------------------------- */
 
 static unsigned long *funcs;
@@ -748,6 +777,10 @@ static int run_cmd(char *line)
 		ret = run_conc(a);
 	} else if (!strcmp(argv[0], "sizes")) {
 		run_sizes();
+	} else if (!strcmp(argv[0], "profarm")) {
+		emit("profile target=%px flag=%px", ufgraph_bench_target, &profile_go);
+	} else if (!strcmp(argv[0], "profile")) {
+		ret = run_profile();
 	} else {
 		ret = -EINVAL;
 	}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: ufgraph against the kernel's own return hooks, measured in one run.
 #
-#   scripts/bench.sh [--quick] [--report-only]
+#   scripts/bench.sh [--quick] [--report-only] [--profile]
 #
 # Builds the non-debug x86_64 test kernel (if needed), ufgraph.ko and the benchmark client
 # bench/ufgraph_bench.ko, then boots the VM twice (TCG, two vCPUs; KVM is never used):
@@ -18,6 +18,10 @@
 # cores) SeaBIOS's MP table lists one CPU, and a kernel without ACPI then brings up one.
 # UFG_BENCH_PASSES (default "icount wall attach") runs fewer passes; --report-only reuses the logs.
 #
+# --profile (only that) boots once more with QEMU's gdbstub and has gdb single-step one call
+# of the target per hook; the report lists, per hook, the instructions spent in each function
+# (Documentation/benchmarks.md, "Where the instructions go").
+#
 # host/bench-report turns the two logs into tables in Documentation/benchmarks.md (between
 # its "bench:begin"/"bench:end" markers) and plots in Documentation/bench-*.svg, and prints
 # the tables. Logs: build/bench-x86_64/{icount,wall,attach}.log.
@@ -27,11 +31,13 @@ set -euo pipefail
 arch=x86_64
 quick=0
 report_only=0
+profile=0
 for a in "$@"; do
 	case "$a" in
 	--quick) quick=1 ;;
 	--report-only) report_only=1 ;;
-	*) ufg_die "usage: scripts/bench.sh [--quick] [--report-only]" ;;
+	--profile) profile=1 ;;
+	*) ufg_die "usage: scripts/bench.sh [--quick] [--report-only] [--profile]" ;;
 	esac
 done
 bdir=$UFG_BUILD/bench-$arch
@@ -93,6 +99,68 @@ boot() {
 	[ "$qrc" = 124 ] || [ "$qrc" = 137 ] && ufg_log "bench: QEMU killed after ${timeout_s}s (the report shows what finished)"
 	grep -q "^@@bench end pass=$pass" "$log" || ufg_log "bench: the $pass pass did not finish (see $log)"
 }
+
+# The profile pass: QEMU with its gdbstub; for each "@@bench profile name=H target=T flag=F"
+# line the VM prints, gdb attaches, puts a hardware breakpoint on the target, sets the flag
+# the VM waits for, and single-steps the call until it is back in its caller, printing every
+# instruction address ("@pc ADDR") to profile-H.pcs. Then it detaches and the VM goes on.
+profile_pass() {
+	local log=$bdir/profile.log port=$((20000 + RANDOM % 20000)) n=0 line name target flag
+	command -v gdb > /dev/null || ufg_die "the profile pass needs gdb (apt-get install gdb)"
+	rm -f "$bdir"/profile-*.pcs
+	cat > "$bdir/step.gdb" <<-'GDB'
+	set pagination off
+	set confirm off
+	set $ret = *(unsigned long *)$rsp
+	set $n = 0
+	while $pc != $ret && $n < 200000
+	  printf "@pc %lx\n", $pc
+	  stepi
+	  set $n = $n + 1
+	end
+	delete
+	GDB
+	local append="console=ttyS0 panic=-1 oops=panic tsc=reliable ufg.mode=bench ufg.bench=profile ufg.benchq=0"
+	ufg_log "bench: booting the profile pass (gdbstub on port $port), log in $log"
+	timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 -accel tcg,thread=single -cpu max \
+		-kernel "$kdir/arch/x86/boot/bzImage" -smp 2,sockets=2 -m 1024 -display none -no-reboot \
+		-monitor none -serial stdio -gdb "tcp:127.0.0.1:$port" -initrd "$bdir/initramfs.cpio.gz" \
+		-append "$append" < /dev/null > "$log" 2>&1 &
+	local qpid=$!
+	# shellcheck disable=SC2064
+	trap "kill $qpid 2>/dev/null" EXIT
+	while kill -0 $qpid 2>/dev/null; do
+		line=$(tr -d '\r' < "$log" | { grep '^@@bench profile name=' || true; } | sed -n "$((n + 1))p")
+		if [ -z "$line" ]; then
+			sleep 0.5
+			continue
+		fi
+		n=$((n + 1))
+		name=$(echo "$line" | sed -n 's/.* name=\([^ ]*\).*/\1/p')
+		target=$(echo "$line" | sed -n 's/.* target=\([0-9a-fx]*\).*/\1/p')
+		flag=$(echo "$line" | sed -n 's/.* flag=\([0-9a-fx]*\).*/\1/p')
+		case $target in 0x*) ;; *) target=0x$target ;; esac
+		case $flag in 0x*) ;; *) flag=0x$flag ;; esac
+		ufg_log "bench: single-stepping one call with hook $name"
+		timeout 300 gdb -batch -nx -ex "target remote 127.0.0.1:$port" -ex "hbreak *$target" \
+			-ex "set var *(int *)$flag = 1" -ex continue -x "$bdir/step.gdb" -ex detach \
+			2>&1 | grep '^@pc ' > "$bdir/profile-$name.pcs" || true
+		ufg_log "bench: $name: $(wc -l < "$bdir/profile-$name.pcs") instructions"
+	done
+	wait $qpid || true
+	trap - EXIT
+	sed -i 's/\r$//' "$log"
+	grep -q "^@@bench end pass=profile" "$log" || ufg_log "bench: the profile pass did not finish (see $log)"
+}
+
+if [ $profile = 1 ]; then
+	build
+	profile_pass
+	cargo run --quiet --release --manifest-path "$UFG_TOP/Cargo.toml" -p bench-report -- \
+		--profile "$bdir" --system-map "$kdir/System.map" --text "$bdir/profile.txt" \
+		--doc "$UFG_TOP/Documentation/benchmarks.md"
+	exit 0
+fi
 
 if [ $report_only = 0 ]; then
 	build

@@ -4,6 +4,8 @@
 #   icount  (QEMU -icount shift=0: guest ns = instructions)  per-call cost, memory
 #   wall    (no -icount: wall-clock ns)                      per-call cost, concurrency
 #   attach  (no -icount, single-threaded TCG)                mass attach: fprobes, then kprobes
+#   profile (QEMU's gdbstub, single-threaded TCG)            one call per hook, single-stepped
+#                                                            by gdb on the host
 # ufg.benchq=1 makes everything small (a quick smoke run of the script itself).
 . /selftests/lib.sh
 T=/sys/kernel/tracing
@@ -199,6 +201,25 @@ concurrency() {
 	done
 }
 
+# ---- one call per hook, single-stepped by gdb (scripts/bench.sh --profile) ----
+# The modules' symbols first (the host has System.map for vmlinux's), then per hook: the
+# addresses gdb needs, and a call that waits for gdb's go.
+profile() {
+	grep '\]$' /proc/kallsyms | sed 's/^/@@sym /'
+	for h in none ftrace_ops kfprobe kfprobe_exit kretprobe ufprobe ufprobe_exit ukretprobe \
+		ufgraph1 ufgraph4 function_graph; do
+		if [ $h = function_graph ]; then
+			kernel_graph_on 0
+		else
+			ctl hook $h > /dev/null || continue
+		fi
+		row $h "$(ctl profarm)"
+		r=$(ctl profile) || say "error cmd=profile_$h"
+		say "profiled name=$h $r"
+		if [ $h = function_graph ]; then kernel_graph_off; else ctl unhook > /dev/null; fi
+	done
+}
+
 section() {
 	say "section name=$1 uptime=$(cut -d' ' -f1 /proc/uptime)"
 	$1
@@ -215,6 +236,9 @@ wall)
 attach)
 	section attach
 	section kprobes
+	;;
+profile)
+	section profile
 	;;
 esac
 say "section name=end uptime=$(cut -d' ' -f1 /proc/uptime)"

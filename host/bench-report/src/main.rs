@@ -4,17 +4,22 @@
 //!
 //! ```text
 //! bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--text OUT] [--doc FILE.md] [--svg-dir DIR]
+//! bench-report --profile DIR --system-map FILE [--text OUT] [--doc FILE.md]
 //! ```
 //!
 //! The logs hold `@@bench SECTION key=value...` lines from selftests/bench.sh. The tables go to
 //! stdout (and `--text`); with `--doc`, they replace what lies between the `bench:begin` and
 //! `bench:end` markers of that Markdown file; with `--svg-dir`, `bench-cost.svg` and
 //! `bench-attach.svg` are written there. std only: the SVG is written by hand.
+//!
+//! With `--profile` it reports the profile pass instead (see `profile.rs`), between the
+//! `profile:begin` and `profile:end` markers.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::exit;
 
+mod profile;
 mod report;
 mod svg;
 
@@ -62,15 +67,21 @@ pub fn parse(text: &str) -> Vec<Rec> {
 
 fn usage() -> ! {
     eprintln!("usage: bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--text OUT] [--doc FILE.md] [--svg-dir DIR]");
+    eprintln!("       bench-report --profile DIR --system-map FILE [--text OUT] [--doc FILE.md]");
     exit(2)
 }
 
 /// Replaces the text between the marker lines `<!-- bench:begin -->` and `<!-- bench:end -->`.
 pub fn splice(doc: &str, body: &str) -> Option<String> {
-    const BEGIN: &str = "<!-- bench:begin -->";
-    const END: &str = "<!-- bench:end -->";
-    let b = doc.find(BEGIN)? + BEGIN.len();
-    let e = doc[b..].find(END)? + b;
+    splice_at(doc, "bench", body)
+}
+
+/// Replaces the text between the marker lines `<!-- NAME:begin -->` and `<!-- NAME:end -->`.
+pub fn splice_at(doc: &str, name: &str, body: &str) -> Option<String> {
+    let begin = format!("<!-- {}:begin -->", name);
+    let end = format!("<!-- {}:end -->", name);
+    let b = doc.find(&begin)? + begin.len();
+    let e = doc[b..].find(&end)? + b;
     let mut s = String::with_capacity(doc.len() + body.len());
     s.push_str(&doc[..b]);
     s.push('\n');
@@ -82,9 +93,60 @@ pub fn splice(doc: &str, body: &str) -> Option<String> {
     Some(s)
 }
 
+fn write_or_die(path: &str, body: &str) {
+    std::fs::write(path, body).unwrap_or_else(|e| {
+        eprintln!("bench-report: {}: {}", path, e);
+        exit(1)
+    });
+}
+
+// The profile pass: DIR holds profile.log (the VM's console), profile-HOOK.pcs and source.
+fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>) {
+    let log = std::fs::read_to_string(format!("{}/profile.log", dir)).unwrap_or_default();
+    let mut syms = profile::Symbols::default();
+    syms.add_map(&std::fs::read_to_string(map).unwrap_or_else(|e| {
+        eprintln!("bench-report: {}: {}", map, e);
+        exit(1)
+    }));
+    let modsyms: String = log.lines().filter_map(|l| l.strip_prefix("@@sym ")).map(|l| format!("{}\n", l)).collect();
+    syms.add_map(&modsyms);
+    syms.finish();
+    let mut profiles = Vec::new();
+    for r in parse(&log).iter().filter(|r| r.sec == "profile") {
+        let Some(hook) = r.get("name") else { continue };
+        let pcs = std::fs::read_to_string(format!("{}/profile-{}.pcs", dir, hook)).unwrap_or_default();
+        let p = profile::profile(hook, &pcs, &syms);
+        if p.total > 0 {
+            profiles.push(p);
+        } else {
+            eprintln!("bench-report: no instructions recorded for hook {}", hook);
+        }
+    }
+    if profiles.is_empty() {
+        eprintln!("bench-report: nothing profiled in {}", dir);
+        exit(1);
+    }
+    let source = std::fs::read_to_string(format!("{}/source", dir)).unwrap_or_else(|_| "unknown".into());
+    let body = profile::markdown(&profiles, source.trim());
+    print!("{}", body);
+    if let Some(t) = text {
+        write_or_die(&t, &body);
+    }
+    if let Some(d) = doc {
+        let old = std::fs::read_to_string(&d).unwrap_or_default();
+        let Some(new) = splice_at(&old, "profile", &body) else {
+            eprintln!("bench-report: {} has no <!-- profile:begin --> ... <!-- profile:end --> markers", d);
+            exit(1)
+        };
+        write_or_die(&d, &new);
+        eprintln!("bench-report: profile written to {}", d);
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut icount, mut wall, mut kprobe, mut text, mut doc, mut svg_dir) = (None, None, None, None, None, None);
+    let (mut profile_dir, mut system_map) = (None, None);
     let mut source = String::from("unknown");
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_else(|| usage());
@@ -96,8 +158,15 @@ fn main() {
             "--text" => text = Some(v),
             "--doc" => doc = Some(v),
             "--svg-dir" => svg_dir = Some(v),
+            "--profile" => profile_dir = Some(v),
+            "--system-map" => system_map = Some(v),
             _ => usage(),
         }
+    }
+    if let Some(dir) = profile_dir {
+        let Some(map) = system_map else { usage() };
+        profile_main(&dir, &map, text, doc);
+        return;
     }
     let read = |p: &Option<String>| p.as_ref().map(|p| std::fs::read_to_string(p).unwrap_or_default()).unwrap_or_default();
     let ic = parse(&read(&icount));
