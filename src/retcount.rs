@@ -42,6 +42,9 @@ impl RetHits {
 pub struct RetCounter(pub Arc<crate::State>);
 
 impl GraphHandler for RetCounter {
+    // Counts only: no clock reads.
+    const WANTS_TIMES: bool = false;
+
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         self.0.ret.entries.hit(e.func);
         true

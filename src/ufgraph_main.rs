@@ -183,7 +183,7 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
     writeln!(m, "live_frames {}", t.live.sum())?;
     writeln!(m, "tasks_with_stack {}", t.count())?;
     writeln!(m, "shadow_stack_bytes {}", t.count() * core::mem::size_of::<fgraph::tasks::TaskStack>())?;
-    writeln!(m, "returns {}", g.stats.returns.load(Relaxed))?;
+    writeln!(m, "returns {}", g.stats.returns.sum())?;
     writeln!(m, "skipped_frames {}", g.stats.skipped_frames.load(Relaxed))?;
     writeln!(m, "reserve_failed {}", g.stats.reserve_failed.load(Relaxed))?;
     writeln!(m, "fork_no_stack {}", t.stats.fork_failed.load(Relaxed))?;

@@ -127,7 +127,7 @@ impl Env for HitEnv<'_> {
         let n = walk_str(addr, user, cap, |c| {
             let take = c.len().min(cap - at);
             if let (Some(d), Some(s)) = (buf.get_mut(at..at + take), c.get(..take)) {
-                d.copy_from_slice(s);
+                crate::pure::slice::copy(d, s);
             }
             at += take;
             at < cap
@@ -147,7 +147,7 @@ impl Env for HitEnv<'_> {
         let n = unsafe { bindings::sprint_symbol(tmp.as_mut_ptr().cast(), addr as usize as _) };
         let n = (n.max(0) as usize).min(buf.len()).min(tmp.len());
         if let (Some(d), Some(s)) = (buf.get_mut(..n), tmp.get(..n)) {
-            d.copy_from_slice(s);
+            crate::pure::slice::copy(d, s);
         }
         n
     }

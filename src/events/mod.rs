@@ -268,7 +268,7 @@ impl Drop for Event {
 
 fn put_word(r: &mut [u8], at: usize, v: u64) {
     if let Some(d) = r.get_mut(at..at + 8) {
-        d.copy_from_slice(&v.to_le_bytes());
+        crate::pure::slice::copy(d, &v.to_le_bytes());
     }
 }
 

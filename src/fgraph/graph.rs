@@ -41,6 +41,7 @@ use crate::bindings;
 use crate::pure::lru::Lru;
 use crate::pure::shadow::{DataRef, ARRAY_SIZE, FRAME_WORDS};
 use crate::sys::ftrace::{RawOps, Regs};
+use crate::sys::percpu::PerCpuCounter;
 use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt};
 #[cfg(CONFIG_PREEMPTION)]
 use crate::sys::sync::synchronize_rcu_tasks;
@@ -66,6 +67,7 @@ pub struct Entry<'a> {
     pub cookie: usize,
     stack: &'a Stack,
     idx: usize,
+    np: &'a NoPreempt,
 }
 
 /// Counts a refused data reservation that was not the caller's mistake (see `Stats`).
@@ -97,6 +99,12 @@ impl<'a> Entry<'a> {
         self.stack.task_var(self.idx)
     }
 
+    /// Proof that preemption is disabled for the whole callback (an RCU-sched reader), for
+    /// lookups that need one, without disabling it again.
+    pub fn no_preempt(&self) -> &'a NoPreempt {
+        self.np
+    }
+
     /// Data this ops reserved in the frame `depth` levels up the call chain (1: the caller's
     /// hooked frame).
     pub fn parent_data(&self, depth: usize) -> Option<&'a [usize]> {
@@ -112,7 +120,8 @@ pub struct Return<'a> {
     pub ret_ip: usize,
     /// As in [`Entry::depth`].
     pub depth: usize,
-    /// When the function was entered (`trace_clock_local`).
+    /// When the function was entered (`trace_clock_local`); 0 for handlers that do not want
+    /// times (`GraphHandler::WANTS_TIMES`).
     pub calltime: u64,
     /// When it returned.
     pub rettime: u64,
@@ -120,9 +129,15 @@ pub struct Return<'a> {
     pub regs: &'a Regs,
     stack: &'a Stack,
     idx: usize,
+    np: &'a NoPreempt,
 }
 
 impl<'a> Return<'a> {
+    /// As [`Entry::no_preempt`].
+    pub fn no_preempt(&self) -> &'a NoPreempt {
+        self.np
+    }
+
     /// The return value.
     pub fn retval(&self) -> usize {
         self.regs.retval()
@@ -164,6 +179,10 @@ pub trait GraphHandler: Send + Sync {
     /// read their index from elsewhere (the C API's `gops->idx`) must have it in place before
     /// the first entry, or that entry reserves its data under another index.
     fn set_index(&self, _idx: Option<usize>) {}
+    /// Whether [`Return::calltime`] and [`Return::rettime`] matter to this handler. While no
+    /// registered handler wants them, hooked calls do not read the clock (twice per call); a
+    /// handler that does not want them sees 0.
+    const WANTS_TIMES: bool = true;
 }
 
 /// What the core knows of a registered ops. Type-erased: Rust handlers and C `ufgraph_ops` both
@@ -176,6 +195,7 @@ pub struct Slot {
     ret: unsafe fn(*const (), &mut Return<'_>),
     missed: unsafe fn(*const (), usize),
     set_index: unsafe fn(*const (), Option<usize>),
+    wants_times: bool,
     /// Entries that found no shadow stack (a task whose fork allocation failed).
     pub missed_nostack: AtomicU64,
     /// Entries that found the shadow stack full (deep recursion).
@@ -222,6 +242,7 @@ impl Slot {
             ret: ret::<H>,
             missed: missed::<H>,
             set_index: set_index::<H>,
+            wants_times: H::WANTS_TIMES,
             missed_nostack: AtomicU64::new(0),
             missed_overrun: AtomicU64::new(0),
             missed_recursion: AtomicU64::new(0),
@@ -233,8 +254,15 @@ impl Slot {
         self.idx.load(Relaxed)
     }
 
-    // Records the slot's index and tells its handler, before anything can call it.
-    fn assign(&self, idx: Option<usize>) {
+    // Records the slot's index and tells its handler, before anything can call it; counts the
+    // handlers that want call times.
+    fn assign(&self, g: &Graph, idx: Option<usize>) {
+        if self.wants_times {
+            match idx {
+                Some(_) => g.timed.fetch_add(1, Relaxed),
+                None => g.timed.fetch_sub(1, Relaxed),
+            };
+        }
         self.idx.store(idx.unwrap_or(usize::MAX), Relaxed);
         // SAFETY: the handler is alive while the slot is being registered or unregistered
         // (`Slot::new`'s contract).
@@ -265,10 +293,9 @@ fn wait_trampoline_exits() {
 }
 
 /// Counters shown in debugfs.
-#[derive(Default)]
 pub struct GraphStats {
-    /// Returns handled by the trampoline.
-    pub returns: AtomicU64,
+    /// Returns handled by the trampoline: per CPU, as every hooked return counts one.
+    pub returns: PerCpuCounter,
     /// Returns that did not find their frame on top and had to skip frames above it.
     pub skipped_frames: AtomicU64,
     /// Data reservations refused because the shadow stack was full: the ops' return callback
@@ -285,6 +312,8 @@ pub struct Graph {
     #[pin]
     tasks: Tasks,
     module: &'static ThisModule,
+    /// Registered handlers that want call times (`GraphHandler::WANTS_TIMES`).
+    timed: AtomicUsize,
     /// Counters.
     pub stats: GraphStats,
 }
@@ -322,7 +351,12 @@ impl Graph {
             }),
             tasks <- Tasks::new(),
             module,
-            stats: GraphStats::default(),
+            timed: AtomicUsize::new(0),
+            stats: GraphStats {
+                returns: PerCpuCounter::new()?,
+                skipped_frames: AtomicU64::new(0),
+                reserve_failed: AtomicU64::new(0),
+            },
         }? Error)
     }
 
@@ -429,7 +463,7 @@ impl Graph {
             return Err(ENOSPC);
         };
         // Before the ops goes live: its first entry may run on another CPU at once.
-        slot.assign(Some(idx));
+        slot.assign(self, Some(idx));
         let slot_ptr = (slot as *const Slot).cast_mut();
         // SAFETY: we are the only writer of `private`/`func` before registration; the callback
         // only uses `private` (the slot), which the caller keeps alive while registered.
@@ -443,7 +477,7 @@ impl Graph {
         if let Err(e) = unsafe { slot.ftrace.register() } {
             self.array[idx].store(core::ptr::null_mut(), Release);
             let _ = reg.lru.release(idx);
-            slot.assign(None);
+            slot.assign(self, None);
             return Err(e);
         }
         reg.count += 1;
@@ -464,7 +498,7 @@ impl Graph {
         // Return paths that loaded the slot did so with preemption disabled.
         synchronize_rcu();
         let _ = reg.lru.release(idx);
-        slot.assign(None);
+        slot.assign(self, None);
         reg.count -= 1;
         r
     }
@@ -565,12 +599,14 @@ impl Graph {
         let mut fresh = false;
         let bm = match stack.top_frame() {
             Some(f) if old_ret == tramp && f.retp == retp as usize && f.func == ip && f.seen & (1 << idx) == 0 => {
+                // The ops that pushed the frame may not have wanted the time, this one does.
+                if slot.wants_times && f.calltime == 0 {
+                    stack.set_calltime(&f, self.now());
+                }
                 f.start + FRAME_WORDS
             }
             _ => {
-                // SAFETY: no preconditions.
-                let now = unsafe { bindings::trace_clock_local() };
-                match stack.push(old_ret, ip, now, retp as usize) {
+                match stack.push(old_ret, ip, self.now(), retp as usize) {
                     Ok(bm) => {
                         fresh = true;
                         bm
@@ -590,7 +626,7 @@ impl Graph {
         // joined, or a tail call), in which case the frame below knows it.
         let ret_ip = if old_ret == tramp { stack.frames().find(|f| f.ret != tramp).map_or(old_ret, |f| f.ret) } else { old_ret };
         let save = stack.top();
-        let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie, stack, idx };
+        let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie, stack, idx, np: &np };
         // SAFETY: `this` is the handler this slot was made for, alive while registered.
         let wanted = unsafe { (slot.entry)(slot.this, &mut e) };
         if wanted {
@@ -614,6 +650,16 @@ impl Graph {
         wanted
     }
 
+    /// `trace_clock_local()` if a registered handler wants call times, else 0 (no clock read).
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        if self.timed.load(Relaxed) == 0 {
+            return 0;
+        }
+        // SAFETY: no preconditions.
+        unsafe { bindings::trace_clock_local() }
+    }
+
     /// Gives `slot` an index without an ftrace filter: its frames are pushed by
     /// [`Graph::enter`] from its user's own entry hooks (the rethook API). `ENOSPC` when 16
     /// ops are registered.
@@ -626,7 +672,7 @@ impl Graph {
         let RegState { lru, probes, .. } = &mut *reg;
         self.tasks.attach(probes)?;
         let idx = lru.alloc().ok_or(ENOSPC)?;
-        slot.assign(Some(idx));
+        slot.assign(self, Some(idx));
         self.array[idx].store((slot as *const Slot).cast_mut(), Release);
         reg.count += 1;
         Ok(())
@@ -642,7 +688,7 @@ impl Graph {
         self.array[idx].store(core::ptr::null_mut(), Release);
         synchronize_rcu();
         let _ = reg.lru.release(idx);
-        slot.assign(None);
+        slot.assign(self, None);
         reg.count -= 1;
     }
 }
@@ -687,8 +733,7 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
         f = c;
     }
 
-    // SAFETY: no preconditions.
-    let rettime = unsafe { bindings::trace_clock_local() };
+    let rettime = g.now();
     // SAFETY: no preconditions; paired below.
     let bit = unsafe { bindings::ufg_recursion_trylock(f.func, f.ret) };
     let mut bits = f.bitmap;
@@ -706,7 +751,7 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
             slot.missed_recursion.fetch_add(1, Relaxed);
             continue;
         }
-        let mut r = Return { func: f.func, ret_ip: f.ret, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx };
+        let mut r = Return { func: f.func, ret_ip: f.ret, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx, np: &np };
         // SAFETY: the slot's handler is alive while the slot is.
         unsafe { (slot.ret)(slot.this, &mut r) };
     }
@@ -716,7 +761,7 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
     }
     stack.pop(&f);
     g.tasks.live.add(-1);
-    g.stats.returns.fetch_add(1, Relaxed);
+    g.stats.returns.add(1);
     drop(np);
     f.ret
 }

@@ -16,6 +16,7 @@
 //!   |                        | stack.. | | stack.. |
 //!   |                        +---------+ +---------+
 //!   +-- idle[cpu] ---------> one page per possible CPU, for its idle task
+//!   +-- cache[cpu] --------> the page of the task that last looked itself up on that CPU
 //!   +-- writer lock (irqsave): fork, free and table rebuilds
 //! ```
 //!
@@ -24,6 +25,11 @@
 //! * Stacks are allocated for every thread when the first graph ops registers, and from then on
 //!   at fork (the `sched_process_fork` tracepoint, in atomic context: GFP_ATOMIC). A fork whose
 //!   allocation fails leaves the task without a stack; its hooked calls are counted as missed.
+//! * The current task's lookup (every hooked entry and return) first tries its CPU's cache: one
+//!   pointer per CPU to the page found last, valid if the page's key is `current`. A task runs
+//!   many hooked calls between context switches, so the table is probed about once per switch.
+//!   A page leaves every cache before it is freed (`remove`, `detach`), and a dead task's page
+//!   cannot match `current`: its address is reused only after the free hook has run.
 //! * Idle tasks are not on the task list: each possible CPU gets a stack up front, found by
 //!   `is_idle_task(current)` when the table has no entry (idle tasks never migrate).
 //! * A stack is freed from `sched_process_free`, which fires from the RCU callback that drops the
@@ -141,6 +147,7 @@ pub struct Tasks {
     #[pin]
     writer: IrqSpinLock<Counts>,
     idle: KVec<AtomicPtr<TaskStack>>,
+    cache: KVVec<CacheLine>,
     #[pin]
     rebuild: Work,
     attached: AtomicBool,
@@ -148,6 +155,19 @@ pub struct Tasks {
     pub live: PerCpuCounter,
     /// Counters.
     pub stats: TaskStats,
+}
+
+/// One CPU's cached page, alone in its cache line: only that CPU writes it but for `remove`.
+#[repr(C, align(64))]
+struct CacheLine(AtomicPtr<TaskStack>);
+
+fn cache_lines() -> Result<KVVec<CacheLine>> {
+    let n = nr_cpu_ids();
+    let mut v = KVVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        v.push(CacheLine(AtomicPtr::new(null_mut())), GFP_KERNEL)?;
+    }
+    Ok(v)
 }
 
 fn idle_slots() -> Result<KVec<AtomicPtr<TaskStack>>> {
@@ -188,6 +208,7 @@ impl Tasks {
             table: AtomicPtr::new(null_mut()),
             writer <- IrqSpinLock::new(Counts::default()),
             idle: idle_slots()?,
+            cache: cache_lines()?,
             rebuild <- Work::new(rebuild_work),
             attached: AtomicBool::new(false),
             live: PerCpuCounter::new()?,
@@ -199,7 +220,31 @@ impl Tasks {
     /// it uses the table, and may use the stack itself for as long as the current task lives.
     #[inline(always)]
     pub fn current(&self, _np: &NoPreempt) -> Option<&Stack> {
-        self.of(TaskRef::current(), true)
+        let me = TaskRef::current();
+        let line = self.cache.get(this_cpu())?;
+        let p = line.0.load(Relaxed);
+        if !p.is_null() {
+            // SAFETY: a cached page is live: pages leave every cache before `remove` or `detach`
+            // frees them, after a grace period this (preemption-disabled) reader holds off.
+            let ts = unsafe { &*p };
+            if ts.task == me.0 {
+                return Some(&ts.stack);
+            }
+        }
+        let ts = self.lookup(me, true)?;
+        // Idle pages are keyed 0 and never match: idle tasks take the slow path (they run few
+        // hooked calls), and only table entries are cached, which `remove` knows to drop.
+        if ts.task == me.0 {
+            line.0.store((ts as *const TaskStack).cast_mut(), Relaxed);
+        }
+        Some(&ts.stack)
+    }
+
+    // Drops `p` from every CPU's cache; the caller frees it after a grace period.
+    fn uncache(&self, p: *mut TaskStack) {
+        for line in self.cache.iter() {
+            let _ = line.0.compare_exchange(p, null_mut(), Relaxed, Relaxed);
+        }
     }
 
     /// The stack of `task`, which must be alive (current, or pinned by the caller), with
@@ -209,6 +254,10 @@ impl Tasks {
     }
 
     fn of(&self, task: TaskRef, is_current: bool) -> Option<&Stack> {
+        self.lookup(task, is_current).map(|ts| &ts.stack)
+    }
+
+    fn lookup(&self, task: TaskRef, is_current: bool) -> Option<&TaskStack> {
         let table = self.table.load(Acquire);
         if table.is_null() {
             return None;
@@ -219,7 +268,7 @@ impl Tasks {
         if let Some(e) = tasktable::lookup(slots, task.0, key_of) {
             // SAFETY: the entry is a live `TaskStack` (see `key_of`); it belongs to `task`, which
             // is alive, so it is not freed while the caller uses it.
-            return Some(unsafe { &(*(e as *const TaskStack)).stack });
+            return Some(unsafe { &*(e as *const TaskStack) });
         }
         // SAFETY: `task` is alive (caller's contract).
         if unsafe { task.is_idle() } {
@@ -227,7 +276,7 @@ impl Tasks {
             let cpu = if is_current { this_cpu() } else { unsafe { task.cpu() } };
             let p = self.idle.get(cpu)?.load(Acquire);
             // SAFETY: idle stacks live until `Tasks` is dropped.
-            return (!p.is_null()).then(|| unsafe { &(*p).stack });
+            return (!p.is_null()).then(|| unsafe { &*p });
         }
         None
     }
@@ -290,6 +339,7 @@ impl Tasks {
         });
         let Some(e) = e else { return };
         let ts = e as *mut TaskStack;
+        self.uncache(ts);
         // SAFETY: the stack is unfiled but not freed; its task is dead, so nothing writes it.
         let dead = unsafe { (*ts).stack.frames().count() };
         if dead > 0 {
@@ -439,6 +489,9 @@ impl Tasks {
             self.table.swap(null_mut(), AcqRel)
         });
         if !table.is_null() {
+            for line in self.cache.iter() {
+                line.0.store(null_mut(), Relaxed);
+            }
             synchronize_rcu();
             // SAFETY: unpublished, readers gone; entries are freed once, here.
             let table = unsafe { KBox::from_raw(table) };

@@ -121,10 +121,13 @@ fn disabled(fp: *mut ufgraph_fprobe) -> bool {
 pub struct GraphSide;
 
 impl GraphHandler for GraphSide {
+    // Upstream's fprobe, rethook and kretprobe handlers get no call times: no clock reads.
+    const WANTS_TIMES: bool = false;
+
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         let Some(core) = core_ref() else { return false };
-        let np = NoPreempt::new();
-        let Some(ent) = core.ips.lookup(e.func, ip_key, &np) else { return false };
+        let np = e.no_preempt();
+        let Some(ent) = core.ips.lookup(e.func, ip_key, np) else { return false };
         // SAFETY: a published entry stays valid until a grace period after it is replaced.
         let ent = unsafe { &*(ent as *const IpEntry) };
         // One reservation for all exit probes here: header + data words each, up to 32 words.
@@ -182,14 +185,13 @@ impl GraphHandler for GraphSide {
         for w in data[off..].iter_mut() {
             *w = 0;
         }
-        drop(np);
         any
     }
 
     fn ret(&self, r: &mut Return<'_>) {
         let Some(core) = core_ref() else { return };
         let Some(data) = r.data() else { return };
-        let np = NoPreempt::new();
+        let np = r.no_preempt();
         let mut off = 0;
         while off < data.len() {
             let (fp, w) = fprobe_hdr::decode(data[off]);
@@ -197,7 +199,7 @@ impl GraphHandler for GraphSide {
             if let Some(fp) = fp {
                 // A probe unregistered since the entry is gone from `live`; its exit handler
                 // must not run (it may be freed memory by now).
-                if core.live.lookup(fp, fp_key, &np).is_some() {
+                if core.live.lookup(fp, fp_key, np).is_some() {
                     let fp = fp as *mut ufgraph_fprobe;
                     if !disabled(fp) {
                         // SAFETY: registered (just checked, and unregistration waits for us).
@@ -412,7 +414,7 @@ impl Fprobes {
                     if f.name.len() >= name.len() {
                         return true;
                     }
-                    name[..f.name.len()].copy_from_slice(f.name);
+                    crate::pure::slice::copy(&mut name[..f.name.len()], f.name);
                     name[f.name.len()] = 0;
                     // SAFETY: NUL-terminated just above, no NUL inside (a symbol name).
                     let n = unsafe { CStr::from_bytes_with_nul_unchecked(&name[..=f.name.len()]) };
@@ -427,7 +429,7 @@ impl Fprobes {
                 err?;
             }
         }
-        out.sort_unstable();
+        crate::pure::slice::sort(&mut out);
         let mut n = 0;
         for i in 0..out.len() {
             if i == 0 || out[i] != out[n - 1] {

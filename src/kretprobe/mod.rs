@@ -28,7 +28,7 @@ use crate::fprobe::{fprobes, Fprobes, Target};
 use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::RawOps;
 use crate::sys::rcutable::RcuTable;
-use crate::sys::sync::{synchronize_rcu, NoPreempt};
+use crate::sys::sync::synchronize_rcu;
 use core::ffi::c_void;
 use core::mem::{offset_of, size_of, MaybeUninit};
 use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering::*};
@@ -175,6 +175,9 @@ fn rh_key(e: usize) -> usize {
 }
 
 impl GraphHandler for RethookSide {
+    // Upstream's fprobe, rethook and kretprobe handlers get no call times: no clock reads.
+    const WANTS_TIMES: bool = false;
+
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         let rh = e.cookie as *mut ufgraph_rethook;
         if rh.is_null() {
@@ -200,8 +203,7 @@ impl GraphHandler for RethookSide {
         let rc = unsafe { &*p };
         let Some(w) = r.data() else { return };
         let rh = w[0] as *mut ufgraph_rethook;
-        let np = NoPreempt::new();
-        if rc.live.lookup(rh as usize, rh_key, &np).is_none() {
+        if rc.live.lookup(rh as usize, rh_key, r.no_preempt()).is_none() {
             return;
         }
         // SAFETY: registered (checked; unregistration waits for us).

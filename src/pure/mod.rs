@@ -13,4 +13,5 @@ pub mod ipcount;
 pub mod lru;
 pub mod probedef;
 pub mod shadow;
+pub mod slice;
 pub mod tasktable;

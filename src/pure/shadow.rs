@@ -280,6 +280,11 @@ impl<const W: usize> ShadowStack<W> {
         Ok(bm)
     }
 
+    /// Sets the entry time of `frame` (a frame of this stack).
+    pub fn set_calltime(&self, frame: &Frame, calltime: u64) {
+        self.set(frame.start + CALLTIME, calltime as usize);
+    }
+
     /// Sets the ops bitmap of the frame whose bitmap word is at `bm`.
     pub fn set_bitmap(&self, bm: usize, bits: u16) {
         self.set(bm, word::bitmap(bits, FRAME_WORDS));

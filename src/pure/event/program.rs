@@ -56,7 +56,7 @@ impl<const N: usize> Inline<N> {
 
     fn new(s: &str) -> Option<Self> {
         let mut buf = [0; N];
-        buf.get_mut(..s.len())?.copy_from_slice(s.as_bytes());
+        crate::pure::slice::copy(buf.get_mut(..s.len())?, s.as_bytes());
         Some(Inline { buf, len: u8::try_from(s.len()).ok()? })
     }
 

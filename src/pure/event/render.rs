@@ -66,7 +66,7 @@ fn print_value(ty: FetchType, rec: &[u8], at: usize, out: &mut impl Out) -> fmt:
     else {
         return out.write_str(FAULT_STRING);
     };
-    word.copy_from_slice(field);
+    crate::pure::slice::copy(word, field);
     let v = u64::from_le_bytes(raw);
     match ty {
         FetchType::U8 | FetchType::U16 | FetchType::U32 | FetchType::U64 => write!(out, "{v}"),

@@ -186,7 +186,7 @@ fn copy(src: Source<'_>, env: &impl Env, buf: &mut [u8]) -> usize {
             let text = text.split(|&c| c == 0).next().unwrap_or(&[]);
             let len = text.len().min(buf.len().saturating_sub(1));
             if let (Some(dst), Some(src)) = (buf.get_mut(..len), text.get(..len)) {
-                dst.copy_from_slice(src);
+                crate::pure::slice::copy(dst, src);
             }
             match buf.get_mut(len) {
                 Some(nul) => {
@@ -265,7 +265,7 @@ pub fn store(progs: &[Program], env: &impl Env, rec: &mut [u8], head: usize, arg
 /// Writes `bytes` at `rec[at..]` if they fit.
 fn put(rec: &mut [u8], at: usize, bytes: &[u8]) {
     if let Some(dst) = rec.get_mut(at..at.saturating_add(bytes.len())) {
-        dst.copy_from_slice(bytes);
+        crate::pure::slice::copy(dst, bytes);
     }
 }
 
@@ -283,7 +283,7 @@ fn store_fixed(p: &Program, env: &impl Env, rec: &mut [u8], base: usize) {
         match store.kind {
             StoreKind::Raw => {
                 if let Some(bytes) = val.to_le_bytes().get(..size) {
-                    dest.copy_from_slice(bytes);
+                    crate::pure::slice::copy(dest, bytes);
                 }
             }
             StoreKind::Mem | StoreKind::UserMem => {
@@ -307,13 +307,13 @@ fn apply_bitfield(bf: Bitfield, dest: &mut [u8]) {
     let n = usize::from(bf.basesize);
     let mut raw = [0u8; 8];
     let (Some(field), Some(word)) = (dest.get_mut(..n), raw.get_mut(..n)) else { return };
-    word.copy_from_slice(field);
+    crate::pure::slice::copy(word, field);
     let bits = 8 * n as u32;
     let mask = u64::MAX >> (64 - bits.clamp(1, 64));
     let mut x = u64::from_le_bytes(raw);
     x = if u32::from(bf.lshift) < bits { (x << bf.lshift) & mask } else { 0 };
     x = if u32::from(bf.rshift) < bits { x >> bf.rshift } else { 0 };
     if let Some(bytes) = x.to_le_bytes().get(..n) {
-        field.copy_from_slice(bytes);
+        crate::pure::slice::copy(field, bytes);
     }
 }

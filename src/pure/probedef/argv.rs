@@ -206,7 +206,7 @@ impl Write for BufWriter<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;
         let dst = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
-        dst.copy_from_slice(s.as_bytes());
+        crate::pure::slice::copy(dst, s.as_bytes());
         self.len = end;
         Ok(())
     }

@@ -654,7 +654,7 @@ impl<'a> EventName<'a> {
             if let (Some(dst), Some(src)) =
                 (buf.get_mut(len..len + take), part.as_bytes().get(..take))
             {
-                dst.copy_from_slice(src);
+                crate::pure::slice::copy(dst, src);
                 len += take;
             }
         }
