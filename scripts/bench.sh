@@ -144,7 +144,7 @@ profile_pass() {
 		ufg_log "bench: single-stepping one call with hook $name"
 		timeout 300 gdb -batch -nx -ex "target remote 127.0.0.1:$port" -ex "hbreak *$target" \
 			-ex "set var *(int *)$flag = 1" -ex continue -x "$bdir/step.gdb" -ex detach \
-			2>&1 | grep '^@pc ' > "$bdir/profile-$name.pcs" || true
+			2>&1 | tee "$bdir/profile-$name.gdb.log" | grep "^@pc " > "$bdir/profile-$name.pcs" || true
 		ufg_log "bench: $name: $(wc -l < "$bdir/profile-$name.pcs") instructions"
 	done
 	wait $qpid || true

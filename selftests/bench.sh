@@ -206,6 +206,7 @@ concurrency() {
 # addresses gdb needs, and a call that waits for gdb's go.
 profile() {
 	grep '\]$' /proc/kallsyms | sed 's/^/@@sym /'
+	sed 's/^/@@mod /' /proc/modules
 	for h in none ftrace_ops kfprobe kfprobe_exit kretprobe ufprobe ufprobe_exit ukretprobe \
 		ufgraph1 ufgraph4 function_graph; do
 		if [ $h = function_graph ]; then

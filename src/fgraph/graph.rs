@@ -729,7 +729,7 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
         }
         g.stats.skipped_frames.fetch_add(skipped, Relaxed);
         g.tasks.live.add(-(skipped as isize));
-        stack.truncate(c_top);
+        stack.drop_frames(c_top, skipped as usize);
         f = c;
     }
 

@@ -276,7 +276,7 @@ impl<const W: usize> ShadowStack<W> {
         self.set(top + CALLTIME, calltime as usize);
         self.set(top + RETP, retp);
         self.set(top + SEEN, 0);
-        self.depth.fetch_add(1, Relaxed);
+        self.bump_depth(1);
         Ok(bm)
     }
 
@@ -331,6 +331,19 @@ impl<const W: usize> ShadowStack<W> {
         Some(DataRef { start: top, words })
     }
 
+    // A load and a store, not an atomic add (a locked instruction on x86): only the owning task
+    // changes its depth, and an interrupt that pushes frames over it pops them again before it
+    // returns, so whatever it did between our load and our store nets out to nothing.
+    fn bump_depth(&self, by: isize) {
+        self.depth.store(self.depth.load(Relaxed).wrapping_add_signed(by), Relaxed);
+    }
+
+    /// Drops `frames` whole frames above `top` (calls that will never return through us).
+    pub fn drop_frames(&self, top: usize, frames: usize) {
+        self.truncate(top);
+        self.bump_depth(-(frames as isize));
+    }
+
     /// Drops everything above `top` (data reserved by an entry callback that declined).
     pub fn truncate(&self, top: usize) {
         compiler_fence(SeqCst);
@@ -368,7 +381,7 @@ impl<const W: usize> ShadowStack<W> {
     pub fn pop(&self, frame: &Frame) {
         compiler_fence(SeqCst);
         self.top.store(frame.start, Relaxed);
-        self.depth.fetch_sub(1, Relaxed);
+        self.bump_depth(-1);
     }
 
     /// The frames from the top down: the top frame first.

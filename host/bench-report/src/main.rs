@@ -110,6 +110,8 @@ fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>)
     }));
     let modsyms: String = log.lines().filter_map(|l| l.strip_prefix("@@sym ")).map(|l| format!("{}\n", l)).collect();
     syms.add_map(&modsyms);
+    let mods: String = log.lines().filter_map(|l| l.strip_prefix("@@mod ")).map(|l| format!("{}\n", l)).collect();
+    syms.add_modules(&mods);
     syms.finish();
     let mut profiles = Vec::new();
     for r in parse(&log).iter().filter(|r| r.sec == "profile") {

@@ -14,11 +14,16 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-/// Text symbols, sorted by address.
+/// Text symbols, sorted by address, and the ranges they cover: an address outside every range
+/// (the kernel's text, each module's) is code ftrace or kprobes generated at run time.
 #[derive(Default)]
 pub struct Symbols {
     syms: Vec<(u64, String)>,
+    ranges: Vec<(u64, u64)>,
 }
+
+/// What an address outside the kernel's and the modules' text is.
+pub const GENERATED: &str = "(trampoline generated at run time: ftrace ops or kprobe)";
 
 impl Symbols {
     /// Adds the text symbols of System.map-style lines (`ADDR TYPE NAME [MODULE]`).
@@ -34,13 +39,36 @@ impl Symbols {
         }
     }
 
-    /// Sorts; call after adding.
-    pub fn finish(&mut self) {
-        self.syms.sort();
+    /// Adds the modules' extents from `/proc/modules` lines (`NAME SIZE REFS DEPS STATE ADDR`).
+    pub fn add_modules(&mut self, text: &str) {
+        for line in text.lines() {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            let (Some(size), Some(addr)) = (w.get(1), w.get(5)) else { continue };
+            let (Ok(size), Ok(addr)) = (size.parse::<u64>(), u64::from_str_radix(addr.trim_start_matches("0x"), 16)) else {
+                continue;
+            };
+            self.ranges.push((addr, addr + size));
+        }
     }
 
-    /// The function `pc` is in: the closest symbol at or below it.
+    /// Sorts, and takes the kernel's text range from `_stext`/`_etext`; call after adding.
+    pub fn finish(&mut self) {
+        self.syms.sort();
+        let find = |n: &str| self.syms.iter().find(|(_, s)| s == n).map(|(a, _)| *a);
+        if let (Some(s), Some(e)) = (find("_stext"), find("_etext")) {
+            self.ranges.push((s, e));
+        }
+        if let (Some(s), Some(e)) = (find("_sinittext"), find("_einittext")) {
+            self.ranges.push((s, e));
+        }
+    }
+
+    /// The function `pc` is in: the closest symbol at or below it, or [`GENERATED`] when `pc`
+    /// lies outside every known range (if any ranges are known).
     pub fn lookup(&self, pc: u64) -> Option<&str> {
+        if !self.ranges.is_empty() && !self.ranges.iter().any(|&(s, e)| s <= pc && pc < e) {
+            return Some(GENERATED);
+        }
         let i = self.syms.partition_point(|(a, _)| *a <= pc);
         (i > 0).then(|| self.syms[i - 1].1.as_str())
     }
@@ -159,6 +187,19 @@ mod tests {
         assert_eq!(syms.lookup(0x10), None);
         // D (data) symbols are not functions: an address past `b` still maps to `b`.
         assert_eq!(syms.lookup(0xffffffff81000204), Some("b"));
+    }
+
+    #[test]
+    fn outside_known_text_is_generated_code() {
+        let mut syms = Symbols::default();
+        syms.add_map("ffffffff81000000 T _stext\nffffffff81000010 T f\nffffffff81001000 T _etext\n");
+        syms.add_map("ffffffffc0000000 t m\t[mod]\n");
+        syms.add_modules("mod 4096 0 - Live 0xffffffffc0000000 (O)\n");
+        syms.finish();
+        assert_eq!(syms.lookup(0xffffffff81000020), Some("f"));
+        assert_eq!(syms.lookup(0xffffffffc0000ff0), Some("m"));
+        assert_eq!(syms.lookup(0xffffffffc0002000), Some(GENERATED));
+        assert_eq!(syms.lookup(0xffffffff81002000), Some(GENERATED));
     }
 
     #[test]
