@@ -38,6 +38,9 @@ impl Drop for File {
 }
 
 fn open() -> Result<File> {
+    // ENOENT unless an attempt failed for another reason (an allocation, say), which is then
+    // what the caller gets: "no such file" would send a user looking for tracefs.
+    let mut err = ENOENT;
     for p in PATHS {
         // SAFETY: `p` is NUL-terminated; the glue returns a file or an error pointer.
         let f = unsafe { bindings::ufg_file_open(p.as_char_ptr()) };
@@ -45,9 +48,16 @@ fn open() -> Result<File> {
         if !f.is_null() && !(-4095..0).contains(&v) {
             return Ok(File(f));
         }
+        if !f.is_null() && v != ENOENT.to_errno() as isize {
+            err = Error::from_errno(v as i32);
+        }
     }
-    pr_err!("cannot read ftrace's available_filter_functions_addrs: is tracefs mounted at /sys/kernel/tracing?\n");
-    Err(ENOENT)
+    if err == ENOENT {
+        pr_err!("cannot read ftrace's available_filter_functions_addrs: is tracefs mounted at /sys/kernel/tracing?\n");
+    } else {
+        pr_err!("cannot open ftrace's available_filter_functions_addrs: {:?}\n", err);
+    }
+    Err(err)
 }
 
 /// Reads `file` to its end with `read`, calling `line` on each complete line; `line` returns

@@ -10,9 +10,9 @@ use std::fmt::Write as _;
 const COST_ROWS: &[(&str, &str)] = &[
     ("none", "no hook"),
     ("ftrace_ops", "kernel: bare ftrace_ops (the reference)"),
-    ("function_graph_on0", "kernel: fgraph path (function_graph tracer, tracing_on=0)"),
+    ("function_graph_on0", "kernel: fgraph entry path (function_graph tracer, tracing_on=0; it declines the return)"),
     ("function_graph_on1", "kernel: function_graph tracer, writing its ring buffer"),
-    ("kgraph1", "kernel: fgraph, 1 user (function_graph in a tracefs instance, tracing_on=0)"),
+    ("kgraph1", "kernel: fgraph, 1 user (function_graph in a tracefs instance, tracing_on=0; entry only)"),
     ("kgraph4", "kernel: fgraph, 4 users (4 instances)"),
     ("kgraph16", "kernel: fgraph, 16 users (16 instances)"),
     ("kfprobe", "kernel: fprobe, entry only"),
@@ -291,7 +291,7 @@ impl<'a> Report<'a> {
             u.zip(k).map(|(u, k)| u <= k),
             "ufgraph entry+exit no costlier than the kernel's fgraph path",
             format!(
-                "instructions/call: ufgraph fprobe entry+exit {}, ufgraph fgraph 1 ops {}, kernel fgraph path {}; wall: {} / {} / {} ns. With 16 users on the function: ufgraph {}, kernel {} instructions",
+                "instructions/call: ufgraph fprobe entry+exit {}, ufgraph fgraph 1 ops {}, kernel fgraph path {}; wall: {} / {} / {} ns. With 16 users on the function: ufgraph {}, kernel {} instructions. The kernel's figure is its entry path only: with tracing off, the function_graph tracer declines the return (see the profile), and 6.12 offers modules no bare fgraph user that hooks it",
                 f1(u), f1(g), f1(k), f1(cw("ufprobe_exit")), f1(cw("ufgraph1")), f1(cw("function_graph_on0")), f1(c("ufgraph16")), f1(c("kgraph16"))
             ),
         );
