@@ -18,9 +18,12 @@ cat $DBG/ufgraph/stats
 T=/sys/kernel/tracing
 DE=$DBG/ufgraph/dynamic_events
 echo "== fprobe events: upstream's f: syntax, real trace events (Documentation/events.md)"
-echo 'f:demo/read vfs_read count=$arg3:u32 comm=$comm' | tee -a $DE
-echo 'f:demo/readret vfs_read%return ret=$retval:s64 count=$arg3:u32' | tee -a $DE
-echo 'f:demo/open do_sys_openat2 path=+0($arg2):ustring' | tee -a $DE
+# Appended with >>, as upstream's documentation does: `tee -a` would fopen(..., "a"), whose
+# seek to the end the control file refuses (seq_lseek has no SEEK_END, upstream's neither).
+def() { echo "$1"; echo "$1" >> $DE || echo "refused"; }
+def 'f:demo/read vfs_read count=$arg3:u32 comm=$comm'
+def 'f:demo/readret vfs_read%return ret=$retval:s64 count=$arg3:u32'
+def 'f:demo/open do_sys_openat2 path=+0($arg2):ustring'
 echo "== $DE"
 cat $DE
 echo > $T/trace
