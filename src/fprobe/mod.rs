@@ -370,11 +370,20 @@ impl Fprobes {
             Target::Ips(ips) => {
                 let mut found: KVec<Option<usize>> = KVec::new();
                 found.extend_with(ips.len(), None, GFP_KERNEL)?;
+                // The addresses sorted (with their positions), so that each function of the
+                // list finds its candidates by binary search: mass attach passes every
+                // traceable function, and a scan of all addresses per function is quadratic.
+                let mut order: KVec<(usize, usize)> = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
+                for (i, &a) in ips.iter().enumerate() {
+                    order.push((a, i), GFP_KERNEL)?;
+                }
+                crate::pure::slice::sort(&mut order);
                 ksym::for_each_function(|f| {
-                    for (i, &a) in ips.iter().enumerate() {
-                        // A location, or the start of the function it belongs to (a few bytes
-                        // before it: ENDBR, BTI, patchable entry).
-                        if a == f.loc || (a < f.loc && f.loc - a <= 16 && is_start_of(a, f.name)) {
+                    // A location, or the start of the function it belongs to (a few bytes
+                    // before it: ENDBR, BTI, patchable entry).
+                    let from = order.partition_point(|&(a, _)| a < f.loc.saturating_sub(16));
+                    for &(a, i) in order[from..].iter().take_while(|&&(a, _)| a <= f.loc) {
+                        if a == f.loc || is_start_of(a, f.name) {
                             found[i] = Some(f.loc);
                         }
                     }
@@ -391,9 +400,16 @@ impl Fprobes {
             Target::Syms(syms) => {
                 let mut found: KVec<Option<usize>> = KVec::new();
                 found.extend_with(syms.len(), None, GFP_KERNEL)?;
+                // The names sorted (as positions), searched by binary search per function.
+                let mut order: KVec<usize> = KVec::with_capacity(syms.len(), GFP_KERNEL)?;
+                for i in 0..syms.len() {
+                    order.push(i, GFP_KERNEL)?;
+                }
+                crate::pure::slice::sort_by(&mut order, |&a, &b| syms[a].as_bytes() < syms[b].as_bytes());
                 ksym::for_each_function(|f| {
-                    for (i, s) in syms.iter().enumerate() {
-                        if found[i].is_none() && f.name == s.as_bytes() {
+                    let from = order.partition_point(|&i| syms[i].as_bytes() < f.name);
+                    for &i in order[from..].iter().take_while(|&&i| syms[i].as_bytes() == f.name) {
+                        if found[i].is_none() {
                             found[i] = Some(f.loc);
                         }
                     }

@@ -20,25 +20,29 @@ pub fn copy<T: Copy>(dst: &mut [T], src: &[T]) {
 }
 
 /// Sorts `v` in place, O(n log n) with no allocation and no recursion: a heapsort. Not stable
-/// (callers sort plain numbers).
+/// (callers sort plain numbers, or indices by a key).
 pub fn sort<T: Ord + Copy>(v: &mut [T]) {
+    sort_by(v, |a, b| a < b);
+}
+
+/// As [`sort`], ordered by `less`, which must be a strict weak order (if it is not, the order
+/// is unspecified, never a panic).
+pub fn sort_by<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
     // Sift the element at `root` down the max-heap held in `v[..end]`.
-    fn sift<T: Ord + Copy>(v: &mut [T], mut root: usize, end: usize) {
-        loop {
-            let mut child = 2 * root + 1;
-            if child >= end {
-                return;
-            }
-            if child + 1 < end && v[child] < v[child + 1] {
-                child += 1;
-            }
-            if v[root] >= v[child] {
-                return;
-            }
-            v.swap(root, child);
-            root = child;
+    let sift = |v: &mut [T], mut root: usize, end: usize| loop {
+        let mut child = 2 * root + 1;
+        if child >= end {
+            return;
         }
-    }
+        if child + 1 < end && less(&v[child], &v[child + 1]) {
+            child += 1;
+        }
+        if !less(&v[root], &v[child]) {
+            return;
+        }
+        v.swap(root, child);
+        root = child;
+    };
     let n = v.len();
     for i in (0..n / 2).rev() {
         sift(v, i, n);
@@ -70,6 +74,15 @@ mod tests {
             w.sort();
             assert_eq!(v, w);
         }
+    }
+
+    #[test]
+    fn sorts_by_a_key() {
+        let names = ["vfs_read", "a", "vfs_open", "zz", "m"];
+        let mut idx = [0usize, 1, 2, 3, 4];
+        sort_by(&mut idx, |&a, &b| names[a] < names[b]);
+        let sorted: std::vec::Vec<_> = idx.iter().map(|&i| names[i]).collect();
+        assert_eq!(sorted, ["a", "m", "vfs_open", "vfs_read", "zz"]);
     }
 
     #[test]
