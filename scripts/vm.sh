@@ -87,7 +87,7 @@ fi
 # a CI log that keeps only its tail still shows them.
 problems_file=$UFG_BUILD/problems-$tag.txt
 : > "$problems_file"
-for p in "${problems[@]}"; do echo "fail vm:$tag: $p" | head -c 400; echo; done | tee "$problems_file"
+for p in "${problems[@]}"; do printf "%s\n" "fail vm:$tag: ${p:0:400}"; done | tee "$problems_file"
 if [ ${#problems[@]} -gt 0 ]; then
 	echo "fail vm:$tag" >> "$results"
 fi
