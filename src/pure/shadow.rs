@@ -497,6 +497,32 @@ mod tests {
     }
 
     #[test]
+    fn dropping_skipped_frames_keeps_depth_and_calltime_right() {
+        let s = stack();
+        let bm = s.push(0x10, 0xa, 0, 0x7000).unwrap();
+        s.set_bitmap(bm, 1);
+        let outer = s.top_frame().unwrap();
+        // Two calls above it that will never return through us (say, a longjmp-like exit).
+        for i in 0..2 {
+            let b = s.push(0x20 + i, 0xb, 5, 0x6000).unwrap();
+            s.set_bitmap(b, 1);
+        }
+        assert_eq!(s.depth(), 3);
+        // What the return handler does when the return it sees is the outer frame's.
+        let above = s.frames().take_while(|f| f.start != outer.start).count();
+        let outer_top = s.frames().take_while(|f| f.start != outer.start).last().unwrap().start;
+        s.drop_frames(outer_top, above);
+        assert_eq!(s.depth(), 1);
+        let f = s.top_frame().unwrap();
+        assert_eq!((f.start, f.ret, f.calltime), (0, 0x10, 0));
+        // A joining ops that wants times fills a calltime the pushing ops left at 0.
+        s.set_calltime(&f, 77);
+        assert_eq!(s.top_frame().unwrap().calltime, 77);
+        s.pop(&f);
+        assert_eq!((s.top(), s.depth()), (0, 0));
+    }
+
+    #[test]
     fn nested_frames_unwind_in_order() {
         let s = stack();
         for i in 0..10usize {
