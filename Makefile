@@ -37,7 +37,7 @@ check:
 stress: setup
 	scripts/kernel.sh $(ARCH) debug
 	scripts/module.sh $(ARCH) debug
-	UFG_VM_TIMEOUT=3600 UFG_VM_APPEND="ufg.stress=100" scripts/vm.sh $(ARCH) debug check '5[0-9]-'
+	UFG_VM_TIMEOUT=7200 UFG_VM_APPEND="ufg.stress=100" scripts/vm.sh $(ARCH) debug check '5[0-9]-'
 
 host-test:
 	cargo test --workspace

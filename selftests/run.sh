@@ -38,15 +38,26 @@ for t in tests/*.sh; do
 		continue
 	fi
 	echo "@@ufg run $name"
-	# Each test gets 5 minutes; the long stress run (ufg.stress=R) gets what it needs.
-	timeout $((300 + ${UFG_STRESS:-0} * 30)) sh "$t"
+	# Each test gets 5 minutes; the long stress run (ufg.stress=R) gets what it needs (about
+	# 5 s per registration and module cycle on the debug kernel, 10 cycles per round).
+	timeout $((300 + ${UFG_STRESS:-0} * 60)) sh "$t"
 	case $? in
 	0) result ok "$name" ;;
 	4) result skip "$name" ;;
 	*) result fail "$name" ;;
 	esac
-	# A test that failed half way must not leave anything behind for the next one: clients
-	# first (they hold ufgraph), then the kernel's own probes, then ufgraph.
+	# A test that failed half way must not leave anything behind for the next one. First its
+	# processes: a test killed by the timeout leaves its background workloads running, which
+	# would then call hooked functions under the next test. Every user process but this
+	# shell and init goes (kernel threads have an empty cmdline).
+	stray=0
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		{ [ "$pid" = 1 ] || [ "$pid" = $$ ] || [ ! -s "$p/cmdline" ]; } && continue
+		kill -9 "$pid" 2>/dev/null && stray=$((stray + 1))
+	done
+	[ $stray = 0 ] || { echo "note: killed $stray processes $name left behind"; sleep 0.5; }
+	# Then clients (they hold ufgraph), then the kernel's own probes, then ufgraph.
 	# Our events hold ufgraph while enabled (triggers enable them too): drop triggers,
 	# disable and remove the events first.
 	if [ -w "$DBG/ufgraph/dynamic_events" ]; then
