@@ -57,9 +57,9 @@ impl GraphHandler for COps {
 
     fn set_index(&self, idx: Option<usize>) {
         let v = idx.map_or(-1, |i| i as c_int);
-        // SAFETY: the ops is valid while being (un)registered; `idx` is an int the callbacks read
-        // (`gops->idx`) and only the core writes. A volatile store: C readers race with no lock
-        // but read an aligned int, which is never torn.
+        // C callbacks read `gops->idx` without a lock; an aligned int store is never torn.
+        // SAFETY: the ops is valid while it is being (un)registered (`ufgraph_register`'s
+        // contract), and only the core ever writes its `idx`.
         unsafe { addr_of_mut!((*self.gops()).idx).write_volatile(v) };
     }
 }

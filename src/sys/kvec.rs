@@ -18,9 +18,9 @@ pub fn remove<T>(v: &mut KVec<T>, i: usize) -> Option<T> {
     // SAFETY: the source `i + 1..len` and the destination `i..len - 1` both lie within the first
     // `len` (initialised) elements of the allocation; `ptr::copy` allows them to overlap.
     unsafe { core::ptr::copy(p.add(i + 1), p.add(i), len - i - 1) };
-    // SAFETY: `len - 1 <= capacity`, and the first `len - 1` elements are initialised (moved
-    // down above). The old last slot now duplicates element `len - 2` (or held `item`), and
-    // shrinking the length keeps it from being dropped a second time.
+    // The old last slot now duplicates element `len - 2` (or held `item`): shrinking the length
+    // keeps it from being dropped twice.
+    // SAFETY: `len - 1 <= capacity`, and the first `len - 1` elements are initialised.
     unsafe { v.set_len(len - 1) };
     Some(item)
 }
