@@ -250,11 +250,7 @@ pub fn compile(
     if used.len() > derefs.len() {
         return Err(CompileError::TooLong);
     }
-    // A loop, not `copy_from_slice`: its length-mismatch panic path is a function objtool
-    // (6.12) does not know to be noreturn, and it warns about it.
-    for (d, u) in derefs.iter_mut().zip(used) {
-        *d = *u;
-    }
+    crate::pure::slice::copy(&mut derefs[..used.len()], used);
     Ok(Program {
         name: Inline::new(arg.name).ok_or(CompileError::TooLong)?,
         ty: arg.ty,
