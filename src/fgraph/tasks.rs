@@ -43,9 +43,9 @@
 use crate::bindings;
 use crate::pure::shadow::ShadowStack;
 use crate::pure::tasktable::{self, Counts, InsertError};
-use crate::sys::percpu::PerCpuCounter;
+use crate::sys::percpu::{per_cpu_vec, PerCpuCounter};
 use crate::sys::sync::{synchronize_rcu, IrqSpinLock, NoPreempt, Work};
-use crate::sys::task::{for_each_thread, nr_cpu_ids, this_cpu, TaskRef};
+use crate::sys::task::{for_each_thread, this_cpu, TaskRef};
 use crate::sys::tracepoint::{self, Probe};
 use core::ffi::c_void;
 use core::mem::size_of;
@@ -146,7 +146,7 @@ pub struct Tasks {
     table: AtomicPtr<Table>,
     #[pin]
     writer: IrqSpinLock<Counts>,
-    idle: KVec<AtomicPtr<TaskStack>>,
+    idle: KVVec<AtomicPtr<TaskStack>>,
     cache: KVVec<CacheLine>,
     #[pin]
     rebuild: Work,
@@ -160,24 +160,6 @@ pub struct Tasks {
 /// One CPU's cached page, alone in its cache line: only that CPU writes it but for `remove`.
 #[repr(C, align(64))]
 struct CacheLine(AtomicPtr<TaskStack>);
-
-fn cache_lines() -> Result<KVVec<CacheLine>> {
-    let n = nr_cpu_ids();
-    let mut v = KVVec::with_capacity(n, GFP_KERNEL)?;
-    for _ in 0..n {
-        v.push(CacheLine(AtomicPtr::new(null_mut())), GFP_KERNEL)?;
-    }
-    Ok(v)
-}
-
-fn idle_slots() -> Result<KVec<AtomicPtr<TaskStack>>> {
-    let n = nr_cpu_ids();
-    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-    for _ in 0..n {
-        v.push(AtomicPtr::new(null_mut()), GFP_KERNEL)?;
-    }
-    Ok(v)
-}
 
 unsafe extern "C" fn on_fork(data: *mut c_void, _parent: *mut bindings::task_struct, child: *mut bindings::task_struct) {
     // SAFETY: `data` is the pinned `Tasks` this probe was attached with; it detaches its probes
@@ -207,8 +189,8 @@ impl Tasks {
         try_pin_init!(Self {
             table: AtomicPtr::new(null_mut()),
             writer <- IrqSpinLock::new(Counts::default()),
-            idle: idle_slots()?,
-            cache: cache_lines()?,
+            idle: per_cpu_vec(GFP_KERNEL, || AtomicPtr::new(null_mut()))?,
+            cache: per_cpu_vec(GFP_KERNEL, || CacheLine(AtomicPtr::new(null_mut())))?,
             rebuild <- Work::new(rebuild_work),
             attached: AtomicBool::new(false),
             live: PerCpuCounter::new()?,

@@ -8,8 +8,18 @@
 
 use crate::sys::task::{nr_cpu_ids, this_cpu};
 use core::sync::atomic::{AtomicIsize, Ordering::Relaxed};
-use kernel::alloc::{flags::{GFP_KERNEL, __GFP_NOWARN}, KVVec};
+use kernel::alloc::{flags::{GFP_KERNEL, __GFP_NOWARN}, Flags, KVVec};
 use kernel::prelude::*;
+
+/// One `init()` per possible CPU, indexed by CPU number.
+pub fn per_cpu_vec<T>(gfp: Flags, init: impl Fn() -> T) -> Result<KVVec<T>> {
+    let n = nr_cpu_ids();
+    let mut v = KVVec::with_capacity(n, gfp)?;
+    for _ in 0..n {
+        v.push(init(), gfp)?;
+    }
+    Ok(v)
+}
 
 #[repr(C, align(64))]
 struct Line(AtomicIsize);
@@ -22,13 +32,7 @@ pub struct PerCpuCounter {
 impl PerCpuCounter {
     /// A zeroed counter.
     pub fn new() -> Result<Self> {
-        let n = nr_cpu_ids();
-        let gfp = GFP_KERNEL | __GFP_NOWARN;
-        let mut lines = KVVec::with_capacity(n, gfp)?;
-        for _ in 0..n {
-            lines.push(Line(AtomicIsize::new(0)), gfp)?;
-        }
-        Ok(Self { lines })
+        Ok(Self { lines: per_cpu_vec(GFP_KERNEL | __GFP_NOWARN, || Line(AtomicIsize::new(0)))? })
     }
 
     /// Adds `v` on this CPU's line.
