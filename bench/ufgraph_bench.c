@@ -786,7 +786,7 @@ static int run_cmd(char *line)
 	} else if (!strcmp(argv[0], "sizes")) {
 		run_sizes();
 	} else if (!strcmp(argv[0], "profarm")) {
-		emit("profile target=%px flag=%px", ufgraph_bench_target, &profile_go);
+		emit("profile target=0x%px flag=0x%px", ufgraph_bench_target, &profile_go);
 	} else if (!strcmp(argv[0], "profile")) {
 		ret = run_profile();
 	} else {

@@ -137,10 +137,8 @@ profile_pass() {
 		fi
 		n=$((n + 1))
 		name=$(echo "$line" | sed -n 's/.* name=\([^ ]*\).*/\1/p')
-		target=$(echo "$line" | sed -n 's/.* target=\([0-9a-fx]*\).*/\1/p')
-		flag=$(echo "$line" | sed -n 's/.* flag=\([0-9a-fx]*\).*/\1/p')
-		case $target in 0x*) ;; *) target=0x$target ;; esac
-		case $flag in 0x*) ;; *) flag=0x$flag ;; esac
+		target=$(echo "$line" | sed -n 's/.* target=\(0x[0-9a-f]*\).*/\1/p')
+		flag=$(echo "$line" | sed -n 's/.* flag=\(0x[0-9a-f]*\).*/\1/p')
 		ufg_log "bench: single-stepping one call with hook $name"
 		timeout 300 gdb -batch -nx -ex "target remote 127.0.0.1:$port" -ex "hbreak *$target" \
 			-ex "set var *(int *)$flag = 1" -ex continue -x "$bdir/step.gdb" -ex detach \
