@@ -118,6 +118,65 @@ fn return_values_and_counts(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// Counts, at each return, whether the call times were taken (`calltime` set and `rettime` not
+/// before it) or left at 0 (both 0).
+struct Timed<const WANT: bool> {
+    taken: AtomicUsize,
+    zero: AtomicUsize,
+}
+
+impl<const WANT: bool> Timed<WANT> {
+    fn new() -> Self {
+        Self { taken: AtomicUsize::new(0), zero: AtomicUsize::new(0) }
+    }
+}
+
+impl<const WANT: bool> GraphHandler for Timed<WANT> {
+    const WANTS_TIMES: bool = WANT;
+
+    fn entry(&self, _e: &mut Entry<'_>) -> bool {
+        true
+    }
+
+    fn ret(&self, r: &mut Return<'_>) {
+        if r.calltime != 0 && r.rettime >= r.calltime {
+            self.taken.fetch_add(1, Relaxed);
+        } else if r.calltime == 0 && r.rettime == 0 {
+            self.zero.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+// The clock is read only while a registered handler wants call times; one that does, on the
+// same function as one that does not, gets them whichever of the two pushed the frame.
+fn call_times_only_when_wanted(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let mut plain = t.check_ok(GraphOps::new(Timed::<false>::new()), "GraphOps::new")?;
+    t.check_ok(plain.set_filter(c_str!("ufg_test_add")), "set_filter")?;
+    t.check_ok(plain.register(), "register")?;
+    for i in 0..20 {
+        add(i, 1);
+    }
+    kcheck_eq!(t, plain.handler().zero.load(Relaxed), 20);
+
+    let mut timed = t.check_ok(GraphOps::new(Timed::<true>::new()), "GraphOps::new")?;
+    t.check_ok(timed.set_filter(c_str!("ufg_test_add")), "set_filter")?;
+    t.check_ok(timed.register(), "register")?;
+    for i in 0..20 {
+        add(i, 1);
+    }
+    kcheck_eq!(t, timed.handler().taken.load(Relaxed), 20);
+    kcheck_eq!(t, timed.handler().zero.load(Relaxed), 0);
+    t.check_ok(timed.unregister(), "unregister")?;
+
+    for i in 0..20 {
+        add(i, 1);
+    }
+    kcheck_eq!(t, plain.handler().zero.load(Relaxed), 40);
+    t.check_ok(plain.unregister(), "unregister")?;
+    Ok(())
+}
+
 // Upstream's "multiple fgraph storage" selftest: several ops on one function, each storing data
 // of a different size, each reading back exactly its own on return.
 fn multiple_storage(t: &mut Test) -> CaseResult {
@@ -341,6 +400,7 @@ fn unwinding_shows_the_real_caller(t: &mut Test) -> CaseResult {
 
 kunit_suite!(FGRAPH_SUITE, "ufgraph_fgraph", [
     return_values_and_counts,
+    call_times_only_when_wanted,
     multiple_storage,
     seventeenth_ops_is_enospc,
     lru_reuses_released_index_last,
