@@ -28,13 +28,16 @@ if [ -x "$ft/ftracetest" ]; then
 		cp "$ft/test.d/dynevent/$t.tc" "$root/ftrace/test.d/dynevent/"
 	done
 fi
-# perfcount (selftests/perfcount): a static x86_64 helper that counts an event with perf, for
-# tests/63-event-perf.sh (the VM has no perf tool). Built with the host's Rust toolchain.
+# Static x86_64 helpers (selftests/perfcount), built with the host's Rust toolchain: perfcount
+# counts and samples an event with perf (tests 63 and 75; the VM has no perf tool), uringread
+# reads a file on io_uring workers (test 74; the VM has no liburing).
 if [ "$arch" = x86_64 ] && [ "$(uname -m)" = x86_64 ]; then
 	CARGO_TARGET_DIR="$UFG_BUILD/perfcount" RUSTFLAGS="-C target-feature=+crt-static" \
 		cargo build -q --release --locked --target x86_64-unknown-linux-gnu \
 		--manifest-path "$UFG_TOP/selftests/perfcount/Cargo.toml" || ufg_die "cannot build perfcount"
-	install -m 0755 "$UFG_BUILD/perfcount/x86_64-unknown-linux-gnu/release/perfcount" "$root/bin/perfcount"
+	for b in perfcount uringread; do
+		install -m 0755 "$UFG_BUILD/perfcount/x86_64-unknown-linux-gnu/release/$b" "$root/bin/$b"
+	done
 fi
 find "$modules_dir" -maxdepth 2 -name '*.ko' -exec cp {} "$root/lib/ufgraph/" \;
 [ -f "$root/lib/ufgraph/ufgraph.ko" ] || ufg_die "no ufgraph.ko in $modules_dir"

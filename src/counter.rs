@@ -8,6 +8,8 @@
 
 use crate::pure::ipcount::IpCounts;
 use crate::sys::ftrace::{Handler, Ops, Regs};
+use crate::sys::sync::NoPreempt;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use core::fmt::{self, Write};
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -16,15 +18,20 @@ use kernel::sync::Arc;
 /// How many distinct functions are counted apart; calls of more are still counted in the total.
 pub const MAX_FUNCS: usize = 128;
 
-/// The hits seen so far, shared by the ftrace callback and the readers of `counts`.
-pub struct Hits(pub IpCounts<MAX_FUNCS>);
+/// The hits seen so far, shared by the ftrace callback and the readers of `counts`, and the calls
+/// the recursion guard refused.
+pub struct Hits(pub IpCounts<MAX_FUNCS>, pub AtomicU64);
 
 /// The ftrace handler: the module state, whose `hits` it counts into.
 pub struct EntryCounter(pub Arc<crate::State>);
 
 impl Handler for EntryCounter {
-    fn call(&self, ip: usize, _parent_ip: usize, _regs: &Regs) {
+    fn call(&self, ip: usize, _parent_ip: usize, _regs: &Regs, _np: &NoPreempt) {
         self.0.hits.0.hit(ip);
+    }
+
+    fn missed(&self, _ip: usize) {
+        self.0.hits.1.fetch_add(1, Relaxed);
     }
 }
 
@@ -36,7 +43,8 @@ impl Hits {
             writeln!(m, " {}", n)?;
         }
         writeln!(m, "total {}", self.0.total())?;
-        writeln!(m, "lost {}", self.0.lost())
+        writeln!(m, "lost {}", self.0.lost())?;
+        writeln!(m, "missed {}", self.1.load(Relaxed))
     }
 }
 

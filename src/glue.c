@@ -28,6 +28,9 @@
 #include <linux/capability.h>
 #include <linux/mutex.h>
 #include <linux/magic.h>
+#include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
+#include <linux/sched/task_stack.h>
 #ifdef CONFIG_X86_64
 #include <asm/unwind.h>
 #endif
@@ -275,6 +278,52 @@ EXPORT_SYMBOL_GPL(ufgraph_rethook_unregister);
 EXPORT_SYMBOL_GPL(ufgraph_rethook_hook);
 #endif
 
+bool ufg_task_dead(const struct task_struct *t)
+{
+	return READ_ONCE(t->__state) == TASK_DEAD;
+}
+
+bool ufg_task_stack_view(const struct task_struct *t, unsigned long *lo, unsigned long *hi,
+			 unsigned long *saved_sp, bool *running)
+{
+	unsigned long base = (unsigned long)task_stack_page(t);
+
+	*lo = base;
+	*hi = base ? base + THREAD_SIZE : 0;
+	*running = t == current || READ_ONCE(t->on_cpu);
+#ifdef CONFIG_X86_64
+	*saved_sp = t->thread.sp;
+#else
+	*saved_sp = thread_saved_sp(t);
+#endif
+	return base != 0;
+}
+
+void ufg_get_task(struct task_struct *t)
+{
+	get_task_struct(t);
+}
+
+void ufg_put_task(struct task_struct *t)
+{
+	put_task_struct(t);
+}
+
+bool ufg_cpu_online(unsigned int cpu)
+{
+	return cpu_online(cpu);
+}
+
+int ufg_cpuhp_add(int (*prepare)(unsigned int cpu))
+{
+	return cpuhp_setup_state_nocalls(CPUHP_BP_PREPARE_DYN, "ufgraph:idle-stack", prepare, NULL);
+}
+
+void ufg_cpuhp_remove(int state)
+{
+	cpuhp_remove_state_nocalls(state);
+}
+
 int ufg_task_pid(struct task_struct *t)
 {
 	return task_pid_nr(t);
@@ -383,7 +432,7 @@ const void *ufg_iter_ent(struct trace_iterator *iter, unsigned long *size)
 }
 
 #ifdef CONFIG_PERF_EVENTS
-void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs,
+void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs, unsigned long ret_addr,
 		     unsigned long len, unsigned long *size, int *rctx, struct pt_regs **regs)
 {
 	struct hlist_head *head = this_cpu_ptr(call->perf_events);
@@ -397,8 +446,15 @@ void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs,
 	entry = perf_trace_buf_alloc(*size, &r, rctx);
 	if (!entry)
 		return NULL;
-	/* What perf samples: the probe's registers, as the kretprobe shim builds them. */
-	ufg_regs_from_entry(fregs, r);
+	/*
+	 * What perf samples: the probe's registers, as the kretprobe shim builds them. At a
+	 * return (ret_addr set) those are the exit registers, with ip = the return address, as
+	 * the kernel's kretprobe events give them; the argument registers are not saved there.
+	 */
+	if (ret_addr)
+		ufg_regs_from_exit(fregs, r, ret_addr);
+	else
+		ufg_regs_from_entry(fregs, r);
 	*regs = r;
 	return entry;
 }
@@ -410,7 +466,7 @@ void ufg_perf_end(struct trace_event_call *call, void *entry, unsigned long size
 			      this_cpu_ptr(call->perf_events), NULL);
 }
 #else
-void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs,
+void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs, unsigned long ret_addr,
 		     unsigned long len, unsigned long *size, int *rctx, struct pt_regs **regs)
 {
 	return NULL;
@@ -597,18 +653,9 @@ bool ufg_arm64_plain_lr_slots(void)
 	return true;
 }
 
-bool ufg_arm64_task_stack(const struct task_struct *t, unsigned long *lo, unsigned long *hi,
-			  unsigned long *fp)
+unsigned long ufg_arm64_saved_fp(const struct task_struct *t)
 {
-	unsigned long base = (unsigned long)task_stack_page(t);
-
-	*lo = base;
-	*hi = base ? base + THREAD_SIZE : 0;
-	/* A task on a CPU (a stopper during stop_machine, or us) has saved no frame pointer. */
-	if (!base || t == current || READ_ONCE(t->on_cpu))
-		return false;
-	*fp = thread_saved_fp(t);
-	return true;
+	return thread_saved_fp(t);
 }
 
 void ufg_regs_from_entry(struct ftrace_regs *fregs, struct pt_regs *out)

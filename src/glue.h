@@ -48,6 +48,7 @@ void ufg_preempt_disable(void);
 void ufg_preempt_enable(void);
 void ufg_synchronize_rcu_tasks(void);
 void ufg_kfree_rcu(struct rcu_head *head, void *ptr);
+/* ftrace's recursion guard (also disables preemption; fails where RCU is not watching). */
 int ufg_recursion_trylock(unsigned long ip, unsigned long parent_ip);
 void ufg_recursion_unlock(int bit);
 
@@ -112,7 +113,7 @@ const void *ufg_iter_ent(struct trace_iterator *iter, unsigned long *size);
  * between. begin returns NULL when no perf event of this CPU listens (or no buffer).
  */
 struct trace_event_call;
-void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs,
+void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs, unsigned long ret_addr,
 		     unsigned long len, unsigned long *size, int *rctx, struct pt_regs **regs);
 void ufg_perf_end(struct trace_event_call *call, void *entry, unsigned long size, int rctx,
 		  struct pt_regs *regs);
@@ -144,6 +145,26 @@ long ufg_test_inner(long x);
 long ufg_test_outer(long x);
 int ufg_test_caller(int a);
 
+/*
+ * Teardown (src/fgraph/graph.rs) looks at other tasks' kernel stacks under stop_machine and
+ * waits for some of their frames: whether a task can still run, where its stack is, a
+ * reference that keeps its task_struct, and CPU hotplug.
+ */
+/* The task has been switched out for the last time (TASK_DEAD): it never runs again. */
+bool ufg_task_dead(const struct task_struct *t);
+/*
+ * t's kernel stack [*lo, *hi) (false: it has none left), the stack pointer it saved when it was
+ * last switched out, and whether it is on a CPU now (the saved pointer is stale then).
+ */
+bool ufg_task_stack_view(const struct task_struct *t, unsigned long *lo, unsigned long *hi,
+			 unsigned long *saved_sp, bool *running);
+void ufg_get_task(struct task_struct *t);
+void ufg_put_task(struct task_struct *t);
+bool ufg_cpu_online(unsigned int cpu);
+/* A CPUHP_BP_PREPARE_DYN state whose startup runs before a CPU is brought up; >0 on success. */
+int ufg_cpuhp_add(int (*prepare)(unsigned int cpu));
+void ufg_cpuhp_remove(int state);
+
 #ifdef CONFIG_ARM64
 /* arm64 (src/arch/arm64.rs): handing return addresses back at unload, under stop_machine. */
 /* The stack pointer a hooked function was entered with, from its frame's retp. */
@@ -156,9 +177,8 @@ bool ufg_arm64_exit_regs(unsigned long retp, unsigned long tramp);
 bool ufg_arm64_irq_at(unsigned long rec, unsigned long lo, unsigned long pc, unsigned long sp);
 /* Whether a frame record's saved lr is what its function returns to, unsigned (no PAC, no SCS). */
 bool ufg_arm64_plain_lr_slots(void);
-/* t's kernel stack [*lo, *hi); if t is switched out (true), the frame pointer it saved. */
-bool ufg_arm64_task_stack(const struct task_struct *t, unsigned long *lo, unsigned long *hi,
-			  unsigned long *fp);
+/* The frame pointer t saved when it was switched out. */
+unsigned long ufg_arm64_saved_fp(const struct task_struct *t);
 #endif
 
 #endif

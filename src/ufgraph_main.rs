@@ -180,7 +180,7 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
         writeln!(m, "event_probes {}", probes)?;
         writeln!(m, "event_records_refused {}", dropped)?;
     }
-    writeln!(m, "live_frames {}", t.live.sum())?;
+    writeln!(m, "live_frames {}", t.frames_now())?;
     writeln!(m, "tasks_with_stack {}", t.count())?;
     writeln!(m, "shadow_stack_bytes {}", t.count() * core::mem::size_of::<fgraph::tasks::TaskStack>())?;
     writeln!(m, "returns {}", g.stats.returns.sum())?;

@@ -6,9 +6,12 @@
  * register_fprobe_ips(), entry data, disable/enable, fprobe_is_registered() and
  * unregister_fprobe(), and reports what it saw in the log:
  *
- *   fprobe_client: MODE entries=N exits=N bad=N missed=N
+ *   fprobe_client: MODE entries=N exits=N bad=N missed=N unregister=E stale=N
  *
  * Parameters: mode=filter|syms|ips, filter=GLOB, notfilter=GLOB, syms=NAME.
+ * Writing /sys/module/fprobe_client/parameters/reregister unregisters the probe and registers
+ * the same structure again: calls in flight across it must not reach the new registration's
+ * exit handler with the old one's entry data (stale counts those that do).
  */
 #include <ufgraph/fprobe.h>	/* was: #include <linux/fprobe.h> */
 #include <linux/atomic.h>
@@ -24,11 +27,14 @@ module_param(notfilter, charp, 0444);
 static unsigned long addr;
 module_param(addr, ulong, 0444);
 
-static atomic_t entries, exits, bad;
+static atomic_t entries, exits, bad, stale;
+/* Which registration of client_probe is current (bumped by reregister). */
+static int generation;
 
 struct client_data {
 	unsigned long ip;
 	unsigned long arg0;
+	int generation;
 };
 
 static int client_entry(struct fprobe *fp, unsigned long entry_ip, unsigned long ret_ip,
@@ -39,6 +45,7 @@ static int client_entry(struct fprobe *fp, unsigned long entry_ip, unsigned long
 	atomic_inc(&entries);
 	d->ip = entry_ip;
 	d->arg0 = ftrace_regs_get_argument(fregs, 0);
+	d->generation = READ_ONCE(generation);
 	return 0;
 }
 
@@ -50,6 +57,8 @@ static void client_exit(struct fprobe *fp, unsigned long entry_ip, unsigned long
 	atomic_inc(&exits);
 	if (d->ip != entry_ip || !ret_ip)
 		atomic_inc(&bad);
+	if (d->generation != READ_ONCE(generation))
+		atomic_inc(&stale);
 }
 
 static struct fprobe client_probe = {
@@ -58,7 +67,7 @@ static struct fprobe client_probe = {
 	.entry_data_size = sizeof(struct client_data),
 };
 
-static int __init client_init(void)
+static int client_register(void)
 {
 	int ret;
 
@@ -71,10 +80,34 @@ static int __init client_init(void)
 	} else {
 		ret = register_fprobe(&client_probe, filter, notfilter);
 	}
-	if (ret) {
+	if (ret)
 		pr_info("fprobe_client: register (%s) failed: %d\n", mode, ret);
+	return ret;
+}
+
+static int reregister_set(const char *val, const struct kernel_param *kp)
+{
+	int ret = unregister_fprobe(&client_probe);
+
+	if (ret)
 		return ret;
-	}
+	WRITE_ONCE(generation, generation + 1);
+	ret = client_register();
+	pr_info("fprobe_client: registered again (generation %d): %d\n", generation, ret);
+	return ret;
+}
+
+static const struct kernel_param_ops reregister_ops = {
+	.set = reregister_set,
+};
+module_param_cb(reregister, &reregister_ops, NULL, 0200);
+
+static int __init client_init(void)
+{
+	int ret = client_register();
+
+	if (ret)
+		return ret;
 	if (!fprobe_is_registered(&client_probe))
 		return -EIO;
 	/* Soft-disable and re-enable once: the flags are the upstream inline helpers'. */
@@ -90,9 +123,9 @@ static void __exit client_exit_mod(void)
 {
 	int ret = unregister_fprobe(&client_probe);
 
-	pr_info("fprobe_client: %s entries=%d exits=%d bad=%d missed=%lu unregister=%d\n", mode,
+	pr_info("fprobe_client: %s entries=%d exits=%d bad=%d missed=%lu unregister=%d stale=%d\n", mode,
 		atomic_read(&entries), atomic_read(&exits), atomic_read(&bad),
-		client_probe.nmissed, ret);
+		client_probe.nmissed, ret, atomic_read(&stale));
 }
 
 module_init(client_init);

@@ -24,7 +24,7 @@ use crate::fgraph::graph::{fix_ret, graph, trampoline};
 use crate::pure::shadow::Frame;
 use crate::sys::ftrace::Regs;
 use crate::sys::sync::NoPreempt;
-use crate::sys::task::for_each_thread;
+use crate::sys::task::{StackView, TaskRef};
 
 /// Size of an arm64 instruction: the ftrace call site (`bl ftrace_caller`) is one.
 const INSN: usize = 4;
@@ -138,9 +138,24 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
     n
 }
 
-/// Writes `f`'s real return address back where its task will take it from, if that place still
-/// holds our trampoline and can be found for certain. False otherwise: teardown then waits for
-/// the frame to return through the trampoline.
+/// Teardown's verdict on one frame, under `stop_machine`: see [`hand_back`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandBack {
+    /// The real return address is back where the task will take it from.
+    Handed,
+    /// The frame may still return through the trampoline: teardown waits until it has (it is
+    /// off its shadow stack) or its task can no longer run.
+    Pending,
+    /// The call cannot return through the trampoline: it was abandoned.
+    Never,
+}
+
+/// Judges `f`, a frame of `task` (whose kernel stack is `view`), a task that can still run: writes
+/// its real return address back where the task will take it from, if that place still holds our
+/// trampoline and can be found for certain ([`HandBack::Handed`]). If the function was entered
+/// with a stack pointer at or below the one the switched-out task saved, the call is no longer on
+/// the stack ([`HandBack::Never`]). Otherwise [`HandBack::Pending`]: teardown waits for the frame
+/// to return through the trampoline (another hooker stacked over it, or we could not tell).
 ///
 /// The place is found from the task's chain of frame records, starting at the frame pointer it
 /// saved when it was switched out. The function was entered with stack pointer S (derived from
@@ -153,37 +168,47 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
 ///   call): the address is in the entry registers at `retp`, which ftrace_caller has yet to load
 ///   into x30. Write it there; nothing is signed or pushed yet;
 /// - the task is inside the trampoline (see [`QuietStack::in_trampoline`]): the function has
-///   returned already, and the frame goes when the trampoline finishes. False, so that teardown
-///   counts the frame among those it waits for: the trampoline will take it off the count;
+///   returned already, and the frame goes when the trampoline finishes. Pending: teardown waits
+///   until the trampoline has popped it;
 /// - otherwise the record is the function's own: if its saved lr is our trampoline, write the
 ///   real address there. Only when that lr is what the function will return to, plainly: not
 ///   when the kernel signs return addresses (pointer authentication: the slot holds our address
 ///   signed with the task's key and S, which we cannot re-sign, and a plain address would fault
 ///   at the function's AUTIASP), nor with a shadow call stack (the function returns to what it
 ///   pushed there);
-/// - anything else, false: the task is running (the stoppers of stop_machine, or us), it is an
-///   idle task (not on the task list), the function has not saved x30 yet or no longer has it
-///   saved (a leaf, preempted), or the slot holds another hooker's trampoline (kretprobe,
-///   function_graph) that saved ours.
-///
-/// Cost: finding the task walks the task list, once per frame, all CPUs stopped.
+/// - anything else, pending: the task is running (the stoppers of stop_machine, or us), the
+///   function has not saved x30 yet or no longer has it saved (a leaf, preempted), or the slot
+///   holds another hooker's trampoline (kretprobe, function_graph) that saved ours.
 ///
 /// # Safety
 ///
-/// The task owning the frame must not be running (`stop_machine`), so that its stack is quiet.
-pub unsafe fn hand_back(f: &Frame, tramp: usize) -> bool {
-    let Some((stack, fp)) = QuietStack::holding(f.retp) else {
-        return false;
+/// Only under `stop_machine`: the owning task cannot run (unless `view.running`) or exit, so its
+/// stack is quiet and stays allocated.
+pub unsafe fn hand_back(f: &Frame, tramp: usize, task: Option<TaskRef>, view: Option<&StackView>) -> HandBack {
+    let (Some(task), Some(view)) = (task, view) else {
+        return HandBack::Pending;
     };
     // SAFETY: arithmetic on the address only.
     let sp = unsafe { bindings::ufg_arm64_entry_sp(f.retp) };
-    if sp <= stack.lo || sp > stack.hi || !sp.is_multiple_of(RECORD) {
-        return false;
+    if sp <= view.lo || sp > view.hi || !sp.is_multiple_of(RECORD) {
+        // The entry registers of this call were not on this task's stack: not a live call.
+        return HandBack::Never;
     }
+    if view.running {
+        // A stopper: it saved no frame pointer to walk from.
+        return HandBack::Pending;
+    }
+    if view.saved_sp >= sp {
+        // The task's stack pointer is above where the function was entered: the call is gone.
+        return HandBack::Never;
+    }
+    let stack = QuietStack { lo: view.lo, hi: view.hi };
+    // SAFETY: the task is switched out and stays so (caller).
+    let fp = unsafe { bindings::ufg_arm64_saved_fp(task.as_ptr()) };
     // SAFETY: [lo, hi) is the stack of a switched-out task; during stop_machine nothing runs on
     // it or frees it.
     let Some((rec, below)) = (unsafe { stack.record_below(fp, sp) }) else {
-        return false;
+        return HandBack::Pending;
     };
     // SAFETY: `rec` and `below` are records of the quiet stack, found by the walk.
     let entering = unsafe { stack.in_ftrace_caller(f, sp, rec, below) };
@@ -194,23 +219,23 @@ pub unsafe fn hand_back(f: &Frame, tramp: usize) -> bool {
         // The entry registers are live, and ftrace_caller loads x30 from them.
         f.retp
     } else if returning {
-        return false;
+        return HandBack::Pending;
     } else {
         // SAFETY: no preconditions (configuration and CPU capabilities).
         if !unsafe { bindings::ufg_arm64_plain_lr_slots() } {
-            return false;
+            return HandBack::Pending;
         }
         rec + 8
     };
     // SAFETY: `slot` is the lr word of a frame record of the chain, or the `lr` field of the
     // entry registers of a live ftrace_caller: inside the quiet stack, 8-byte aligned.
     if unsafe { stack.peek(slot) } != tramp {
-        return false;
+        return HandBack::Pending;
     }
     // SAFETY: as above; nothing else touches the stack now (caller), and the task takes its
     // return address from this word.
     unsafe { (slot as *mut usize).write_volatile(f.ret) };
-    true
+    HandBack::Handed
 }
 
 /// The kernel stack [lo, hi) of a task that is switched out while all CPUs are stopped: nothing
@@ -221,26 +246,6 @@ struct QuietStack {
 }
 
 impl QuietStack {
-    /// The stack holding `addr`, and the frame pointer its task saved when it was switched out:
-    /// `None` if no task's stack holds it (an idle task's, or no stack at all), or its task is on
-    /// a CPU. Only under stop_machine, where tasks switched out stay so and keep their stacks.
-    fn holding(addr: usize) -> Option<(Self, usize)> {
-        let mut found: Option<Option<(Self, usize)>> = None;
-        for_each_thread(|t| {
-            if found.is_some() {
-                return;
-            }
-            let (mut lo, mut hi, mut fp) = (0usize, 0usize, 0usize);
-            // SAFETY: the walk keeps `t` alive (RCU); the glue reads its fields and writes the
-            // three words.
-            let quiet = unsafe { bindings::ufg_arm64_task_stack(t.as_ptr(), &mut lo, &mut hi, &mut fp) };
-            if (lo..hi).contains(&addr) {
-                found = Some(quiet.then_some((Self { lo, hi }, fp)));
-            }
-        });
-        found.flatten()
-    }
-
     /// The word at `addr`.
     ///
     /// # Safety

@@ -8,7 +8,7 @@ use crate::bindings;
 use crate::fgraph::graph::{fix_ret, trampoline};
 use crate::pure::shadow::Frame;
 use crate::sys::ftrace::Regs;
-use crate::sys::task::TaskRef;
+use crate::sys::task::{StackView, TaskRef};
 
 /// Whether `f` is the frame of the return the trampoline is handling.
 #[inline(always)]
@@ -58,21 +58,63 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
     n
 }
 
-/// Writes `f`'s real return address back into its task's stack slot, if the slot still holds our
-/// trampoline. False if it holds something else (another hooker saved our address and put its own).
+/// Teardown's verdict on one frame, under `stop_machine`: see [`hand_back`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandBack {
+    /// The real return address is back where the task will take it from.
+    Handed,
+    /// Another hooker saved our trampoline for this frame: it will return through it later.
+    Pending,
+    /// The call cannot return through the trampoline: it was abandoned.
+    Never,
+}
+
+/// Judges `f`, a frame of a task (`task`, whose kernel stack is `view`) that can still run, and
+/// writes its real return address back into its stack slot if the slot still holds our
+/// trampoline.
+///
+/// - The slot must be a word of the task's kernel stack, and (for a task that is switched out)
+///   at or above the stack pointer it saved: otherwise the call is no longer on the stack (it
+///   was abandoned, the stack unwound past it) and cannot return: [`HandBack::Never`]. Frames
+///   pushed in interrupt context live on an interrupt stack, and none is live under
+///   `stop_machine` (the stoppers are tasks: interrupts returned before they ran).
+/// - The slot holds our trampoline: write the real address, [`HandBack::Handed`]. This also
+///   covers a task preempted inside the trampoline after it reclaimed the slot (the word is then
+///   only read by unwinders); teardown's grace period lets it finish.
+/// - The slot holds the very start of another return trampoline (the kernel's
+///   `return_to_handler`, `arch_rethook_trampoline`, a kretprobe's, another ufgraph's): that
+///   hooker saved our address and will jump to it: [`HandBack::Pending`]. A return address is
+///   never the first byte of a function, so this does not mistake a reused slot for one.
+/// - Anything else: the slot was reused (the call was abandoned, or the task was preempted on
+///   the trampoline's first instruction and the interrupt frame overwrote it: the grace period
+///   covers that one): [`HandBack::Never`].
 ///
 /// # Safety
 ///
-/// The task owning the frame must not be running (`stop_machine`), so that its stack is quiet.
-pub unsafe fn hand_back(f: &Frame, tramp: usize) -> bool {
-    let slot = f.retp as *mut usize;
-    // SAFETY: `retp` is the frame's return-address slot on its task's kernel stack, which
-    // outlives the task's shadow stack; the task is not running (caller).
-    unsafe {
-        if slot.read_volatile() != tramp {
-            return false;
-        }
-        slot.write_volatile(f.ret);
+/// Only under `stop_machine`: the owning task cannot run (unless `view.running`: a stopper) or
+/// exit, so its stack is quiet and stays allocated.
+pub unsafe fn hand_back(f: &Frame, tramp: usize, _task: Option<TaskRef>, view: Option<&StackView>) -> HandBack {
+    let Some(view) = view else {
+        // No kernel stack to check the slot against (an idle task that never looked itself up
+        // cannot have frames): do not write, and do not assume it is gone.
+        return HandBack::Pending;
+    };
+    if !view.holds_word(f.retp) || (!view.running && f.retp < view.saved_sp) {
+        return HandBack::Never;
     }
-    true
+    let slot = f.retp as *mut usize;
+    // SAFETY: a word of the task's kernel stack (checked above), which stays allocated: the task
+    // cannot exit now (caller).
+    let v = unsafe { slot.read_volatile() };
+    if v == tramp {
+        // SAFETY: as above; the task takes its return address from this word, and is not
+        // running (or is a stopper, spinning in stop_machine's loop far below this frame).
+        unsafe { slot.write_volatile(f.ret) };
+        return HandBack::Handed;
+    }
+    if crate::sys::ksym::is_return_trampoline(v) {
+        HandBack::Pending
+    } else {
+        HandBack::Never
+    }
 }

@@ -216,15 +216,16 @@ impl Event {
     }
 
     /// Writes one record per enabled instance, and one for perf if it listens. `head` fills
-    /// the head fields.
-    fn record(&self, env: &env::HitEnv<'_>, perf: PerfCall, head: impl Fn(&mut [u8])) {
+    /// the head fields; `ret_addr` is the return address at a return (perf then samples the
+    /// exit registers, ip = that address).
+    fn record(&self, env: &env::HitEnv<'_>, perf: PerfCall, ret_addr: Option<usize>, head: impl Fn(&mut [u8])) {
         let _np = NoPreempt::new();
         if self.perf_users.load(Relaxed) != 0 {
             let len = self.head + self.args_size + rec::dynamic_size(&self.progs, env);
             // SAFETY: the probe's event is registered while its probes are, and we hold
             // preemption disabled.
             unsafe {
-                perf.write(env.regs, len, |r| {
+                perf.write(env.regs, ret_addr, len, |r| {
                     head(r);
                     rec::store(&self.progs, env, r, self.head, self.args_size);
                 })
@@ -405,7 +406,7 @@ unsafe extern "C" fn entry_handler(fp: *mut ufgraph_fprobe, ip: c_ulong, _ret_ip
         return 0;
     }
     let env = env::HitEnv { regs, data: &[], thread_size: events().map_or(0, |e| e.thread_words) };
-    ev.record(&env, p.perf, |r| put_word(r, 8, ip as u64));
+    ev.record(&env, p.perf, None, |r| put_word(r, 8, ip as u64));
     0
 }
 
@@ -423,7 +424,7 @@ unsafe extern "C" fn exit_handler(fp: *mut ufgraph_fprobe, ip: c_ulong, ret_ip: 
         unsafe { core::slice::from_raw_parts(data.cast::<u64>(), words) }
     };
     let env = env::HitEnv { regs, data: saved, thread_size: events().map_or(0, |e| e.thread_words) };
-    ev.record(&env, p.perf, |r| {
+    ev.record(&env, p.perf, Some(ret_ip as usize), |r| {
         put_word(r, 8, ip as u64);
         put_word(r, 16, ret_ip as u64);
     });

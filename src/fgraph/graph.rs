@@ -22,27 +22,38 @@
 //! Module lifetime: a live frame's return lands in this module's trampoline, so the module's text
 //! must not go while one can still get there. Rather than refuse `rmmod` (the kernel checks the
 //! module's reference count before calling us, and with broad filters `rmmod` itself runs hooked
-//! functions), the core *hands the return addresses back* when it is torn down:
+//! functions), the core *hands the return addresses back* when it is torn down, and tracks, frame
+//! by frame, the ones it cannot hand back (see [`Graph::release_frames`]):
 //!
 //! 1. every graph ops is unregistered first: no new frame can appear;
-//! 2. under `stop_machine()` (no task runs), every live frame whose return slot still holds our
-//!    trampoline gets its real return address written back: that task will return straight to its
-//!    caller, never through us;
-//! 3. a grace period lets tasks that had already entered the trampoline finish it (their frames
-//!    are still on the shadow stacks, which are freed only afterwards);
-//! 4. a frame whose slot holds someone else's trampoline (the kernel's fgraph or a kretprobe
-//!    hooked the same call after us and saved our address) cannot be fixed from here: teardown
-//!    waits for it to return, saying so in the kernel log.
+//! 2. under `stop_machine()` (no task runs), every frame of every stack is judged, and marked on
+//!    the shadow stack itself (`pure::shadow::mark`):
+//!    - its task can never run again (switched out for the last time: a zombie, whose kernel
+//!      stack may be freed already; or the idle task of an offline CPU): left alone, untouched;
+//!    - its return slot still holds our trampoline: the real return address is written back
+//!      (*handed*); that task will return straight to its caller, never through us;
+//!    - its slot holds another hooker's return trampoline (the kernel's function_graph, a
+//!      kretprobe or a kernel fprobe hooked the same call after us and saved our address):
+//!      *pending*, it will come back through us. Its task is pinned (`get_task_struct`);
+//!    - anything else (the slot was reused, below the stack pointer...): the call was abandoned
+//!      and can never return through us;
+//! 3. a grace period lets tasks that had already entered the trampoline finish it;
+//! 4. teardown waits until every pending frame has returned (it is no longer on its stack) or its
+//!    task can no longer run, naming the tasks and functions in the kernel log every 5 seconds;
+//!    then a grace period again, for the pending frames' last trampoline instructions.
 //!
-//! A task that died inside hooked functions never returns: its frames are dropped with its stack.
+//! No count is involved: a frame handed back and later dropped by a return below it, a task that
+//! exits with frames, an idle task whose CPU went offline, a task preempted inside the trampoline,
+//! none of them can make teardown end early or wait for ever.
 
-use super::tasks::{Stack, Tasks};
+use super::tasks::{Owner, Stack, TaskStack, Tasks};
 use crate::bindings;
 use crate::pure::lru::Lru;
-use crate::pure::shadow::{DataRef, ARRAY_SIZE, FRAME_WORDS};
+use crate::arch::HandBack;
+use crate::pure::shadow::{mark, DataRef, ARRAY_SIZE, FRAME_WORDS};
 use crate::sys::ftrace::{RawOps, Regs};
 use crate::sys::percpu::PerCpuCounter;
-use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt};
+use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion};
 #[cfg(CONFIG_PREEMPTION)]
 use crate::sys::sync::synchronize_rcu_tasks;
 use crate::sys::tracepoint::Probe;
@@ -200,7 +211,9 @@ pub struct Slot {
     pub missed_nostack: AtomicU64,
     /// Entries that found the shadow stack full (deep recursion).
     pub missed_overrun: AtomicU64,
-    /// Returns whose callbacks were skipped because the return path recursed into itself.
+    /// Entries (and returns) whose callbacks were skipped because ftrace's recursion guard was
+    /// taken already in this context (a callback calling a hooked function), or RCU was not
+    /// watching.
     pub missed_recursion: AtomicU64,
 }
 
@@ -290,6 +303,39 @@ fn wait_trampoline_exits() {
     synchronize_rcu_tasks();
     #[cfg(not(CONFIG_PREEMPTION))]
     synchronize_rcu();
+}
+
+/// A stack with frames teardown waits for (another hooker stacked over them).
+struct Wait {
+    owner: Owner,
+    page: *const TaskStack,
+    done: bool,
+}
+
+/// What teardown did with the frames it found.
+#[derive(Default)]
+struct Tally {
+    handed: usize,
+    never: usize,
+}
+
+/// One kernel log line about a frame teardown is waiting for: who, and in which function.
+fn report_pending(owner: Owner, func: usize, first: bool) {
+    let (pid, comm) = match owner.task() {
+        // SAFETY: the owner is pinned (a table task) or an idle task, alive either way.
+        Some(t) => unsafe { (t.pid(), t.comm()) },
+        None => (0, [0u8; 16]),
+    };
+    let len = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
+    let comm = core::str::from_utf8(&comm[..len]).unwrap_or("?");
+    let mut sym = [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize];
+    // SAFETY: `sym` has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
+    let n = unsafe { bindings::sprint_symbol(sym.as_mut_ptr().cast(), func as _) };
+    let sym = core::str::from_utf8(&sym[..n.max(0) as usize]).unwrap_or("?");
+    if first {
+        pr_warn!("rmmod waits for returns another hooker (function_graph, kretprobe, fprobe) stacked over ufgraph's:\n");
+    }
+    pr_warn!("  pid {} ({}) in {}\n", pid, comm, sym);
 }
 
 /// Counters shown in debugfs.
@@ -389,63 +435,172 @@ impl Graph {
     }
 
     // Step 2 of teardown (see the module documentation), on one CPU while the others spin with
-    // interrupts off. Returns (frames handed back, frames stacked over by another hooker).
-    fn hand_back(&self) -> (usize, usize) {
-        struct Count {
-            g: *const Graph,
-            handed: usize,
-            stacked: usize,
+    // interrupts off. Judges and marks every frame; pins the owners of stacks with pending frames
+    // into `waits` (room for `cap`). Returns false, having pinned nothing more, if `waits` is
+    // full: the caller makes room and calls again (marked frames keep their verdict).
+    fn hand_back(&self, waits: &mut KVec<Wait>, cap: usize, tally: &mut Tally) -> bool {
+        struct Ctx<'a> {
+            g: &'a Graph,
+            waits: &'a mut KVec<Wait>,
+            cap: usize,
+            tally: &'a mut Tally,
+            full: bool,
         }
         unsafe extern "C" fn run(data: *mut c_void) -> c_int {
-            // SAFETY: `data` is the `Count` below, alive for the synchronous stop_machine call.
-            let c = unsafe { &mut *data.cast::<Count>() };
-            // SAFETY: `g` is the graph being torn down, alive for the call.
-            let g = unsafe { &*c.g };
+            // SAFETY: `data` is the `Ctx` below, alive for the synchronous stop_machine call.
+            let c = unsafe { &mut *data.cast::<Ctx<'_>>() };
             let tramp = trampoline();
-            g.tasks.for_each_stack(|stack| {
+            c.g.tasks.for_each_owned_stack(|owner, ts| {
+                if c.full {
+                    return;
+                }
+                let stack = &ts.stack;
+                if stack.depth() == 0 && stack.top() == 0 {
+                    return;
+                }
+                // SAFETY: a table entry's task is alive until its free hook, which cannot run
+                // now (RCU callbacks wait for stop_machine); idle tasks never go.
+                if unsafe { owner.gone() } {
+                    // Never runs again: its frames can never return, and its kernel stack may be
+                    // freed already (a zombie's is, before it is reaped): touch nothing.
+                    c.tally.never += stack.frames().count();
+                    return;
+                }
+                // SAFETY: as above; nothing runs or exits during stop_machine.
+                let view = owner.task().and_then(|t| unsafe { t.stack_view() });
+                let mut pending = false;
                 for f in stack.frames() {
-                    // A tail call's inner frame saved our own trampoline; the outermost frame of
-                    // that slot holds the real address and fixes the slot.
-                    if f.ret == tramp {
+                    if f.marks & mark::PENDING != 0 {
+                        pending = true;
                         continue;
                     }
-                    // SAFETY: no task runs during stop_machine; `retp` is where this frame's
-                    // task keeps the return address (checked to still hold our trampoline).
-                    match unsafe { crate::arch::hand_back(&f, tramp) } {
-                        true => c.handed += 1,
-                        false => c.stacked += 1,
+                    // A tail call's inner frame saved our own trampoline: its slot is the outer
+                    // frame's, which decides. Frames handed back before keep their verdict.
+                    if f.ret == tramp || f.marks & mark::HANDED != 0 {
+                        continue;
+                    }
+                    // SAFETY: under stop_machine, the owner is not running (or is a stopper,
+                    // which `view.running` says) and cannot exit.
+                    match unsafe { crate::arch::hand_back(&f, tramp, owner.task(), view.as_ref()) } {
+                        HandBack::Handed => {
+                            stack.set_marks(&f, mark::HANDED);
+                            c.tally.handed += 1;
+                        }
+                        HandBack::Pending => {
+                            stack.set_marks(&f, mark::PENDING);
+                            pending = true;
+                        }
+                        HandBack::Never => c.tally.never += 1,
                     }
                 }
+                if !pending {
+                    return;
+                }
+                if c.waits.len() >= c.cap {
+                    c.full = true;
+                    return;
+                }
+                let w = match owner {
+                    Owner::Task(t) => {
+                        // SAFETY: alive (above); unpinned once teardown stops waiting for it.
+                        unsafe { t.pin() };
+                        Wait { owner, page: ts as *const TaskStack, done: false }
+                    }
+                    Owner::Idle { .. } => Wait { owner, page: ts as *const TaskStack, done: false },
+                };
+                // Within the capacity reserved by the caller: does not allocate.
+                let _ = c.waits.push(w, GFP_ATOMIC);
             });
             0
         }
-        let mut c = Count { g: self, handed: 0, stacked: 0 };
+        let mut c = Ctx { g: self, waits, cap, tally, full: false };
         // SAFETY: `run` matches cpu_stop_fn_t and only touches `c` and the stacks; a NULL cpumask
         // runs it on one CPU while all others are stopped.
-        unsafe { bindings::stop_machine(Some(run), (&mut c as *mut Count).cast(), core::ptr::null()) };
-        (c.handed, c.stacked)
+        unsafe { bindings::stop_machine(Some(run), (&mut c as *mut Ctx<'_>).cast(), core::ptr::null()) };
+        !c.full
     }
 
     // Teardown: steps 2 to 4 of the module documentation. Every ops is unregistered.
     fn release_frames(&self) {
-        let live = self.tasks.live.sum();
-        if live > 0 {
-            let (handed, stacked) = self.hand_back();
-            pr_info!("handed {} pending return addresses back to their tasks\n", handed);
-            // From now on only the stacked frames will return through us.
-            self.tasks.live.add(stacked as isize - self.tasks.live.sum());
-            let mut waited = 0u32;
-            while self.tasks.live.sum() > 0 {
-                if waited % 50 == 0 {
-                    pr_warn!("waiting for {} returns that another hooker (function_graph, kretprobe) stacked over ours\n",
-                        self.tasks.live.sum());
+        let mut tally = Tally::default();
+        let mut waits: KVec<Wait> = KVec::new();
+        // Stacks with frames can only become fewer now (no ops, so no pushes): this many slots
+        // are enough, unless the allocation fails; then fewer, and the rest in later rounds.
+        let mut want = self.tasks.count().max(1);
+        loop {
+            if waits.capacity() < want && waits.reserve(want - waits.len(), GFP_KERNEL).is_err() {
+                want = waits.capacity().max(waits.len() + 1);
+                if waits.reserve(1, GFP_KERNEL).is_err() {
+                    // Not even one more slot: wait for what is pinned, then look again.
+                    self.wait_pending(&mut waits);
+                    msleep(100);
+                    continue;
                 }
-                msleep(100);
-                waited += 1;
             }
+            let cap = waits.capacity();
+            if self.hand_back(&mut waits, cap, &mut tally) {
+                break;
+            }
+            want = cap * 2;
+        }
+        if tally.handed > 0 {
+            pr_info!("handed {} pending return addresses back to their tasks\n", tally.handed);
         }
         // Tasks that entered the trampoline before the hand-back are still finishing it.
         wait_trampoline_exits();
+        if !waits.is_empty() {
+            self.wait_pending(&mut waits);
+            // The pending frames' tasks have just been through the trampoline.
+            wait_trampoline_exits();
+        }
+    }
+
+    // Step 4: waits until no stack in `waits` holds a pending frame, or its owner can no longer
+    // run; unpins the tasks and empties `waits`.
+    fn wait_pending(&self, waits: &mut KVec<Wait>) {
+        let mut rounds = 0u32;
+        loop {
+            let mut left = 0;
+            let mut named = 0;
+            let report = rounds % 50 == 0;
+            for w in waits.iter_mut() {
+                if w.done {
+                    continue;
+                }
+                let np = NoPreempt::new();
+                // SAFETY: a task owner is pinned until `w` is done.
+                if unsafe { w.owner.gone() } {
+                    w.done = true;
+                    continue;
+                }
+                // The owner is not dead, so its free hook has not run: the page is its stack
+                // until at least the end of `np` (a later free goes through a grace period).
+                // SAFETY: as just said.
+                let stack = unsafe { &(*w.page).stack };
+                let Some(f) = stack.frames().find(|f| f.marks & mark::PENDING != 0) else {
+                    w.done = true;
+                    continue;
+                };
+                left += 1;
+                if report && named < 8 {
+                    named += 1;
+                    report_pending(w.owner, f.func, left == 1);
+                }
+                drop(np);
+            }
+            if left == 0 {
+                break;
+            }
+            msleep(100);
+            rounds += 1;
+        }
+        for w in waits.iter() {
+            if let Owner::Task(t) = w.owner {
+                // SAFETY: pinned by `hand_back`, used no more.
+                unsafe { t.unpin() };
+            }
+        }
+        *waits = KVec::new();
     }
 
     /// Registers `slot`: allocates its index (least recently used first), gives every task a
@@ -551,7 +706,7 @@ impl PinnedDrop for Graph {
 /// The ftrace callback of every graph ops.
 unsafe extern "C" fn graph_entry(
     ip: usize,
-    _parent_ip: usize,
+    parent_ip: usize,
     op: *mut bindings::ftrace_ops,
     fregs: *mut bindings::ftrace_regs,
 ) {
@@ -564,7 +719,7 @@ unsafe extern "C" fn graph_entry(
     // SAFETY: registered ops exist only while the graph core does.
     let Some(g) = (unsafe { graph() }) else { return };
     // SAFETY: ftrace passes valid registers for the duration of the callback.
-    unsafe { g.enter(slot, ip, fregs, 0) };
+    unsafe { g.enter(slot, ip, parent_ip, fregs, 0) };
 }
 
 impl Graph {
@@ -574,14 +729,23 @@ impl Graph {
     ///
     /// # Safety
     ///
-    /// `fregs` must be the valid registers of the entry of `ip` on the current task, `slot` a
-    /// slot in this graph's array, and the caller in a non-preemptible context or an ftrace
-    /// callback.
-    pub unsafe fn enter(&self, slot: &Slot, ip: usize, fregs: *mut bindings::ftrace_regs, cookie: usize) -> bool {
+    /// `fregs` must be the valid registers of the entry of `ip` (called from `parent_ip`) on the
+    /// current task, `slot` a slot in this graph's array, and the caller in a non-preemptible
+    /// context or an ftrace callback.
+    pub unsafe fn enter(&self, slot: &Slot, ip: usize, parent_ip: usize, fregs: *mut bindings::ftrace_regs, cookie: usize) -> bool {
+        // One callback per context at a time: an entry callback that calls a hooked function
+        // (or, for the rethook API, a hook that runs inside another callback of ours) does not
+        // enter again. The guard is also the callback's preemption guard.
+        let Some(guard) = Recursion::try_lock(ip, parent_ip) else {
+            slot.missed_recursion.fetch_add(1, Relaxed);
+            // SAFETY: the slot's handler is alive while it is registered.
+            unsafe { (slot.missed)(slot.this, ip) };
+            return false;
+        };
+        let np = guard.no_preempt();
         // SAFETY: valid for the call (caller).
         let regs = unsafe { Regs::from_raw(fregs) };
-        let np = NoPreempt::new();
-        let Some(stack) = self.tasks.current(&np) else {
+        let Some(stack) = self.tasks.current(np) else {
             slot.missed_nostack.fetch_add(1, Relaxed);
             // SAFETY: the slot's handler is alive while it is registered.
             unsafe { (slot.missed)(slot.this, ip) };
@@ -626,7 +790,7 @@ impl Graph {
         // joined, or a tail call), in which case the frame below knows it.
         let ret_ip = if old_ret == tramp { stack.frames().find(|f| f.ret != tramp).map_or(old_ret, |f| f.ret) } else { old_ret };
         let save = stack.top();
-        let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie, stack, idx, np: &np };
+        let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie, stack, idx, np };
         // SAFETY: `this` is the handler this slot was made for, alive while registered.
         let wanted = unsafe { (slot.entry)(slot.this, &mut e) };
         if wanted {
@@ -641,12 +805,11 @@ impl Graph {
                     stack.pop(&f);
                 }
             } else {
-                self.tasks.live.add(1);
                 // SAFETY: as above: the return-address location of this call.
                 unsafe { retp.write(tramp) };
             }
         }
-        drop(np);
+        drop(guard);
         wanted
     }
 
@@ -702,13 +865,24 @@ impl Graph {
 /// it on the current task's stack.
 #[no_mangle]
 pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_regs) -> usize {
-    let np = NoPreempt::new();
+    // The frame is popped whatever happens; only the callbacks need the recursion guard (a
+    // return callback that calls a hooked function, whose own return would re-enter here).
+    // Either way preemption is disabled once.
+    let guard = Recursion::try_lock(trampoline(), 0);
+    let bare;
+    let np: &NoPreempt = match &guard {
+        Some(g) => g.no_preempt(),
+        None => {
+            bare = NoPreempt::new();
+            &bare
+        }
+    };
     // SAFETY: frames return through us only while the graph core exists (teardown hands the
     // others back and waits for the rest).
     let g = unsafe { graph() }.expect("ufgraph: return trampoline without a graph core");
     // SAFETY: the trampoline passes the registers it saved.
     let regs = unsafe { Regs::from_raw(fregs) };
-    let Some(stack) = g.tasks.current(&np) else {
+    let Some(stack) = g.tasks.current(np) else {
         panic!("ufgraph: return trampoline on a task without a shadow stack");
     };
     let Some(mut f) = stack.top_frame() else {
@@ -728,14 +902,11 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
             c_top = x.start;
         }
         g.stats.skipped_frames.fetch_add(skipped, Relaxed);
-        g.tasks.live.add(-(skipped as isize));
         stack.drop_frames(c_top, skipped as usize);
         f = c;
     }
 
     let rettime = g.now();
-    // SAFETY: no preconditions; paired below.
-    let bit = unsafe { bindings::ufg_recursion_trylock(f.func, f.ret) };
     let mut bits = f.bitmap;
     while bits != 0 {
         let idx = bits.trailing_zeros() as usize;
@@ -747,22 +918,16 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
         // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it is
         // removed, and we hold preemption disabled.
         let slot = unsafe { &*sp };
-        if bit < 0 {
+        if guard.is_none() {
             slot.missed_recursion.fetch_add(1, Relaxed);
             continue;
         }
-        let mut r = Return { func: f.func, ret_ip: f.ret, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx, np: &np };
+        let mut r = Return { func: f.func, ret_ip: f.ret, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx, np };
         // SAFETY: the slot's handler is alive while the slot is.
         unsafe { (slot.ret)(slot.this, &mut r) };
     }
-    if bit >= 0 {
-        // SAFETY: pairs with the successful trylock above.
-        unsafe { bindings::ufg_recursion_unlock(bit) };
-    }
     stack.pop(&f);
-    g.tasks.live.add(-1);
     g.stats.returns.add(1);
-    drop(np);
     f.ret
 }
 

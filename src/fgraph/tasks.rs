@@ -16,6 +16,7 @@
 //!   |                        | stack.. | | stack.. |
 //!   |                        +---------+ +---------+
 //!   +-- idle[cpu] ---------> one page per possible CPU, for its idle task
+//!   +-- idle_owner[cpu] ---> that idle task, once it has looked itself up
 //!   +-- cache[cpu] --------> the page of the task that last looked itself up on that CPU
 //!   +-- writer lock (irqsave): fork, free and table rebuilds
 //! ```
@@ -23,34 +24,42 @@
 //! * Lookup (every hooked entry and return) is lock-free and NMI-safe: one atomic load of the
 //!   table pointer and a short probe, with preemption disabled (an RCU-sched reader).
 //! * Stacks are allocated for every thread when the first graph ops registers, and from then on
-//!   at fork (the `sched_process_fork` tracepoint, in atomic context: GFP_ATOMIC). A fork whose
-//!   allocation fails leaves the task without a stack; its hooked calls are counted as missed.
+//!   for every new task (the `task_newtask` tracepoint, in atomic context: GFP_ATOMIC). It fires
+//!   in `copy_process()` once the task can no longer fail to be created and before it first
+//!   runs, whoever creates it: `fork()`, `clone()`, kernel threads, and also io_uring workers
+//!   (`create_io_thread()`) and vhost workers, which never pass `sched_process_fork`. A task
+//!   whose allocation fails gets no stack; its hooked calls are counted as missed.
 //! * The current task's lookup (every hooked entry and return) first tries its CPU's cache: one
 //!   pointer per CPU to the page found last, valid if the page's key is `current`. A task runs
 //!   many hooked calls between context switches, so the table is probed about once per switch.
 //!   A page leaves every cache before it is freed (`remove`, `detach`), and a dead task's page
 //!   cannot match `current`: its address is reused only after the free hook has run.
 //! * Idle tasks are not on the task list: each possible CPU gets a stack up front, found by
-//!   `is_idle_task(current)` when the table has no entry (idle tasks never migrate).
+//!   `is_idle_task(current)` when the table has no entry (idle tasks never migrate). The idle
+//!   task of a CPU that goes offline never returns from the hooked calls it was in (it restarts
+//!   from scratch when the CPU comes back): a CPU hotplug callback forgets those frames before
+//!   the CPU is brought up again, as upstream's `init_idle()` resets the idle task's stack.
 //! * A stack is freed from `sched_process_free`, which fires from the RCU callback that drops the
 //!   task's last RCU reference: after its final context switch, when it can no longer run. Frames
-//!   still on it (a task that died inside hooked functions, e.g. in `do_exit`) are subtracted
-//!   from the live-frame count, and the page goes after a grace period (`kfree_rcu`), since a
-//!   reader may still be probing the table.
+//!   still on it (a task that died inside hooked functions, e.g. in `do_exit`) are counted as
+//!   dead frames, and the page goes after a grace period (`kfree_rcu`), since a reader may still
+//!   be probing the table.
+//! * Nothing counts live frames on the hot path: whoever wants the number (debugfs, teardown)
+//!   walks the stacks.
 //! * The table is rebuilt bigger from a work item when half full; inserts refuse past three
 //!   quarters, so a fork storm degrades to counted misses, never to a long probe.
 
 use crate::bindings;
 use crate::pure::shadow::ShadowStack;
 use crate::pure::tasktable::{self, Counts, InsertError};
-use crate::sys::percpu::{per_cpu_vec, PerCpuCounter};
+use crate::sys::percpu::per_cpu_vec;
 use crate::sys::sync::{synchronize_rcu, IrqSpinLock, NoPreempt, Work};
-use crate::sys::task::{for_each_thread, this_cpu, TaskRef};
+use crate::sys::task::{cpu_online, for_each_thread, this_cpu, TaskRef};
 use crate::sys::tracepoint::{self, Probe};
 use core::ffi::c_void;
 use core::mem::size_of;
 use core::ptr::null_mut;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use kernel::alloc::{flags, Flags, KBox, KVVec, KVec};
 use kernel::c_str;
 use kernel::prelude::*;
@@ -147,12 +156,13 @@ pub struct Tasks {
     #[pin]
     writer: IrqSpinLock<Counts>,
     idle: KVVec<AtomicPtr<TaskStack>>,
+    idle_owner: KVVec<AtomicUsize>,
     cache: KVVec<CacheLine>,
     #[pin]
     rebuild: Work,
     attached: AtomicBool,
-    /// Frames whose return is hooked right now, over all tasks.
-    pub live: PerCpuCounter,
+    /// The CPU hotplug state that resets idle stacks (0: none).
+    hotplug: AtomicI32,
     /// Counters.
     pub stats: TaskStats,
 }
@@ -161,11 +171,25 @@ pub struct Tasks {
 #[repr(C, align(64))]
 struct CacheLine(AtomicPtr<TaskStack>);
 
-unsafe extern "C" fn on_fork(data: *mut c_void, _parent: *mut bindings::task_struct, child: *mut bindings::task_struct) {
+unsafe extern "C" fn on_newtask(data: *mut c_void, task: *mut bindings::task_struct, _clone_flags: core::ffi::c_ulong) {
     // SAFETY: `data` is the pinned `Tasks` this probe was attached with; it detaches its probes
     // and waits for them before it goes away.
     let tasks = unsafe { &*data.cast::<Tasks>() };
-    tasks.add(TaskRef(child as usize), flags::GFP_ATOMIC);
+    tasks.add(TaskRef(task as usize), flags::GFP_ATOMIC);
+}
+
+// The `Tasks` whose idle stacks the CPU hotplug callback resets (CPU hotplug callbacks carry no
+// data pointer). One graph core, so one `Tasks`, per module.
+static HOTPLUG_TASKS: AtomicPtr<Tasks> = AtomicPtr::new(null_mut());
+
+unsafe extern "C" fn on_cpu_prepare(cpu: core::ffi::c_uint) -> core::ffi::c_int {
+    let t = HOTPLUG_TASKS.load(Acquire);
+    if !t.is_null() {
+        // SAFETY: published by `attach` and cleared before `detach` removes this callback,
+        // which waits for running callbacks (cpuhp_remove_state takes the hotplug lock).
+        unsafe { &*t }.reset_idle(cpu as usize);
+    }
+    0
 }
 
 unsafe extern "C" fn on_free(data: *mut c_void, task: *mut bindings::task_struct) {
@@ -190,10 +214,11 @@ impl Tasks {
             table: AtomicPtr::new(null_mut()),
             writer <- IrqSpinLock::new(Counts::default()),
             idle: per_cpu_vec(GFP_KERNEL, || AtomicPtr::new(null_mut()))?,
+            idle_owner: per_cpu_vec(GFP_KERNEL, || AtomicUsize::new(0))?,
             cache: per_cpu_vec(GFP_KERNEL, || CacheLine(AtomicPtr::new(null_mut())))?,
             rebuild <- Work::new(rebuild_work),
             attached: AtomicBool::new(false),
-            live: PerCpuCounter::new()?,
+            hotplug: AtomicI32::new(0),
             stats: TaskStats::default(),
         }? Error)
     }
@@ -256,6 +281,13 @@ impl Tasks {
         if unsafe { task.is_idle() } {
             // SAFETY: as above.
             let cpu = if is_current { this_cpu() } else { unsafe { task.cpu() } };
+            if is_current {
+                // Teardown needs the idle task to find its kernel stack; it is the same task for
+                // the CPU's whole life (hotplug restarts it, never replaces it).
+                if let Some(o) = self.idle_owner.get(cpu) {
+                    o.store(task.0, Relaxed);
+                }
+            }
             let p = self.idle.get(cpu)?.load(Acquire);
             // SAFETY: idle stacks live until `Tasks` is dropped.
             return (!p.is_null()).then(|| unsafe { &*p });
@@ -325,7 +357,6 @@ impl Tasks {
         // SAFETY: the stack is unfiled but not freed; its task is dead, so nothing writes it.
         let dead = unsafe { (*ts).stack.frames().count() };
         if dead > 0 {
-            self.live.add(-(dead as isize));
             self.stats.dead_frames.fetch_add(dead as u64, Relaxed);
         }
         self.stats.stacks.fetch_sub(1, Relaxed);
@@ -397,9 +428,9 @@ impl Tasks {
         let data = (self as *const Self).cast_mut().cast::<c_void>();
         // Probes first: a task forked during the walk is then covered by one or the other.
         // `self` is pinned, and the caller detaches the probes (`detach`) before it goes away.
-        // SAFETY: the signatures match sched_process_fork(parent, child) and _free(task).
+        // SAFETY: the signatures match task_newtask(task, clone_flags) and sched_process_free(task).
         unsafe {
-            probes.push(Probe::attach(c_str!("sched_process_fork"), on_fork as *mut c_void, data)?, GFP_KERNEL)?;
+            probes.push(Probe::attach(c_str!("task_newtask"), on_newtask as *mut c_void, data)?, GFP_KERNEL)?;
             probes.push(Probe::attach(c_str!("sched_process_free"), on_free as *mut c_void, data)?, GFP_KERNEL)?;
         }
 
@@ -412,6 +443,15 @@ impl Tasks {
             self.stats.stacks.fetch_add(1, Relaxed);
             slot.store(p, Release);
         }
+        HOTPLUG_TASKS.store((self as *const Self).cast_mut(), Release);
+        // SAFETY: `on_cpu_prepare` matches the callback type; it only reaches `self` through
+        // HOTPLUG_TASKS, which `detach` clears after removing the state.
+        let hp = unsafe { bindings::ufg_cpuhp_add(Some(on_cpu_prepare)) };
+        if hp <= 0 {
+            pr_err!("cannot add a CPU hotplug state ({})\n", hp);
+            return Err(if hp < 0 { Error::from_errno(hp) } else { EINVAL });
+        }
+        self.hotplug.store(hp, Relaxed);
 
         // The walk runs under rcu_read_lock(): allocate outside it, in batches, and repeat until
         // a walk finds every task covered.
@@ -464,6 +504,12 @@ impl Tasks {
             *probes = KVec::new();
             tracepoint::synchronize_unregister();
         }
+        let hp = self.hotplug.swap(0, Relaxed);
+        if hp > 0 {
+            // SAFETY: the state `attach` added; removing it waits for a running callback.
+            unsafe { bindings::ufg_cpuhp_remove(hp) };
+        }
+        let _ = HOTPLUG_TASKS.compare_exchange((self as *const Self).cast_mut(), null_mut(), Release, Relaxed);
         self.attached.store(false, Relaxed);
         self.rebuild.cancel_sync();
         let table = self.writer.with(|counts| {
@@ -493,24 +539,67 @@ impl Tasks {
         }
     }
 
-    /// Calls `f` on every stack, idle stacks included, without locking: only for a caller that
-    /// no writer can race (under `stop_machine`).
-    pub fn for_each_stack(&self, mut f: impl FnMut(&Stack)) {
+    /// Forgets the frames on `cpu`'s idle stack: the CPU is offline and about to be brought up,
+    /// its idle task restarting from scratch, so they can never return.
+    fn reset_idle(&self, cpu: usize) {
+        let Some(slot) = self.idle.get(cpu) else { return };
+        let p = slot.load(Acquire);
+        if !p.is_null() {
+            // SAFETY: idle stacks live until `detach`, which removes this callback first; the
+            // CPU is offline, so its idle task does not run on the stack.
+            let stack = unsafe { &(*p).stack };
+            let n = stack.frames().count();
+            if n > 0 {
+                self.stats.dead_frames.fetch_add(n as u64, Relaxed);
+                stack.clear_frames();
+            }
+        }
+    }
+
+    /// Calls `f` on every stack with its owner: a task of the table, or a CPU's idle task.
+    /// Without locking: only for a caller that no writer can race (under `stop_machine`).
+    pub fn for_each_owned_stack(&self, mut f: impl FnMut(Owner, &TaskStack)) {
         let table = self.table.load(Acquire);
         if !table.is_null() {
             // SAFETY: the table is live; the caller excludes concurrent rebuilds and frees.
             tasktable::for_each(unsafe { &(*table).slots }, |e| {
                 // SAFETY: entries are live stacks (see `key_of`).
-                f(unsafe { &(*(e as *const TaskStack)).stack })
+                let ts = unsafe { &*(e as *const TaskStack) };
+                f(Owner::Task(TaskRef(ts.task)), ts)
+            });
+        }
+        for (cpu, slot) in self.idle.iter().enumerate() {
+            let p = slot.load(Acquire);
+            if !p.is_null() {
+                let task = self.idle_owner.get(cpu).map_or(0, |o| o.load(Relaxed));
+                // SAFETY: idle stacks live until `detach`.
+                f(Owner::Idle { cpu, task: (task != 0).then_some(TaskRef(task)) }, unsafe { &*p });
+            }
+        }
+    }
+
+    /// Hooked frames on all stacks right now (a walk: nothing counts them on the hot path).
+    pub fn frames_now(&self) -> usize {
+        let np = NoPreempt::new();
+        let mut n = 0;
+        let table = self.table.load(Acquire);
+        if !table.is_null() {
+            // SAFETY: a published table and its entries are freed only after a grace period,
+            // which `np` holds off.
+            tasktable::for_each(unsafe { &(*table).slots }, |e| {
+                // SAFETY: as above.
+                n += unsafe { &*(e as *const TaskStack) }.stack.depth();
             });
         }
         for slot in self.idle.iter() {
             let p = slot.load(Acquire);
             if !p.is_null() {
                 // SAFETY: idle stacks live until `detach`.
-                f(unsafe { &(*p).stack });
+                n += unsafe { &*p }.stack.depth();
             }
         }
+        drop(np);
+        n
     }
 
     /// How many tasks (idle tasks included) have a stack.
@@ -521,6 +610,46 @@ impl Tasks {
     /// Whether stacks have been handed out.
     pub fn is_attached(&self) -> bool {
         self.attached.load(Relaxed)
+    }
+}
+
+/// Whose stack a page is.
+#[derive(Clone, Copy, Debug)]
+pub enum Owner {
+    /// A task of the table (alive until its free hook runs).
+    Task(TaskRef),
+    /// The idle task of `cpu`, if it ever looked itself up (it has no frames otherwise).
+    Idle {
+        /// The CPU.
+        cpu: usize,
+        /// Its idle task.
+        task: Option<TaskRef>,
+    },
+}
+
+impl Owner {
+    /// Whether the owner can never run on this stack again: a task switched out for the last
+    /// time, or the idle task of an offline CPU (which restarts from scratch when the CPU
+    /// comes back).
+    ///
+    /// # Safety
+    ///
+    /// A task owner must be alive: pinned, or seen in the table inside a section its free hook
+    /// waits for.
+    pub unsafe fn gone(&self) -> bool {
+        match *self {
+            // SAFETY: alive (caller).
+            Owner::Task(t) => unsafe { t.is_dead() },
+            Owner::Idle { cpu, .. } => !cpu_online(cpu),
+        }
+    }
+
+    /// The task, if known.
+    pub fn task(&self) -> Option<TaskRef> {
+        match *self {
+            Owner::Task(t) => Some(t),
+            Owner::Idle { task, .. } => task,
+        }
     }
 }
 

@@ -4,15 +4,18 @@
 //!
 //! ```text
 //!                      +---------------------------+
-//!   ips (RCU table):   | ip -> IpEntry             |   IpEntry: the probes on that ip,
-//!                      +---------------------------+   copied on write, freed after a GP
-//!   live (RCU table):  | fprobe -> fprobe          |   registered probes: checked before
-//!                      +---------------------------+   an exit handler runs
+//!   ips (RCU table):   | ip -> IpEntry             |   IpEntry: the probes on that ip (and
+//!                      +---------------------------+   their registration ids), copied on
+//!                                                      write, freed after a GP
+//!   regs (RCU table):  | id -> Live { id, fp }     |   registrations: checked before an exit
+//!                      +---------------------------+   handler runs
+//!   live (table):      | fprobe -> fprobe          |   registered probes (API checks)
+//!                      +---------------------------+
 //!
 //!   probes with an exit handler --> one shared graph ops (filter: their ips)
-//!        entry: for each probe on ip: entry_handler, then a header + entry data on the
-//!               shadow stack (one reservation per call, pure::fprobe_hdr)
-//!        return: for each recorded probe still in `live`: exit_handler(entry data)
+//!        entry: for each probe on ip: entry_handler, then a header (registration id, size) +
+//!               entry data on the shadow stack (one reservation per call, pure::fprobe_hdr)
+//!        return: for each recorded registration still in `regs`: exit_handler(entry data)
 //!   entry-only probes --> one shared ftrace_ops (filter: their ips), no shadow stack
 //! ```
 //!
@@ -43,13 +46,26 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Mutex;
 
-/// The probes on one function. Immutable once published but for `probes[i]`, which
+/// The probes on one function. Immutable once published but for `probes[i].fp`, which
 /// unregistration clears in place (readers skip null).
 pub struct IpEntry {
     ip: usize,
     exit: u32,
     entry_only: u32,
-    probes: KVec<AtomicPtr<ufgraph_fprobe>>,
+    probes: KVec<ProbeRef>,
+}
+
+/// A probe on a function, and its registration's id: what the entry records for the return.
+struct ProbeRef {
+    fp: AtomicPtr<ufgraph_fprobe>,
+    id: usize,
+}
+
+/// One registration, as the return side sees it: immutable, freed a grace period after it
+/// leaves `regs`.
+struct Live {
+    id: usize,
+    fp: *mut ufgraph_fprobe,
 }
 
 fn ip_key(e: usize) -> usize {
@@ -62,15 +78,25 @@ fn fp_key(e: usize) -> usize {
     e
 }
 
-/// What ufgraph keeps per registered probe, in `fprobe::hlist_array`.
+fn reg_key(e: usize) -> usize {
+    // SAFETY: `regs` entries are live `Live`s (freed only after removal and a grace period).
+    unsafe { (*(e as *const Live)).id }
+}
+
+/// What ufgraph keeps per registered probe, in `fprobe::hlist_array`. Writers only (under
+/// `Fprobes::reg`); the return side reads the separate `Live`.
 struct Private {
     ips: KVec<usize>,
     exit: bool,
+    live: *mut Live,
 }
 
 struct Reg {
     ips_counts: Counts,
     live_counts: Counts,
+    regs_counts: Counts,
+    /// The id the next registration gets (never reused).
+    next_id: usize,
     graph: Option<GraphOps<GraphSide>>,
     graph_ips: usize,
     entry: Option<Ops<EntrySide>>,
@@ -82,6 +108,7 @@ struct Reg {
 pub struct Fprobes {
     ips: RcuTable,
     live: RcuTable,
+    regs: RcuTable,
     #[pin]
     reg: Mutex<Reg>,
 }
@@ -133,7 +160,7 @@ impl GraphHandler for GraphSide {
         // One reservation for all exit probes here: header + data words each, up to 32 words.
         let mut words = 0;
         for p in ent.probes.iter() {
-            let fp = p.load(Acquire);
+            let fp = p.fp.load(Acquire);
             // SAFETY: a non-null probe in a published entry is registered (see `missed`).
             if fp.is_null() || unsafe { (*fp).exit_handler.is_none() } || disabled(fp) {
                 continue;
@@ -146,7 +173,7 @@ impl GraphHandler for GraphSide {
         }
         let Some(data) = e.reserve(words.min(32) * 8) else {
             for p in ent.probes.iter() {
-                let fp = p.load(Acquire);
+                let fp = p.fp.load(Acquire);
                 if !fp.is_null() {
                     missed(fp);
                 }
@@ -156,7 +183,7 @@ impl GraphHandler for GraphSide {
         let mut off = 0;
         let mut any = false;
         for p in ent.probes.iter() {
-            let fp = p.load(Acquire);
+            let fp = p.fp.load(Acquire);
             // SAFETY: as above.
             if fp.is_null() || unsafe { (*fp).exit_handler.is_none() } || disabled(fp) {
                 continue;
@@ -176,7 +203,7 @@ impl GraphHandler for GraphSide {
                 Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
                 None => false,
             };
-            data[off] = if skip { fprobe_hdr::encode(0, w) } else { fprobe_hdr::encode(fp as usize, w) };
+            data[off] = if skip { fprobe_hdr::encode(0, w) } else { fprobe_hdr::encode(p.id, w) };
             any |= !skip;
             off += 1 + w;
         }
@@ -194,13 +221,16 @@ impl GraphHandler for GraphSide {
         let np = r.no_preempt();
         let mut off = 0;
         while off < data.len() {
-            let (fp, w) = fprobe_hdr::decode(data[off]);
+            let (id, w) = fprobe_hdr::decode(data[off]);
             let dptr = if w > 0 && off + 1 < data.len() { data[off + 1..].as_ptr().cast_mut().cast::<c_void>() } else { core::ptr::null_mut() };
-            if let Some(fp) = fp {
-                // A probe unregistered since the entry is gone from `live`; its exit handler
-                // must not run (it may be freed memory by now).
-                if core.live.lookup(fp, fp_key, np).is_some() {
-                    let fp = fp as *mut ufgraph_fprobe;
+            if let Some(id) = id {
+                // A registration that ended since the entry is gone from `regs`; its exit handler
+                // must not run (the probe may be freed memory by now, or registered again: a
+                // new registration has a new id and never sees this entry's data).
+                if let Some(l) = core.regs.lookup(id, reg_key, np) {
+                    // SAFETY: a `Live` found in `regs` stays allocated until a grace period after
+                    // it leaves, which `np` holds off.
+                    let fp = unsafe { (*(l as *const Live)).fp };
                     if !disabled(fp) {
                         // SAFETY: registered (just checked, and unregistration waits for us).
                         if let Some(h) = unsafe { (*fp).exit_handler } {
@@ -215,16 +245,23 @@ impl GraphHandler for GraphSide {
     }
 
     fn missed(&self, func: usize) {
-        let Some(core) = core_ref() else { return };
-        let np = NoPreempt::new();
-        if let Some(ent) = core.ips.lookup(func, ip_key, &np) {
-            // SAFETY: as in `entry`.
-            for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
-                let fp = p.load(Acquire);
-                // SAFETY: as in `entry`.
-                if !fp.is_null() && unsafe { (*fp).exit_handler.is_some() } {
-                    missed(fp);
-                }
+        missed_at(func, true);
+    }
+}
+
+/// Counts a missed call of `func` on its probes with (`exit`) or without an exit handler: the
+/// call found no shadow stack, or a full one, or the recursion guard refused it. Calls nothing
+/// traceable (it may run in a context the recursion guard turned away).
+fn missed_at(func: usize, exit: bool) {
+    let Some(core) = core_ref() else { return };
+    let np = NoPreempt::new();
+    if let Some(ent) = core.ips.lookup(func, ip_key, &np) {
+        // SAFETY: as in `GraphSide::entry`.
+        for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
+            let fp = p.fp.load(Acquire);
+            // SAFETY: as in `GraphSide::entry`.
+            if !fp.is_null() && unsafe { (*fp).exit_handler.is_some() } == exit {
+                missed(fp);
             }
         }
     }
@@ -234,13 +271,12 @@ impl GraphHandler for GraphSide {
 pub struct EntrySide;
 
 impl ftrace::Handler for EntrySide {
-    fn call(&self, ip: usize, parent_ip: usize, regs: &Regs) {
+    fn call(&self, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt) {
         let Some(core) = core_ref() else { return };
-        let np = NoPreempt::new();
-        let Some(ent) = core.ips.lookup(ip, ip_key, &np) else { return };
+        let Some(ent) = core.ips.lookup(ip, ip_key, np) else { return };
         // SAFETY: as in `GraphSide::entry`.
         for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
-            let fp = p.load(Acquire);
+            let fp = p.fp.load(Acquire);
             // SAFETY: as in `GraphSide::entry`.
             if fp.is_null() || unsafe { (*fp).exit_handler.is_some() } || disabled(fp) {
                 continue;
@@ -250,6 +286,10 @@ impl ftrace::Handler for EntrySide {
                 unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
             }
         }
+    }
+
+    fn missed(&self, ip: usize) {
+        missed_at(ip, false);
     }
 }
 
@@ -345,9 +385,12 @@ impl Fprobes {
         pin_init!(Self {
             ips: RcuTable::new(),
             live: RcuTable::new(),
+            regs: RcuTable::new(),
             reg <- new_mutex!(Reg {
                 ips_counts: Counts::default(),
                 live_counts: Counts::default(),
+                regs_counts: Counts::default(),
+                next_id: 1,
                 graph: None,
                 graph_ips: 0,
                 entry: None,
@@ -500,9 +543,6 @@ impl Fprobes {
         if fprobe_hdr::data_words(size).is_none() {
             return Err(E2BIG);
         }
-        if !fprobe_hdr::encodable(fp as usize) {
-            return Err(EINVAL);
-        }
         Ok(())
     }
 
@@ -523,6 +563,10 @@ impl Fprobes {
         if self.live.lookup_w(&reg.live_counts, fp as usize, fp_key).is_some() {
             return Err(EBUSY);
         }
+        let id = reg.next_id;
+        let Some(next_id) = fprobe_hdr::next_id(id) else {
+            return Err(ENOSPC);
+        };
         // Everything that can fail first: the new entries, room in both tables, the private
         // record. Then the filter update (which can fail too, and is undone by not publishing).
         let mut fresh: KVec<KBox<IpEntry>> = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
@@ -536,15 +580,15 @@ impl Fprobes {
             let (mut exit, mut entry_only) = (0, 0);
             if let Some(o) = old {
                 for p in o.probes.iter() {
-                    let q = p.load(Relaxed);
+                    let q = p.fp.load(Relaxed);
                     if !q.is_null() {
-                        probes.push(AtomicPtr::new(q), GFP_KERNEL)?;
+                        probes.push(ProbeRef { fp: AtomicPtr::new(q), id: p.id }, GFP_KERNEL)?;
                     }
                 }
                 exit = o.exit;
                 entry_only = o.entry_only;
             }
-            probes.push(AtomicPtr::new(fp), GFP_KERNEL)?;
+            probes.push(ProbeRef { fp: AtomicPtr::new(fp), id }, GFP_KERNEL)?;
             let before = if has_exit { exit } else { entry_only };
             if before == 0 {
                 path_new.push(ip, GFP_KERNEL)?;
@@ -552,10 +596,12 @@ impl Fprobes {
             if has_exit { exit += 1 } else { entry_only += 1 }
             fresh.push(KBox::new(IpEntry { ip, exit, entry_only, probes }, GFP_KERNEL)?, GFP_KERNEL)?;
         }
-        let Reg { ips_counts, live_counts, .. } = &mut *reg;
+        let Reg { ips_counts, live_counts, regs_counts, .. } = &mut *reg;
         self.ips.reserve(ips_counts, ips.len(), ip_key)?;
         self.live.reserve(live_counts, 1, fp_key)?;
-        let private = KBox::new(Private { ips, exit: has_exit }, GFP_KERNEL)?;
+        self.regs.reserve(regs_counts, 1, reg_key)?;
+        let live = KBox::new(Live { id, fp }, GFP_KERNEL)?;
+        let private = KBox::new(Private { ips, exit: has_exit, live: core::ptr::null_mut() }, GFP_KERNEL)?;
         let mut old_entries: KVec<usize> = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
         self.update_path(&mut reg, has_exit, &path_new, false)?;
 
@@ -576,6 +622,11 @@ impl Fprobes {
             }
         }
         let _ = self.live.upsert(&mut reg.live_counts, fp as usize, fp as usize, fp_key);
+        let live = KBox::into_raw(live);
+        let _ = self.regs.upsert(&mut reg.regs_counts, id, live as usize, reg_key);
+        reg.next_id = next_id;
+        let mut private = private;
+        private.live = live;
         // SAFETY: the probe is ours to annotate while registered (the field is private to us).
         unsafe { (*fp).hlist_array = KBox::into_raw(private).cast() };
         drop(reg);
@@ -606,6 +657,12 @@ impl Fprobes {
         let private = unsafe { KBox::from_raw((*fp).hlist_array.cast::<Private>()) };
         // SAFETY: as above.
         unsafe { (*fp).hlist_array = core::ptr::null_mut() };
+        // SAFETY: the registration's `Live`, allocated at registration and freed only here.
+        let id = unsafe { (*private.live).id };
+        self.regs.remove(&mut reg.regs_counts, id, reg_key);
+        // Freed after the grace period below: the return side may be reading it.
+        // SAFETY: as above; unpublished now, and nothing else frees it.
+        let live = unsafe { KBox::from_raw(private.live) };
         let mut path_gone: KVec<usize> = KVec::new();
         let mut dead: KVec<usize> = KVec::new();
         for &ip in private.ips.iter() {
@@ -613,8 +670,8 @@ impl Fprobes {
             // SAFETY: writers own the entries.
             let ent = unsafe { &mut *(e as *mut IpEntry) };
             for p in ent.probes.iter() {
-                if p.load(Relaxed) == fp {
-                    p.store(core::ptr::null_mut(), Release);
+                if p.fp.load(Relaxed) == fp {
+                    p.fp.store(core::ptr::null_mut(), Release);
                 }
             }
             let n = if private.exit { &mut ent.exit } else { &mut ent.entry_only };
@@ -638,6 +695,7 @@ impl Fprobes {
             // SAFETY: unpublished, readers gone.
             drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
         }
+        drop(live);
         Ok(())
     }
 
@@ -664,7 +722,7 @@ impl Fprobes {
             // SAFETY: writers own the entries.
             let ent = unsafe { &*(e as *const IpEntry) };
             for p in ent.probes.iter() {
-                let fp = p.load(Relaxed);
+                let fp = p.fp.load(Relaxed);
                 if fp.is_null() {
                     continue;
                 }
@@ -712,8 +770,9 @@ impl PinnedDrop for Fprobes {
         }
         reg.graph = None;
         reg.entry = None;
-        let Reg { ips_counts, live_counts, .. } = &mut *reg;
+        let Reg { ips_counts, live_counts, regs_counts, .. } = &mut *reg;
         self.ips.free(ips_counts);
         self.live.free(live_counts);
+        self.regs.free(regs_counts);
     }
 }

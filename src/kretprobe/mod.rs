@@ -18,8 +18,9 @@
 //! rethook is the lower-level form: code that hooks a return from its own entry hook (a kprobe
 //! pre-handler, an ftrace_ops callback) asks for it with [`rethook_hook`]. All rethooks share one
 //! graph slot registered without an ftrace filter; each hooked return reserves the rethook's
-//! address and its data on the shadow stack, and a table of live rethooks makes a return skip a
-//! rethook unregistered since.
+//! registration id and its data on the shadow stack, and a table of live registrations makes a
+//! return skip a rethook unregistered since (even if the same structure was registered again:
+//! ids are never reused).
 
 use crate::bindings::{self, ufgraph_fprobe, ufgraph_kretprobe, ufgraph_kretprobe_instance, ufgraph_rethook};
 use crate::fgraph::graph::{graph, Slot};
@@ -163,15 +164,25 @@ pub struct RethookSide;
 #[pin_data]
 struct RethookCore {
     slot: Slot,
+    /// Registrations by id: `RhLive`s.
     live: RcuTable,
+    /// The table's counts, the number of registered rethooks, the next id.
     #[pin]
-    counts: kernel::sync::Mutex<(Counts, usize)>,
+    counts: kernel::sync::Mutex<(Counts, usize, usize)>,
+}
+
+/// One registration of a rethook (in its `ufgraph_private`): immutable, freed a grace period
+/// after it leaves `live`.
+struct RhLive {
+    id: usize,
+    rh: *mut ufgraph_rethook,
 }
 
 static RETHOOK: core::sync::atomic::AtomicPtr<RethookCore> = core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
 
 fn rh_key(e: usize) -> usize {
-    e
+    // SAFETY: table entries are live `RhLive`s (freed only after removal and a grace period).
+    unsafe { (*(e as *const RhLive)).id }
 }
 
 impl GraphHandler for RethookSide {
@@ -179,15 +190,18 @@ impl GraphHandler for RethookSide {
     const WANTS_TIMES: bool = false;
 
     fn entry(&self, e: &mut Entry<'_>) -> bool {
-        let rh = e.cookie as *mut ufgraph_rethook;
-        if rh.is_null() {
+        let l = e.cookie as *const RhLive;
+        if l.is_null() {
             return false;
         }
-        // SAFETY: the cookie is the rethook `rethook_hook` was given, registered.
+        // SAFETY: the cookie is the registration `rethook_hook` found, live while the caller
+        // (inside an entry hook, preemption disabled) runs: it is freed after a grace period.
+        let (id, rh) = unsafe { ((*l).id, (*l).rh) };
+        // SAFETY: a registered rethook (the caller's contract).
         let size = unsafe { (*rh).data_size };
         match e.reserve(8 + size) {
             Some(w) => {
-                w[0] = rh as usize;
+                w[0] = id;
                 true
             }
             None => false,
@@ -202,10 +216,10 @@ impl GraphHandler for RethookSide {
         // SAFETY: published while the module lives.
         let rc = unsafe { &*p };
         let Some(w) = r.data() else { return };
-        let rh = w[0] as *mut ufgraph_rethook;
-        if rc.live.lookup(rh as usize, rh_key, r.no_preempt()).is_none() {
-            return;
-        }
+        let Some(l) = rc.live.lookup(w[0], rh_key, r.no_preempt()) else { return };
+        // SAFETY: found in `live`: freed only a grace period after it leaves, which the
+        // preemption-disabled return path holds off.
+        let rh = unsafe { (*(l as *const RhLive)).rh };
         // SAFETY: registered (checked; unregistration waits for us).
         if let Some(h) = unsafe { (*rh).handler } {
             let data = if w.len() > 1 { w[1..].as_ptr().cast_mut().cast::<c_void>() } else { core::ptr::null_mut() };
@@ -232,7 +246,7 @@ impl Rethooks {
             pin_init!(RethookCore {
                 slot,
                 live: RcuTable::new(),
-                counts <- kernel::new_mutex!((Counts::default(), 0)),
+                counts <- kernel::new_mutex!((Counts::default(), 0, 1)),
             }),
             GFP_KERNEL,
         )?;
@@ -255,7 +269,7 @@ impl Drop for Rethooks {
                 g.unregister_manual(&self.inner.slot);
             }
         }
-        let (counts, _) = &mut *c;
+        let (counts, _, _) = &mut *c;
         self.inner.live.free(counts);
     }
 }
@@ -281,11 +295,14 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
         return Err(E2BIG);
     }
     let mut c = rc.counts.lock();
-    let (counts, users) = &mut *c;
-    if rc.live.lookup_w(counts, rh as usize, rh_key).is_some() {
+    let (counts, users, next_id) = &mut *c;
+    if !r.ufgraph_private.is_null() {
         return Err(EBUSY);
     }
+    let id = *next_id;
+    let next = crate::pure::fprobe_hdr::next_id(id).ok_or(ENOSPC)?;
     rc.live.reserve(counts, 1, rh_key)?;
+    let live = KBox::new(RhLive { id, rh }, GFP_KERNEL)?;
     if *users == 0 {
         // SAFETY: the graph core exists while the module does; the slot is pinned in `rc`.
         let g = unsafe { graph() }.ok_or(ENODEV)?;
@@ -293,7 +310,12 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
         unsafe { g.register_manual(&rc.slot) }?;
     }
     *users += 1;
-    let _ = rc.live.upsert(counts, rh as usize, rh as usize, rh_key);
+    *next_id = next;
+    let live = KBox::into_raw(live);
+    let _ = rc.live.upsert(counts, id, live as usize, rh_key);
+    // SAFETY: the caller's rethook (contract); the field is ours while registered. Written
+    // last: `rethook_hook` finds the registration through it.
+    unsafe { core::ptr::addr_of_mut!((*rh).ufgraph_private).write_volatile(live.cast()) };
     Ok(())
 }
 
@@ -306,10 +328,19 @@ pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
     // SAFETY: published while the module lives.
     let rc = unsafe { &*p };
     let mut c = rc.counts.lock();
-    let (counts, users) = &mut *c;
-    if rc.live.remove(counts, rh as usize, rh_key).is_none() {
+    let (counts, users, _) = &mut *c;
+    // SAFETY: the caller's rethook.
+    let l = unsafe { core::ptr::addr_of!((*rh).ufgraph_private).read_volatile() }.cast::<RhLive>();
+    if l.is_null() {
         return;
     }
+    // SAFETY: set by `rethook_register`, freed only here.
+    let id = unsafe { (*l).id };
+    if rc.live.remove(counts, id, rh_key).is_none() {
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { core::ptr::addr_of_mut!((*rh).ufgraph_private).write_volatile(core::ptr::null_mut()) };
     *users -= 1;
     if *users == 0 {
         // SAFETY: as in `rethook_register`.
@@ -319,6 +350,8 @@ pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
     }
     drop(c);
     synchronize_rcu();
+    // SAFETY: unpublished (table and rethook) and every reader is gone after the grace period.
+    drop(unsafe { KBox::from_raw(l) });
 }
 
 /// Hooks the return of the function whose entry registers are `fregs`, for `rh`.
@@ -336,10 +369,16 @@ pub unsafe fn rethook_hook(rh: *mut ufgraph_rethook, fregs: *mut bindings::ftrac
     }
     // SAFETY: published while the module lives.
     let rc = unsafe { &*p };
+    // SAFETY: the caller's rethook; its registration (freed a grace period after unregistering,
+    // and the caller runs with preemption disabled) or null.
+    let l = unsafe { core::ptr::addr_of!((*rh).ufgraph_private).read_volatile() };
+    if l.is_null() {
+        return core::ptr::null_mut();
+    }
     // SAFETY: valid entry registers (caller).
     let ip = unsafe { crate::sys::ftrace::Regs::from_raw(fregs) }.ip();
     // SAFETY: the caller's contract is `enter`'s; the slot is registered while `rh` is.
-    if !unsafe { g.enter(&rc.slot, ip, fregs, rh as usize) } {
+    if !unsafe { g.enter(&rc.slot, ip, 0, fregs, l as usize) } {
         // SAFETY: the caller's rethook; nmissed is updated atomically only.
         unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*rh).nmissed).cast()) }.fetch_add(1, Relaxed);
         return core::ptr::null_mut();

@@ -3,39 +3,47 @@
 //! The word that precedes each fprobe's entry data on the shadow stack.
 //!
 //! All fprobes with an exit handler on one function share one reservation per call: for each
-//! probe, a header word then its entry data. The header holds the probe's address and the size
-//! of its data. As upstream does (v6.14 fprobe.c), the size lives in the top 4 bits of the
-//! address: kernel addresses on 64-bit architectures have them all set, so they can be restored.
+//! probe, a header word then its entry data. The header names the probe's *registration* (not
+//! the probe's address: a probe unregistered while one of its calls is in flight, then another
+//! registered at the same address, must not get the first one's return with its entry data) and
+//! the size of its data:
 //!
 //! ```text
-//!   | size (4 bits) | fprobe address, top 4 bits dropped (60 bits) |
-//!     0..=15 words    all zero: this probe's entry handler declined (skip `size` words)
+//!   | size (4 bits) | registration id (60 bits)                    |
+//!     0..=15 words    0: this probe's entry handler declined (skip `size` words)
 //! ```
+//!
+//! Ids come from a counter that never wraps in practice (2^60 registrations) and are never
+//! reused, so a return can tell whether the registration that made its entry still exists.
 
 const SIZE_SHIFT: u32 = usize::BITS - 4;
-const ADDR_MASK: usize = (1 << SIZE_SHIFT) - 1;
+const ID_MASK: usize = (1 << SIZE_SHIFT) - 1;
 
 /// Most entry data an fprobe may ask for, in words (upstream: 15).
 pub const MAX_DATA_WORDS: usize = 15;
 
-/// A header for the probe at `fp` with `words` (0..=15) of data; `fp == 0` marks a skipped probe.
-pub const fn encode(fp: usize, words: usize) -> usize {
-    (fp & ADDR_MASK) | (words << SIZE_SHIFT)
+/// The largest registration id.
+pub const MAX_ID: usize = ID_MASK;
+
+/// A header for registration `id` with `words` (0..=15) of data; `id == 0` marks a skipped
+/// probe.
+pub const fn encode(id: usize, words: usize) -> usize {
+    (id & ID_MASK) | (words << SIZE_SHIFT)
 }
 
-/// The probe's address (`None` for a skipped probe) and its data size in words.
+/// The registration (`None` for a skipped probe) and its data size in words.
 pub const fn decode(h: usize) -> (Option<usize>, usize) {
     let words = h >> SIZE_SHIFT;
-    if h & ADDR_MASK == 0 {
+    if h & ID_MASK == 0 {
         (None, words)
     } else {
-        (Some(h | !ADDR_MASK), words)
+        (Some(h & ID_MASK), words)
     }
 }
 
-/// Whether `fp` can be encoded: a kernel address, with the top 4 bits set.
-pub const fn encodable(fp: usize) -> bool {
-    fp & !ADDR_MASK == !ADDR_MASK && fp & ADDR_MASK != 0
+/// The id after `id`, or `None` when ids are exhausted (after 2^60 registrations).
+pub const fn next_id(id: usize) -> Option<usize> {
+    if id >= MAX_ID { None } else { Some(id + 1) }
 }
 
 /// Entry data bytes rounded up to words, or `None` above the maximum.
@@ -49,11 +57,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_kernel_addresses() {
-        for &fp in &[0xffff_8880_0123_4560usize, 0xffff_ffff_c000_0008, 0xf000_0000_0000_0008] {
-            assert!(encodable(fp));
+    fn round_trips_ids() {
+        for &id in &[1usize, 2, 0x1234_5678, MAX_ID] {
             for words in 0..=MAX_DATA_WORDS {
-                assert_eq!(decode(encode(fp, words)), (Some(fp), words));
+                assert_eq!(decode(encode(id, words)), (Some(id), words));
             }
         }
     }
@@ -62,12 +69,15 @@ mod tests {
     fn skipped_probe_keeps_its_size() {
         assert_eq!(decode(encode(0, 7)), (None, 7));
         assert_eq!(decode(encode(0, 0)), (None, 0));
+        // An all-zero word (reserved room nobody used) is a skip of size 0.
+        assert_eq!(decode(0), (None, 0));
     }
 
     #[test]
-    fn user_addresses_are_not_encodable() {
-        assert!(!encodable(0x7fff_0000_1000));
-        assert!(!encodable(0));
+    fn ids_end_rather_than_wrap() {
+        assert_eq!(next_id(1), Some(2));
+        assert_eq!(next_id(MAX_ID - 1), Some(MAX_ID));
+        assert_eq!(next_id(MAX_ID), None);
     }
 
     #[test]

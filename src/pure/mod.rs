@@ -10,6 +10,7 @@ pub mod event;
 pub mod fprobe_hdr;
 pub mod funclist;
 pub mod ipcount;
+pub mod ksymname;
 pub mod lru;
 pub mod probedef;
 pub mod shadow;

@@ -175,6 +175,22 @@ pub struct Frame {
     pub bitmap: u16,
     /// The ops whose entry callbacks ran for this frame.
     pub seen: u16,
+    /// What teardown decided about this frame ([`mark`]): bits of the `seen` word above the 16
+    /// ops bits, which no entry or return path reads.
+    pub marks: usize,
+}
+
+/// Marks teardown leaves on frames it has looked at (see `fgraph::graph`'s teardown). They make
+/// a second look at the same frame give the same answer: a frame whose return slot was already
+/// rewritten must not be taken for one another hooker stacked over.
+pub mod mark {
+    /// The real return address was written back into the frame's slot: the frame will never
+    /// return through the trampoline.
+    pub const HANDED: usize = 1 << 16;
+    /// Another hooker saved our trampoline for this frame: it will return through it later.
+    pub const PENDING: usize = 1 << 17;
+    /// Every mark.
+    pub const ALL: usize = HANDED | PENDING;
 }
 
 /// Where one ops' reserved data lives on a stack.
@@ -296,6 +312,23 @@ impl<const W: usize> ShadowStack<W> {
         self.set(at, self.w(at) | (1 << idx));
     }
 
+    /// Sets teardown's `marks` ([`mark`]) on `frame` (a frame of this stack), replacing the
+    /// previous marks.
+    pub fn set_marks(&self, frame: &Frame, marks: usize) {
+        let at = frame.start + SEEN;
+        self.set(at, (self.w(at) & !mark::ALL) | (marks & mark::ALL));
+    }
+
+    /// Forgets every frame, keeping the task variables: for a stack whose frames can never
+    /// return (the idle task of a CPU that went offline restarts from scratch when the CPU comes
+    /// back, as upstream's `init_idle()` resets its `curr_ret_stack`). Only while nothing runs
+    /// on the stack.
+    pub fn clear_frames(&self) {
+        compiler_fence(SeqCst);
+        self.top.store(0, Relaxed);
+        self.depth.store(0, Relaxed);
+    }
+
     /// The ops bitmap of the frame whose bitmap word is at `bm` (0 while reserved).
     pub fn bitmap(&self, bm: usize) -> u16 {
         let w = self.w(bm);
@@ -368,6 +401,7 @@ impl<const W: usize> ShadowStack<W> {
             retp: self.w(start + RETP),
             bitmap: self.bitmap(start + FRAME_WORDS),
             seen: self.w(start + SEEN) as u16,
+            marks: self.w(start + SEEN) & mark::ALL,
         })
     }
 
@@ -654,6 +688,30 @@ mod tests {
         assert_eq!(s.task_var(0).load(Relaxed), 0);
         s.reset();
         assert_eq!(s.task_var(15).load(Relaxed), 0);
+    }
+
+    #[test]
+    fn teardown_marks_live_beside_seen() {
+        let s = stack();
+        let bm = s.push(1, 2, 0, 3).unwrap();
+        s.mark_seen(bm, 15);
+        s.set_bitmap(bm, 1 << 15);
+        let f = s.top_frame().unwrap();
+        assert_eq!(f.marks, 0);
+        s.set_marks(&f, mark::PENDING);
+        let f = s.top_frame().unwrap();
+        assert_eq!((f.seen, f.marks, f.bitmap), (1 << 15, mark::PENDING, 1 << 15));
+        s.set_marks(&f, mark::HANDED);
+        let f = s.top_frame().unwrap();
+        assert_eq!((f.seen, f.marks), (1 << 15, mark::HANDED));
+        // A joining ops' seen bit keeps the marks.
+        s.mark_seen(bm, 2);
+        assert_eq!(s.top_frame().unwrap().marks, mark::HANDED);
+        s.task_var(4).store(44, Relaxed);
+        s.clear_frames();
+        assert!(s.top_frame().is_none());
+        assert_eq!((s.top(), s.depth()), (0, 0));
+        assert_eq!(s.task_var(4).load(Relaxed), 44);
     }
 
     #[test]

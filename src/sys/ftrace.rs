@@ -9,6 +9,7 @@
 //! allocation can go.
 
 use crate::bindings;
+use crate::sys::sync::{NoPreempt, Recursion};
 use crate::sys::to_result;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
@@ -69,9 +70,15 @@ impl Regs {
 
 /// What runs on entry of every function an [`Ops`] filters in. It may run on any CPU, in any
 /// context (NMI included) and concurrently with itself: it must not sleep or take sleeping locks.
+/// It runs under ftrace's recursion guard ([`Recursion`]): a function it calls that is hooked
+/// too does not call it again in the same context.
 pub trait Handler: Send + Sync {
-    /// `ip` is the traced function, `parent_ip` its caller.
-    fn call(&self, ip: usize, parent_ip: usize, regs: &Regs);
+    /// `ip` is the traced function, `parent_ip` its caller. `np` is the preemption guard the
+    /// recursion guard holds.
+    fn call(&self, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt);
+    /// A call of `ip` that the recursion guard refused (this context was already inside a
+    /// callback, or RCU was not watching). Must not call anything traceable.
+    fn missed(&self, _ip: usize) {}
 }
 
 /// An `ftrace_ops` owned elsewhere (inside a C user's structure, or an [`Ops`]), driven through
@@ -182,9 +189,15 @@ unsafe extern "C" fn callback<H: Handler>(
     // unregistering, which waits until no CPU is still in this callback.
     // SAFETY: `op` is the first field of a live repr(C) `Inner<H>` (above).
     let inner = unsafe { &*op.cast::<Inner<H>>() };
+    // The ops is registered without FTRACE_OPS_FL_RECURSION (which would route every call
+    // through ftrace's assist function, an extra indirect call): the guard is ours.
+    let Some(guard) = Recursion::try_lock(ip, parent_ip) else {
+        inner.handler.missed(ip);
+        return;
+    };
     // SAFETY: ftrace passes a valid `ftrace_regs` for the duration of the callback.
     let regs = unsafe { Regs::from_raw(fregs) };
-    inner.handler.call(ip, parent_ip, regs);
+    inner.handler.call(ip, parent_ip, regs, guard.no_preempt());
 }
 
 impl<H: Handler> Ops<H> {

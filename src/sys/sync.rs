@@ -62,11 +62,65 @@ impl NoPreempt {
     }
 }
 
+impl NoPreempt {
+    /// A guard for preemption that something else disabled and will enable again: it does not
+    /// enable preemption when dropped (hence `ManuallyDrop`).
+    ///
+    /// # Safety
+    ///
+    /// Preemption must stay disabled for as long as the guard (or a reference to it) lives.
+    #[inline(always)]
+    pub unsafe fn assume_disabled() -> core::mem::ManuallyDrop<Self> {
+        core::mem::ManuallyDrop::new(Self(()))
+    }
+}
+
 impl Drop for NoPreempt {
     #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: balances `new`.
         unsafe { bindings::ufg_preempt_enable() };
+    }
+}
+
+/// ftrace's recursion guard for one callback (`ftrace_test_recursion_trylock()`), as upstream's
+/// fgraph and fprobe callbacks take it: at most one callback per context (task, softirq, irq,
+/// NMI) at a time on this task, so a callback that calls a hooked function (an event reading
+/// memory with `copy_from_kernel_nofault()`, say) is not re-entered. It also refuses to run
+/// where RCU is not watching, and disables preemption while held: it is the callback's
+/// [`NoPreempt`] too.
+pub struct Recursion {
+    bit: core::ffi::c_int,
+    np: core::mem::ManuallyDrop<NoPreempt>,
+}
+
+impl Recursion {
+    /// Takes the guard for a callback at `ip` (called from `parent_ip`); `None` when this
+    /// context is already inside one (or RCU is not watching): the caller counts a miss.
+    #[inline(always)]
+    pub fn try_lock(ip: usize, parent_ip: usize) -> Option<Self> {
+        // SAFETY: no preconditions; a bit >= 0 is released by `drop`.
+        let bit = unsafe { bindings::ufg_recursion_trylock(ip as _, parent_ip as _) };
+        if bit < 0 {
+            return None;
+        }
+        // SAFETY: a successful trylock disabled preemption until the unlock in `drop`, which
+        // outlives every borrow of `np`.
+        Some(Self { bit, np: unsafe { NoPreempt::assume_disabled() } })
+    }
+
+    /// Proof that preemption is disabled while the guard is held.
+    #[inline(always)]
+    pub fn no_preempt(&self) -> &NoPreempt {
+        &self.np
+    }
+}
+
+impl Drop for Recursion {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: pairs with the successful trylock in `try_lock`.
+        unsafe { bindings::ufg_recursion_unlock(self.bit) };
     }
 }
 

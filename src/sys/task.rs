@@ -68,6 +68,80 @@ impl TaskRef {
     }
 }
 
+/// Where a task's kernel stack is, as teardown sees it under `stop_machine`.
+#[derive(Clone, Copy, Debug)]
+pub struct StackView {
+    /// The stack's lowest address.
+    pub lo: usize,
+    /// One past its highest address.
+    pub hi: usize,
+    /// The stack pointer the task saved when it was last switched out (stale while `running`).
+    pub saved_sp: usize,
+    /// Whether the task is on a CPU (a stopper, or the task calling).
+    pub running: bool,
+}
+
+impl StackView {
+    /// Whether the aligned word at `addr` lies on this stack.
+    pub fn holds_word(&self, addr: usize) -> bool {
+        addr.is_multiple_of(core::mem::size_of::<usize>()) && addr >= self.lo && addr < self.hi
+    }
+}
+
+impl TaskRef {
+    /// Whether the task has been switched out for the last time: it will never run again, and
+    /// its kernel stack may already be freed.
+    ///
+    /// # Safety
+    ///
+    /// The task_struct must be alive (pinned, or filed in a table that its free hook empties,
+    /// read inside a section the free waits for).
+    pub unsafe fn is_dead(self) -> bool {
+        // SAFETY: the caller guarantees the task_struct is valid.
+        unsafe { bindings::ufg_task_dead(self.as_ptr()) }
+    }
+
+    /// The task's kernel stack, or `None` if it has none any more.
+    ///
+    /// # Safety
+    ///
+    /// As for [`TaskRef::is_dead`]; the answer only holds while the task cannot run or exit
+    /// (under `stop_machine`).
+    pub unsafe fn stack_view(self) -> Option<StackView> {
+        let mut v = StackView { lo: 0, hi: 0, saved_sp: 0, running: false };
+        // SAFETY: the task is valid (caller); the glue writes the four fields.
+        let ok = unsafe { bindings::ufg_task_stack_view(self.as_ptr(), &mut v.lo, &mut v.hi, &mut v.saved_sp, &mut v.running) };
+        ok.then_some(v)
+    }
+
+    /// Takes a reference that keeps the task_struct allocated (`get_task_struct`).
+    ///
+    /// # Safety
+    ///
+    /// As for [`TaskRef::is_dead`]. Balanced by exactly one [`TaskRef::unpin`].
+    pub unsafe fn pin(self) {
+        // SAFETY: the task is valid (caller).
+        unsafe { bindings::ufg_get_task(self.as_ptr()) }
+    }
+
+    /// Drops a reference [`TaskRef::pin`] took. May free the task_struct.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns such a reference and does not use the task afterwards unless it holds
+    /// another.
+    pub unsafe fn unpin(self) {
+        // SAFETY: the caller gives up its reference.
+        unsafe { bindings::ufg_put_task(self.as_ptr()) }
+    }
+}
+
+/// Whether `cpu` is online.
+pub fn cpu_online(cpu: usize) -> bool {
+    // SAFETY: no preconditions; `cpu_online()` of any number below nr_cpu_ids.
+    cpu < nr_cpu_ids() && unsafe { bindings::ufg_cpu_online(cpu as u32) }
+}
+
 /// The CPU this code runs on. Stable only with preemption disabled.
 #[inline(always)]
 pub fn this_cpu() -> usize {

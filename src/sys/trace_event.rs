@@ -152,14 +152,14 @@ impl PerfCall {
     ///
     /// The event must be registered, and the caller must run with preemption disabled (perf's
     /// buffers are per CPU); unregistration of the event waits for such callers.
-    pub unsafe fn write(self, regs: &crate::sys::ftrace::Regs, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+    pub unsafe fn write(self, regs: &crate::sys::ftrace::Regs, ret_addr: Option<usize>, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
         if len < TRACE_ENTRY_SIZE {
             return false;
         }
         let (mut size, mut rctx, mut pt): (kernel::ffi::c_ulong, c_int, *mut bindings::pt_regs) = (0, 0, core::ptr::null_mut());
         // SAFETY: the call is registered (caller's contract); the glue checks for listeners and
         // allocates a per-CPU buffer of `size` >= `len` bytes, or returns NULL.
-        let p = unsafe { bindings::ufg_perf_begin(self.0, regs.as_ptr(), len as _, &mut size, &mut rctx, &mut pt) };
+        let p = unsafe { bindings::ufg_perf_begin(self.0, regs.as_ptr(), ret_addr.unwrap_or(0) as _, len as _, &mut size, &mut rctx, &mut pt) };
         if p.is_null() {
             return false;
         }

@@ -186,7 +186,7 @@ fn rethook_from_a_kprobe(t: &mut Test) -> CaseResult {
 // Hooks from an ftrace_ops callback.
 struct HookFromFtrace;
 impl Handler for HookFromFtrace {
-    fn call(&self, _ip: usize, _parent: usize, regs: &Regs) {
+    fn call(&self, _ip: usize, _parent: usize, regs: &Regs, _np: &crate::sys::sync::NoPreempt) {
         ENTRIES.fetch_add(1, Relaxed);
         // SAFETY: entry registers from ftrace; RH is registered.
         let d = unsafe { rethook_hook(rh(), regs.as_ptr()) };
