@@ -67,6 +67,10 @@ for t in tests/*.sh; do
 		echo 0 > /sys/kernel/tracing/events/enable
 		echo > "$DBG/ufgraph/dynamic_events"
 	fi
+	# A module still being removed (a test that failed while its rmmod waited for frames
+	# another hooker stacked over, whose tasks were just killed) finishes going first.
+	n=0
+	while grep -q ' Unloading ' /proc/modules && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
 	for m in fprobe_client kretprobe_client ufgraph_client ufgraph_kunit ufgraph; do
 		loaded $m && rmmod $m
 	done

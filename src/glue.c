@@ -144,6 +144,13 @@ void ufg_kfree_rcu(struct rcu_head *head, void *ptr)
 
 int ufg_recursion_trylock(unsigned long ip, unsigned long parent_ip)
 {
+	/*
+	 * Traceable functions run where RCU may not be watching (an offline CPU's idle task
+	 * after rcutree_report_cpu_dead(), say): no callback there, and no warning either
+	 * (ftrace's own guard would WARN), as ftrace does for FTRACE_OPS_FL_RCU ops.
+	 */
+	if (!rcu_is_watching())
+		return -1;
 	return ftrace_test_recursion_trylock(ip, parent_ip);
 }
 

@@ -154,14 +154,26 @@ fn show_frames(m: &mut SeqFile) -> fmt::Result {
             let len = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
             let comm = core::str::from_utf8(&comm[..len]).unwrap_or("?");
             write!(m, "{} {} depth {}:", pid, comm, stack.depth())?;
-            for f in stack.frames() {
-                m.write_str(" ")?;
-                m.symbol(f.func)?;
-            }
-            m.write_str("\n")
+            write_frames(m, stack)
         })();
     });
+    r?;
+    // Idle tasks are not on the task list: one line per CPU whose idle task has frames.
+    let mut r = Ok(());
+    g.tasks().for_each_idle_stack(|cpu, stack| {
+        if r.is_ok() && stack.depth() > 0 {
+            r = write!(m, "0 idle/{} depth {}:", cpu, stack.depth()).and_then(|_| write_frames(m, stack));
+        }
+    });
     r
+}
+
+fn write_frames(m: &mut SeqFile, stack: &fgraph::tasks::Stack) -> fmt::Result {
+    for f in stack.frames() {
+        m.write_str(" ")?;
+        m.symbol(f.func)?;
+    }
+    m.write_str("\n")
 }
 
 /// The `stats` file: the fgraph core's state and counters.
@@ -181,6 +193,9 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
         writeln!(m, "event_records_refused {}", dropped)?;
     }
     writeln!(m, "live_frames {}", t.frames_now())?;
+    if let Some(f) = fprobe::fprobes() {
+        writeln!(m, "fprobe_missed {}", f.missed())?;
+    }
     writeln!(m, "tasks_with_stack {}", t.count())?;
     writeln!(m, "shadow_stack_bytes {}", t.count() * core::mem::size_of::<fgraph::tasks::TaskStack>())?;
     writeln!(m, "returns {}", g.stats.returns.sum())?;

@@ -316,6 +316,9 @@ struct Wait {
 #[derive(Default)]
 struct Tally {
     handed: usize,
+    /// Frames of tasks that can no longer run (their stacks were left untouched).
+    gone: usize,
+    /// Frames whose calls were abandoned.
     never: usize,
 }
 
@@ -463,7 +466,7 @@ impl Graph {
                 if unsafe { owner.gone() } {
                     // Never runs again: its frames can never return, and its kernel stack may be
                     // freed already (a zombie's is, before it is reaped): touch nothing.
-                    c.tally.never += stack.frames().count();
+                    c.tally.gone += stack.frames().count();
                     return;
                 }
                 // SAFETY: as above; nothing runs or exits during stop_machine.
@@ -545,6 +548,9 @@ impl Graph {
         }
         if tally.handed > 0 {
             pr_info!("handed {} pending return addresses back to their tasks\n", tally.handed);
+        }
+        if tally.gone + tally.never > 0 {
+            pr_info!("left {} frames of tasks that can no longer run alone, and {} of abandoned calls\n", tally.gone, tally.never);
         }
         // Tasks that entered the trampoline before the hand-back are still finishing it.
         wait_trampoline_exits();

@@ -578,6 +578,18 @@ impl Tasks {
         }
     }
 
+    /// Calls `f` with each CPU's idle stack.
+    pub fn for_each_idle_stack(&self, mut f: impl FnMut(usize, &Stack)) {
+        for (cpu, slot) in self.idle.iter().enumerate() {
+            let p = slot.load(Acquire);
+            if !p.is_null() {
+                // SAFETY: idle stacks live until `detach`, which runs only once the graph core
+                // (and everything that can call this) is going away.
+                f(cpu, unsafe { &(*p).stack });
+            }
+        }
+    }
+
     /// Hooked frames on all stacks right now (a walk: nothing counts them on the hot path).
     pub fn frames_now(&self) -> usize {
         let np = NoPreempt::new();

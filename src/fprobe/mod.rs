@@ -699,6 +699,19 @@ impl Fprobes {
         Ok(())
     }
 
+    /// Calls the registered probes missed, all together (`nmissed`: no shadow stack, a full
+    /// one, or the recursion guard refused the call).
+    pub fn missed(&self) -> usize {
+        let _reg = self.reg.lock();
+        let mut n = 0;
+        self.live.for_each(|fp| {
+            // SAFETY: registered probes (we hold `reg`, which unregistration takes); `nmissed`
+            // is only ever updated atomically.
+            n += unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*(fp as *mut ufgraph_fprobe)).nmissed).cast()) }.load(Relaxed);
+        });
+        n
+    }
+
     /// How many distinct functions carry probes, and how many probes are registered.
     pub fn counts(&self) -> (usize, usize) {
         let reg = self.reg.lock();
