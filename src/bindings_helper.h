@@ -28,6 +28,21 @@ const size_t UFG_KSYM_SYMBOL_LEN = KSYM_SYMBOL_LEN;
 const unsigned long UFG_TRACE_FUNCTION_TYPE = (unsigned long)TRACE_FUNCTION_TYPE;
 const int UFG_FILTER_OTHER = FILTER_OTHER;
 const int UFG_TRACE_EVENT_FL_FPROBE = TRACE_EVENT_FL_FPROBE;
+/*
+ * The function_graph tracer's frame (struct ftrace_ret_stack, whose size depends on the
+ * configuration) in words, where its saved return address and its return slot are, and its
+ * shadow stack's size in words (kernel/trace/fgraph.c: SHADOW_STACK_SIZE is PAGE_SIZE).
+ */
+#ifdef CONFIG_FUNCTION_GRAPH_TRACER
+const unsigned long UFG_FGRAPH_FRAME_WORDS = DIV_ROUND_UP(sizeof(struct ftrace_ret_stack), sizeof(long));
+const unsigned long UFG_FGRAPH_RET_WORD = offsetof(struct ftrace_ret_stack, ret) / sizeof(long);
+const unsigned long UFG_FGRAPH_RETP_WORD = offsetof(struct ftrace_ret_stack, retp) / sizeof(long);
+#else
+const unsigned long UFG_FGRAPH_FRAME_WORDS = 0;
+const unsigned long UFG_FGRAPH_RET_WORD = 0;
+const unsigned long UFG_FGRAPH_RETP_WORD = 0;
+#endif
+const unsigned long UFG_FGRAPH_STACK_WORDS = PAGE_SIZE / sizeof(long);
 /* enum trace_reg has its perf members only with CONFIG_PERF_EVENTS. */
 #ifdef CONFIG_PERF_EVENTS
 const long UFG_TRACE_REG_PERF_REGISTER = TRACE_REG_PERF_REGISTER;

@@ -31,6 +31,7 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/sched/task_stack.h>
+#include <linux/rethook.h>
 #ifdef CONFIG_X86_64
 #include <asm/unwind.h>
 #endif
@@ -145,12 +146,14 @@ void ufg_kfree_rcu(struct rcu_head *head, void *ptr)
 int ufg_recursion_trylock(unsigned long ip, unsigned long parent_ip)
 {
 	/*
-	 * Traceable functions run where RCU may not be watching (an offline CPU's idle task
-	 * after rcutree_report_cpu_dead(), say): no callback there, and no warning either
-	 * (ftrace's own guard would WARN), as ftrace does for FTRACE_OPS_FL_RCU ops.
+	 * Traceable functions run where RCU may not be watching (idle entry), or on a CPU that
+	 * is going offline, which RCU no longer waits for once rcutree_report_cpu_dead() has run
+	 * (rcu_is_watching() still says yes there): no callback in either, and no warning
+	 * (ftrace's own guard would WARN for the first), as ftrace does for FTRACE_OPS_FL_RCU
+	 * ops. -2 tells the caller not to look anything up either.
 	 */
-	if (!rcu_is_watching())
-		return -1;
+	if (!rcu_is_watching() || !cpu_online(raw_smp_processor_id()))
+		return -2;
 	return ftrace_test_recursion_trylock(ip, parent_ip);
 }
 
@@ -319,6 +322,48 @@ void ufg_put_task(struct task_struct *t)
 bool ufg_cpu_online(unsigned int cpu)
 {
 	return cpu_online(cpu);
+}
+
+unsigned long *ufg_task_fgraph_stack(struct task_struct *t, int *top)
+{
+#ifdef CONFIG_FUNCTION_GRAPH_TRACER
+	*top = READ_ONCE(t->curr_ret_stack);
+	return READ_ONCE(t->ret_stack);
+#else
+	*top = 0;
+	return NULL;
+#endif
+}
+
+void *ufg_task_rethook_first(struct task_struct *t)
+{
+#ifdef CONFIG_RETHOOK
+	return READ_ONCE(t->rethooks.first);
+#else
+	return NULL;
+#endif
+}
+
+void *ufg_rethook_next(void *node)
+{
+#ifdef CONFIG_RETHOOK
+	return READ_ONCE(((struct llist_node *)node)->next);
+#else
+	return NULL;
+#endif
+}
+
+unsigned long *ufg_rethook_ret(void *node, unsigned long *frame)
+{
+#ifdef CONFIG_RETHOOK
+	struct rethook_node *rh = container_of((struct llist_node *)node, struct rethook_node, llist);
+
+	*frame = rh->frame;
+	return &rh->ret_addr;
+#else
+	*frame = 0;
+	return NULL;
+#endif
 }
 
 int ufg_cpuhp_add(int (*prepare)(unsigned int cpu))

@@ -48,7 +48,10 @@ void ufg_preempt_disable(void);
 void ufg_preempt_enable(void);
 void ufg_synchronize_rcu_tasks(void);
 void ufg_kfree_rcu(struct rcu_head *head, void *ptr);
-/* ftrace's recursion guard (also disables preemption; fails where RCU is not watching). */
+/*
+ * ftrace's recursion guard (also disables preemption): the bit to unlock, -1 if this context
+ * is already inside a callback, -2 where RCU is not watching or the CPU is going offline.
+ */
 int ufg_recursion_trylock(unsigned long ip, unsigned long parent_ip);
 void ufg_recursion_unlock(int bit);
 
@@ -161,6 +164,21 @@ bool ufg_task_stack_view(const struct task_struct *t, unsigned long *lo, unsigne
 void ufg_get_task(struct task_struct *t);
 void ufg_put_task(struct task_struct *t);
 bool ufg_cpu_online(unsigned int cpu);
+/*
+ * Where the kernel's own return hookers keep the return addresses they saved, for teardown to
+ * rewrite ufgraph's trampoline there (src/fgraph/graph.rs, stacked-over frames). Read and
+ * written only under stop_machine, for tasks that are not running.
+ *
+ * The function_graph tracer's shadow stack: the array and the index of its top (0: empty).
+ * NULL when the task has none (or CONFIG_FUNCTION_GRAPH_TRACER is off).
+ */
+unsigned long *ufg_task_fgraph_stack(struct task_struct *t, int *top);
+/* rethook (kretprobes and fprobes on x86_64): the task's newest node, and the next older. */
+void *ufg_task_rethook_first(struct task_struct *t);
+void *ufg_rethook_next(void *node);
+/* A rethook node's saved return address (the word), and the stack slot it was taken from. */
+unsigned long *ufg_rethook_ret(void *node, unsigned long *frame);
+
 /* A CPUHP_BP_PREPARE_DYN state whose startup runs before a CPU is brought up; >0 on success. */
 int ufg_cpuhp_add(int (*prepare)(unsigned int cpu));
 void ufg_cpuhp_remove(int state);

@@ -38,12 +38,14 @@ kernel_on() {
 		echo 'f:ufgmf/pr pipe_read%return ret=$retval' >> $T/dynamic_events || { stop; fail "kernel fprobe event"; }
 		echo 1 > $T/events/ufgmf/enable
 	fi
-	echo 'pipe_read vfs_read' > $T/set_graph_function
+	# Only these two functions (not their callees, which set_graph_function would trace:
+	# far too slow on the debug kernel).
+	echo 'pipe_read vfs_read' > $T/set_ftrace_filter
 	echo function_graph > $T/current_tracer
 }
 kernel_off() {
 	echo nop > $T/current_tracer
-	echo > $T/set_graph_function
+	echo > $T/set_ftrace_filter
 	echo 0 > $T/events/ufgmk/enable
 	[ $KFPROBE = 1 ] && echo 0 > $T/events/ufgmf/enable
 	echo > $T/dynamic_events

@@ -1,11 +1,18 @@
-# rmmod while another return hooker has stacked over ufgraph's frames: the kernel's
-# kretprobe (a kprobe event) or function_graph, registered on the function before ufgraph,
-# runs after ufgraph's entry and saves ufgraph's trampoline as its own return address.
-# Such a frame must come back through ufgraph's text, so rmmod must wait for it, and only
-# for it, naming the task and function, whatever else happens meanwhile: another task whose
-# frame was handed back exits (A, B), a return skips a handed-back frame above it (C).
-# Before session 4, teardown waited on a count those paths also decremented: rmmod finished
-# while a stacked frame still existed, and the task later returned into freed module text.
+# rmmod while another return hooker has stacked over ufgraph's frames: a hooker registered on
+# the function before ufgraph runs after ufgraph's entry and saves ufgraph's trampoline as its
+# own return address, so the frame would come back through ufgraph's text.
+#
+# - The kernel's own hookers (a kretprobe through rethook, function_graph): teardown rewrites
+#   the trampoline in the copy they saved, so rmmod does not wait, and the tasks later return
+#   through them straight to their callers (A, B; C with a return that skips a handed-back
+#   frame above a stacked one).
+# - Any other hooker (here: a second ufgraph, ufgraph_kunit.ko, loaded first): its copy cannot
+#   be reached, so rmmod waits for those frames, and only for them, naming task and function,
+#   whatever else happens meanwhile (another task exits: D).
+#
+# Before session 4, teardown waited on a count that other paths also decremented: rmmod
+# finished while a stacked frame still existed, and the task later returned into freed module
+# text (an Oops).
 . /selftests/lib.sh
 T=/sys/kernel/tracing
 DE=$DBG/ufgraph/dynamic_events
@@ -27,22 +34,16 @@ finish() {
 	grep -qx done-$1 /tmp/out-$1 || fail "$3: $1 read '$(cat /tmp/out-$1)'"
 }
 
-# $1: name; $2: pid of the task whose frame is stacked over (head); $3: the other (cat).
-# rmmod must wait while head's frame exists, across cat's exit, and finish after.
-rmmod_waits() {
+# rmmod with two tasks inside, both stacked over by a kernel hooker: it hands both back through
+# the hooker's copy and does not wait; the tasks then return normally.
+rmmod_hands_back() {
 	dmesg -c > /dev/null
-	rmmod ufgraph &
-	rm_pid=$!
-	wait_for "dmesg | grep -q 'rmmod waits for returns'" 100 || fail "$1: rmmod does not say what it waits for: $(dmesg | tail -5)"
-	dmesg | grep -q "pid $2 (head) in pipe_read" || fail "$1: the log does not name head in pipe_read: $(dmesg | tail -5)"
-	finish cat $3 "$1"
-	sleep 1.5
-	kill -0 $rm_pid 2>/dev/null || fail "$1: rmmod finished while head's stacked frame still exists"
-	loaded ufgraph || fail "$1: ufgraph went while head's stacked frame still exists"
-	finish head $2 "$1"
-	wait $rm_pid || fail "$1: rmmod failed"
-	loaded ufgraph && fail "$1: still loaded"
-	return 0
+	unload
+	dmesg | grep -q "rmmod waits" && fail "$1: rmmod waited: $(dmesg | tail -4)"
+	dmesg | grep -q "handed [2-9][0-9]* pending return addresses back to their tasks ([1-9][0-9]* through copies" \
+		|| fail "$1: no hand-back through the hooker's copy: $(dmesg | grep -i 'handed\|left')"
+	finish cat $t1 "$1"
+	finish head $t2 "$1"
 }
 
 # A: the kernel's kretprobe first. (arm64's kprobes trap with BRK before ftrace runs: they
@@ -57,7 +58,7 @@ if [ "$arch" = x86_64 ]; then
 	echo 0 > $T/events/kprobes/ufgk/enable
 	blocker cat; t1=$pid
 	inside cat 1 pipe_read A
-	rmmod_waits A $t2 $t1
+	rmmod_hands_back A
 	echo > $T/kprobe_events
 fi
 
@@ -67,14 +68,25 @@ echo function_graph > $T/current_tracer
 load graph=pipe_read
 blocker head; t2=$pid
 inside head 1 pipe_read B
-echo nop > $T/current_tracer
 blocker cat; t1=$pid
 inside cat 1 pipe_read B
-rmmod_waits B $t2 $t1
+if [ "$arch" = x86_64 ]; then
+	rmmod_hands_back B
+else
+	# arm64 with pointer authentication: the slots are signed and cannot be rewritten from
+	# here; rmmod waits for the two calls to return.
+	rmmod ufgraph &
+	rm_pid=$!
+	wait_for "dmesg | grep -q 'pid $t2 (head) in pipe_read'" 100 || fail "B: rmmod does not name head: $(dmesg | tail -5)"
+	finish cat $t1 B
+	finish head $t2 B
+	wait $rm_pid || fail "B: rmmod failed"
+fi
+echo nop > $T/current_tracer
 echo > $T/set_graph_function
 
 # C: two tasks two frames deep, vfs_read stacked over by a kretprobe, pipe_read handed back:
-# cat's return from vfs_read skips its handed-back pipe_read frame on the way.
+# cat's later return from vfs_read skips its handed-back pipe_read frame on the way.
 if [ "$arch" = x86_64 ]; then
 	echo 'r:ufgk vfs_read' > $T/kprobe_events || fail "C: kretprobe event"
 	echo 1 > $T/events/kprobes/ufgk/enable
@@ -87,15 +99,28 @@ if [ "$arch" = x86_64 ]; then
 	inside cat 2 "pipe_read vfs_read" C
 	echo 0 > $T/events/kprobes/ufgk/enable
 	echo > $DE || fail "C: cannot remove the events"
-	dmesg -c > /dev/null
-	rmmod ufgraph &
-	rm_pid=$!
-	wait_for "dmesg | grep -q 'pid $t2 (head) in vfs_read'" 100 || fail "C: no wait for head in vfs_read: $(dmesg | tail -5)"
-	finish cat $t1 C
-	sleep 1.5
-	kill -0 $rm_pid 2>/dev/null || fail "C: rmmod finished while head's stacked frame still exists"
-	finish head $t2 C
-	wait $rm_pid || fail "C: rmmod failed"
+	rmmod_hands_back C
 	echo > $T/kprobe_events
 fi
+
+# D: a hooker ufgraph cannot reach: another ufgraph, loaded first on the same function.
+insmod $KO/ufgraph_kunit.ko graph=pipe_read > /dev/null || fail "D: ufgraph_kunit"
+load graph=pipe_read
+blocker head; t2=$pid
+inside head 1 pipe_read D
+blocker cat; t1=$pid
+inside cat 1 pipe_read D
+dmesg -c > /dev/null
+rmmod ufgraph &
+rm_pid=$!
+wait_for "dmesg | grep -q 'rmmod waits for returns'" 100 || fail "D: rmmod does not say what it waits for: $(dmesg | tail -5)"
+dmesg | grep -q "pid $t2 (head) in pipe_read" || fail "D: the log does not name head in pipe_read: $(dmesg | tail -5)"
+finish cat $t1 D
+sleep 1.5
+kill -0 $rm_pid 2>/dev/null || fail "D: rmmod finished while head's stacked frame still exists"
+loaded ufgraph || fail "D: ufgraph went while head's stacked frame still exists"
+finish head $t2 D
+wait $rm_pid || fail "D: rmmod failed"
+loaded ufgraph && fail "D: still loaded"
+rmmod ufgraph_kunit || fail "D: rmmod ufgraph_kunit"
 exit 0

@@ -39,7 +39,13 @@ echo "kprobe hits $kp, records: $top top-level, $nested nested; $(grep 'refused\
 [ "$kp" = 5 ] || fail "kprobe event fired $kp times"
 [ "$top" -ge 5 ] || fail "$top top-level records for 5 kprobe hits"
 [ "$nested" -le "$top" ] || fail "$nested nested records for $top top-level ones: nested more than once"
-[ "$(stat_of event_records_refused)" = 0 ] || fail "records refused by the ring buffer's recursion limit: the guard let the recursion through"
+# On x86_64 the kprobe runs on ftrace, in the same context as ufgraph's callbacks: a record the
+# ring buffer refused for recursion could only come from a nested call the guard let through
+# (what happened before). arm64's kprobes run in a debug exception, where the ring buffer
+# refuses writes nested in the kprobe's own reservation whatever ufgraph does.
+if [ "$(uname -m)" = x86_64 ]; then
+	[ "$(stat_of event_records_refused)" = 0 ] || fail "records refused by the ring buffer's recursion limit: the guard let the recursion through"
+fi
 echo > $T/trace
 echo > $DE
 echo > $T/kprobe_events

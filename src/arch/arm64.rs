@@ -138,24 +138,29 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
     n
 }
 
-/// Teardown's verdict on one frame, under `stop_machine`: see [`hand_back`].
+/// Where a frame's task will take its return address from, as teardown sees it under
+/// `stop_machine` (see [`find_slot`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HandBack {
-    /// The real return address is back where the task will take it from.
-    Handed,
-    /// The frame may still return through the trampoline: teardown waits until it has (it is
-    /// off its shadow stack) or its task can no longer run.
-    Pending,
-    /// The call cannot return through the trampoline: it was abandoned.
-    Never,
+pub enum Slot {
+    /// The word at `addr`, holding `value` now: teardown may rewrite it with a plain address.
+    At {
+        /// The word's address.
+        addr: usize,
+        /// What it holds.
+        value: usize,
+    },
+    /// It cannot be known or written (signed, on a shadow call stack, the task is inside the
+    /// trampoline or running, its frame records do not tell): teardown waits for the frame.
+    Unknown,
+    /// The call is no longer on its task's stack: it was abandoned and cannot return.
+    Gone,
 }
 
-/// Judges `f`, a frame of `task` (whose kernel stack is `view`), a task that can still run: writes
-/// its real return address back where the task will take it from, if that place still holds our
-/// trampoline and can be found for certain ([`HandBack::Handed`]). If the function was entered
-/// with a stack pointer at or below the one the switched-out task saved, the call is no longer on
-/// the stack ([`HandBack::Never`]). Otherwise [`HandBack::Pending`]: teardown waits for the frame
-/// to return through the trampoline (another hooker stacked over it, or we could not tell).
+/// Where `f`'s task (`task`, whose kernel stack is `view`, a task that can still run) will take
+/// the frame's return address from, if that place can be found for certain and holds a plain
+/// address ([`Slot::At`]). If the function was entered with a stack pointer at or below the one
+/// the switched-out task saved, the call is no longer on the stack ([`Slot::Gone`]). Otherwise
+/// [`Slot::Unknown`]: teardown waits for the frame to return through the trampoline.
 ///
 /// The place is found from the task's chain of frame records, starting at the frame pointer it
 /// saved when it was switched out. The function was entered with stack pointer S (derived from
@@ -170,37 +175,36 @@ pub enum HandBack {
 /// - the task is inside the trampoline (see [`QuietStack::in_trampoline`]): the function has
 ///   returned already, and the frame goes when the trampoline finishes. Pending: teardown waits
 ///   until the trampoline has popped it;
-/// - otherwise the record is the function's own: if its saved lr is our trampoline, write the
-///   real address there. Only when that lr is what the function will return to, plainly: not
-///   when the kernel signs return addresses (pointer authentication: the slot holds our address
-///   signed with the task's key and S, which we cannot re-sign, and a plain address would fault
-///   at the function's AUTIASP), nor with a shadow call stack (the function returns to what it
-///   pushed there);
-/// - anything else, pending: the task is running (the stoppers of stop_machine, or us), the
-///   function has not saved x30 yet or no longer has it saved (a leaf, preempted), or the slot
-///   holds another hooker's trampoline (kretprobe, function_graph) that saved ours.
+/// - otherwise the record is the function's own, and its saved lr is the slot. Only when that
+///   lr is what the function will return to, plainly: not when the kernel signs return
+///   addresses (pointer authentication: the slot holds our address signed with the task's key
+///   and S, which we cannot re-sign, and a plain address would fault at the function's
+///   AUTIASP), nor with a shadow call stack (the function returns to what it pushed there);
+/// - anything else, unknown: the task is running (the stoppers of stop_machine), the function
+///   has not saved x30 yet or no longer has it saved (a leaf, preempted).
 ///
 /// # Safety
 ///
 /// Only under `stop_machine`: the owning task cannot run (unless `view.running`) or exit, so its
 /// stack is quiet and stays allocated.
-pub unsafe fn hand_back(f: &Frame, tramp: usize, task: Option<TaskRef>, view: Option<&StackView>) -> HandBack {
+pub unsafe fn find_slot(f: &Frame, task: Option<TaskRef>, view: Option<&StackView>) -> Slot {
     let (Some(task), Some(view)) = (task, view) else {
-        return HandBack::Pending;
+        return Slot::Unknown;
     };
+    let tramp = crate::fgraph::graph::trampoline();
     // SAFETY: arithmetic on the address only.
     let sp = unsafe { bindings::ufg_arm64_entry_sp(f.retp) };
     if sp <= view.lo || sp > view.hi || !sp.is_multiple_of(RECORD) {
         // The entry registers of this call were not on this task's stack: not a live call.
-        return HandBack::Never;
+        return Slot::Gone;
     }
     if view.running {
         // A stopper: it saved no frame pointer to walk from.
-        return HandBack::Pending;
+        return Slot::Unknown;
     }
     if view.saved_sp >= sp {
         // The task's stack pointer is above where the function was entered: the call is gone.
-        return HandBack::Never;
+        return Slot::Gone;
     }
     let stack = QuietStack { lo: view.lo, hi: view.hi };
     // SAFETY: the task is switched out and stays so (caller).
@@ -208,7 +212,7 @@ pub unsafe fn hand_back(f: &Frame, tramp: usize, task: Option<TaskRef>, view: Op
     // SAFETY: [lo, hi) is the stack of a switched-out task; during stop_machine nothing runs on
     // it or frees it.
     let Some((rec, below)) = (unsafe { stack.record_below(fp, sp) }) else {
-        return HandBack::Pending;
+        return Slot::Unknown;
     };
     // SAFETY: `rec` and `below` are records of the quiet stack, found by the walk.
     let entering = unsafe { stack.in_ftrace_caller(f, sp, rec, below) };
@@ -219,23 +223,23 @@ pub unsafe fn hand_back(f: &Frame, tramp: usize, task: Option<TaskRef>, view: Op
         // The entry registers are live, and ftrace_caller loads x30 from them.
         f.retp
     } else if returning {
-        return HandBack::Pending;
+        return Slot::Unknown;
     } else {
         // SAFETY: no preconditions (configuration and CPU capabilities).
         if !unsafe { bindings::ufg_arm64_plain_lr_slots() } {
-            return HandBack::Pending;
+            return Slot::Unknown;
         }
         rec + 8
     };
     // SAFETY: `slot` is the lr word of a frame record of the chain, or the `lr` field of the
     // entry registers of a live ftrace_caller: inside the quiet stack, 8-byte aligned.
-    if unsafe { stack.peek(slot) } != tramp {
-        return HandBack::Pending;
+    let value = unsafe { stack.peek(slot) };
+    if !entering && value != tramp && crate::sys::ksym::hooker(value) == crate::pure::handback::Hooker::Plain {
+        // The function's record holds neither our trampoline nor another hooker's: the record
+        // is not this call's (it returned, or has not saved x30 yet): do not guess.
+        return Slot::Unknown;
     }
-    // SAFETY: as above; nothing else touches the stack now (caller), and the task takes its
-    // return address from this word.
-    unsafe { (slot as *mut usize).write_volatile(f.ret) };
-    HandBack::Handed
+    Slot::At { addr: slot, value }
 }
 
 /// The kernel stack [lo, hi) of a task that is switched out while all CPUs are stopped: nothing

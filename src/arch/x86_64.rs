@@ -58,63 +58,49 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
     n
 }
 
-/// Teardown's verdict on one frame, under `stop_machine`: see [`hand_back`].
+/// Where a frame's task will take its return address from, as teardown sees it under
+/// `stop_machine` (see [`find_slot`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HandBack {
-    /// The real return address is back where the task will take it from.
-    Handed,
-    /// Another hooker saved our trampoline for this frame: it will return through it later.
-    Pending,
-    /// The call cannot return through the trampoline: it was abandoned.
-    Never,
+pub enum Slot {
+    /// The word at `addr`, holding `value` now: teardown may rewrite it.
+    At {
+        /// The word's address.
+        addr: usize,
+        /// What it holds.
+        value: usize,
+    },
+    /// It cannot be known or written: teardown waits for the frame to return.
+    Unknown,
+    /// The call is no longer on its task's stack: it was abandoned and cannot return.
+    Gone,
 }
 
-/// Judges `f`, a frame of a task (`task`, whose kernel stack is `view`) that can still run, and
-/// writes its real return address back into its stack slot if the slot still holds our
-/// trampoline.
+/// Where `f`'s task will take the frame's return address from: its return slot, the stack word
+/// at `retp`. `task` (with kernel stack `view`) can still run.
 ///
-/// - The slot must be a word of the task's kernel stack, and (for a task that is switched out)
-///   at or above the stack pointer it saved: otherwise the call is no longer on the stack (it
-///   was abandoned, the stack unwound past it) and cannot return: [`HandBack::Never`]. Frames
-///   pushed in interrupt context live on an interrupt stack, and none is live under
-///   `stop_machine` (the stoppers are tasks: interrupts returned before they ran).
-/// - The slot holds our trampoline: write the real address, [`HandBack::Handed`]. This also
-///   covers a task preempted inside the trampoline after it reclaimed the slot (the word is then
-///   only read by unwinders); teardown's grace period lets it finish.
-/// - The slot holds the very start of another return trampoline (the kernel's
-///   `return_to_handler`, `arch_rethook_trampoline`, a kretprobe's, another ufgraph's): that
-///   hooker saved our address and will jump to it: [`HandBack::Pending`]. A return address is
-///   never the first byte of a function, so this does not mistake a reused slot for one.
-/// - Anything else: the slot was reused (the call was abandoned, or the task was preempted on
-///   the trampoline's first instruction and the interrupt frame overwrote it: the grace period
-///   covers that one): [`HandBack::Never`].
+/// The slot must be a word of the task's kernel stack and, for a task that is switched out, at
+/// or above the stack pointer it saved; otherwise the call is no longer on the stack (it was
+/// abandoned: the stack unwound past it) and cannot return ([`Slot::Gone`]). Frames pushed in
+/// interrupt context live on an interrupt stack, and none is live under `stop_machine` (the
+/// stoppers are tasks: interrupts returned before they ran). A task preempted inside the
+/// trampoline after it reclaimed the slot still has our trampoline there: rewriting it is
+/// harmless (only unwinders read it), and teardown's grace period lets the task finish.
 ///
 /// # Safety
 ///
 /// Only under `stop_machine`: the owning task cannot run (unless `view.running`: a stopper) or
 /// exit, so its stack is quiet and stays allocated.
-pub unsafe fn hand_back(f: &Frame, tramp: usize, _task: Option<TaskRef>, view: Option<&StackView>) -> HandBack {
+pub unsafe fn find_slot(f: &Frame, _task: Option<TaskRef>, view: Option<&StackView>) -> Slot {
     let Some(view) = view else {
         // No kernel stack to check the slot against (an idle task that never looked itself up
         // cannot have frames): do not write, and do not assume it is gone.
-        return HandBack::Pending;
+        return Slot::Unknown;
     };
     if !view.holds_word(f.retp) || (!view.running && f.retp < view.saved_sp) {
-        return HandBack::Never;
+        return Slot::Gone;
     }
-    let slot = f.retp as *mut usize;
     // SAFETY: a word of the task's kernel stack (checked above), which stays allocated: the task
     // cannot exit now (caller).
-    let v = unsafe { slot.read_volatile() };
-    if v == tramp {
-        // SAFETY: as above; the task takes its return address from this word, and is not
-        // running (or is a stopper, spinning in stop_machine's loop far below this frame).
-        unsafe { slot.write_volatile(f.ret) };
-        return HandBack::Handed;
-    }
-    if crate::sys::ksym::is_return_trampoline(v) {
-        HandBack::Pending
-    } else {
-        HandBack::Never
-    }
+    let value = unsafe { (f.retp as *const usize).read_volatile() };
+    Slot::At { addr: f.retp, value }
 }

@@ -49,11 +49,12 @@
 use super::tasks::{Owner, Stack, TaskStack, Tasks};
 use crate::bindings;
 use crate::pure::lru::Lru;
-use crate::arch::HandBack;
-use crate::pure::shadow::{mark, DataRef, ARRAY_SIZE, FRAME_WORDS};
+use crate::arch::Slot as ArchSlot;
+use crate::pure::handback::{self, Hooker, Plan};
+use crate::pure::shadow::{mark, DataRef, Frame, ARRAY_SIZE, FRAME_WORDS};
 use crate::sys::ftrace::{RawOps, Regs};
 use crate::sys::percpu::PerCpuCounter;
-use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion};
+use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion, Refused};
 #[cfg(CONFIG_PREEMPTION)]
 use crate::sys::sync::synchronize_rcu_tasks;
 use crate::sys::tracepoint::Probe;
@@ -316,10 +317,84 @@ struct Wait {
 #[derive(Default)]
 struct Tally {
     handed: usize,
+    /// Copies of our trampoline the kernel's hookers saved, rewritten.
+    patched: usize,
+    /// Frames teardown waits for.
+    pending: usize,
     /// Frames of tasks that can no longer run (their stacks were left untouched).
     gone: usize,
     /// Frames whose calls were abandoned.
     never: usize,
+}
+
+/// The most frames of one return slot teardown plans for (tail calls and separate frames of
+/// several ops for one call; a longer chain is waited for).
+const CHAIN: usize = 16;
+
+/// Teardown's step 2 for one chain: the frames of `stack` that share a return slot, top first
+/// (`too_long`: more than [`CHAIN`] of them). Plans with `pure::handback::plan`: either every
+/// trampoline address in the chain (in the slot, and in the copies the kernel's
+/// function_graph or rethook saved) is replaced and the frames are marked handed back, or
+/// nothing is written and they are marked pending. Returns whether any frame is pending.
+/// Frames a previous round judged keep their verdict.
+fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, view: Option<&crate::sys::task::StackView>, tally: &mut Tally) -> bool {
+    let Some(top) = chain.first() else { return false };
+    if top.marks & mark::HANDED != 0 {
+        return false;
+    }
+    let pend = |tally: &mut Tally| {
+        for f in chain {
+            stack.set_marks(f, mark::PENDING);
+        }
+        tally.pending += chain.len();
+        true
+    };
+    if too_long || chain.iter().any(|f| f.marks & mark::PENDING != 0) {
+        return pend(tally);
+    }
+    // SAFETY: under stop_machine (the caller), with the owner alive and not running.
+    let (addr, value) = match unsafe { crate::arch::find_slot(top, owner.task(), view) } {
+        ArchSlot::Gone => {
+            tally.never += chain.len();
+            return false;
+        }
+        ArchSlot::Unknown => return pend(tally),
+        ArchSlot::At { addr, value } => (addr, value),
+    };
+    let tramp = trampoline();
+    let mut rets = [0usize; CHAIN];
+    for (r, f) in rets.iter_mut().zip(chain) {
+        *r = f.ret;
+    }
+    let task = owner.task();
+    let plan = handback::plan::<CHAIN>(&rets[..chain.len()], addr, value, tramp, crate::sys::ksym::hooker, |k, taken| {
+        let t = task?;
+        // SAFETY: under stop_machine, the owner alive and not running (the caller).
+        match k {
+            Hooker::Fgraph => unsafe { crate::sys::hookers::fgraph_saved(t, top.retp, tramp, taken) },
+            Hooker::Rethook => unsafe { crate::sys::hookers::rethook_saved(t, top.retp, tramp, taken) },
+            _ => None,
+        }
+    });
+    match plan {
+        Plan::Pending => pend(tally),
+        Plan::Hand { writes, n, frames } => {
+            for &(at, v) in &writes[..n] {
+                // SAFETY: each address is the return slot `find_slot` found (a word of the
+                // quiet task's stack) or a saved copy the kernel's hookers keep for this task
+                // (found and checked by `sys::hookers`); the task takes its return address from
+                // them, and nothing else touches them during stop_machine.
+                unsafe { (at as *mut usize).write_volatile(v) };
+            }
+            for f in &chain[..frames] {
+                stack.set_marks(f, mark::HANDED);
+            }
+            tally.handed += frames;
+            tally.patched += writes[..n].iter().filter(|&&(at, _)| at != addr).count();
+            tally.never += chain.len() - frames;
+            false
+        }
+    }
 }
 
 /// One kernel log line about a frame teardown is waiting for: who, and in which function.
@@ -332,8 +407,8 @@ fn report_pending(owner: Owner, func: usize, first: bool) {
     let len = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
     let comm = core::str::from_utf8(&comm[..len]).unwrap_or("?");
     let mut sym = [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize];
-    // SAFETY: `sym` has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
-    let n = unsafe { bindings::sprint_symbol(sym.as_mut_ptr().cast(), func as _) };
+    // SAFETY: `sym` has the KSYM_SYMBOL_LEN bytes sprint_symbol_no_offset may write.
+    let n = unsafe { bindings::sprint_symbol_no_offset(sym.as_mut_ptr().cast(), func as _) };
     let sym = core::str::from_utf8(&sym[..n.max(0) as usize]).unwrap_or("?");
     if first {
         pr_warn!("rmmod waits for returns another hooker (function_graph, kretprobe, fprobe) stacked over ufgraph's:\n");
@@ -452,7 +527,6 @@ impl Graph {
         unsafe extern "C" fn run(data: *mut c_void) -> c_int {
             // SAFETY: `data` is the `Ctx` below, alive for the synchronous stop_machine call.
             let c = unsafe { &mut *data.cast::<Ctx<'_>>() };
-            let tramp = trampoline();
             c.g.tasks.for_each_owned_stack(|owner, ts| {
                 if c.full {
                     return;
@@ -472,29 +546,20 @@ impl Graph {
                 // SAFETY: as above; nothing runs or exits during stop_machine.
                 let view = owner.task().and_then(|t| unsafe { t.stack_view() });
                 let mut pending = false;
-                for f in stack.frames() {
-                    if f.marks & mark::PENDING != 0 {
-                        pending = true;
+                // Frames sharing a return slot are adjacent: judge them together (a chain).
+                let mut chain: [Frame; CHAIN] = [Frame::default(); CHAIN];
+                let mut n = 0;
+                let mut frames = stack.frames().peekable();
+                while let Some(f) = frames.next() {
+                    if n < CHAIN {
+                        chain[n] = f;
+                    }
+                    n += 1;
+                    if frames.peek().is_some_and(|g| g.retp == f.retp) {
                         continue;
                     }
-                    // A tail call's inner frame saved our own trampoline: its slot is the outer
-                    // frame's, which decides. Frames handed back before keep their verdict.
-                    if f.ret == tramp || f.marks & mark::HANDED != 0 {
-                        continue;
-                    }
-                    // SAFETY: under stop_machine, the owner is not running (or is a stopper,
-                    // which `view.running` says) and cannot exit.
-                    match unsafe { crate::arch::hand_back(&f, tramp, owner.task(), view.as_ref()) } {
-                        HandBack::Handed => {
-                            stack.set_marks(&f, mark::HANDED);
-                            c.tally.handed += 1;
-                        }
-                        HandBack::Pending => {
-                            stack.set_marks(&f, mark::PENDING);
-                            pending = true;
-                        }
-                        HandBack::Never => c.tally.never += 1,
-                    }
+                    pending |= judge_chain(stack, &chain[..n.min(CHAIN)], n > CHAIN, owner, view.as_ref(), c.tally);
+                    n = 0;
                 }
                 if !pending {
                     return;
@@ -547,7 +612,8 @@ impl Graph {
             want = cap * 2;
         }
         if tally.handed > 0 {
-            pr_info!("handed {} pending return addresses back to their tasks\n", tally.handed);
+            pr_info!("handed {} pending return addresses back to their tasks ({} through copies the kernel's function_graph or rethook saved)\n",
+                tally.handed, tally.patched);
         }
         if tally.gone + tally.never > 0 {
             pr_info!("left {} frames of tasks that can no longer run alone, and {} of abandoned calls\n", tally.gone, tally.never);
@@ -591,6 +657,13 @@ impl Graph {
                 if report && named < 8 {
                     named += 1;
                     report_pending(w.owner, f.func, left == 1);
+                    if rounds == 0 && w.owner.task() == Some(crate::sys::task::TaskRef::current()) {
+                        // This task's own call, stacked over by a hooker whose copy of the
+                        // trampoline ufgraph cannot reach (not the kernel's function_graph or
+                        // rethook): it returns only after rmmod does, so this wait never ends.
+                        // Still better than freeing text it will return into.
+                        pr_err!("rmmod itself is inside that call: it cannot finish until the call returns, which it cannot do first\n");
+                    }
                 }
                 drop(np);
             }
@@ -742,11 +815,15 @@ impl Graph {
         // One callback per context at a time: an entry callback that calls a hooked function
         // (or, for the rethook API, a hook that runs inside another callback of ours) does not
         // enter again. The guard is also the callback's preemption guard.
-        let Some(guard) = Recursion::try_lock(ip, parent_ip) else {
-            slot.missed_recursion.fetch_add(1, Relaxed);
-            // SAFETY: the slot's handler is alive while it is registered.
-            unsafe { (slot.missed)(slot.this, ip) };
-            return false;
+        let guard = match Recursion::try_lock(ip, parent_ip) {
+            Ok(g) => g,
+            Err(Refused::Recursion) => {
+                slot.missed_recursion.fetch_add(1, Relaxed);
+                // SAFETY: the slot's handler is alive while it is registered.
+                unsafe { (slot.missed)(slot.this, ip) };
+                return false;
+            }
+            Err(Refused::Unsafe) => return false,
         };
         let np = guard.no_preempt();
         // SAFETY: valid for the call (caller).
@@ -767,7 +844,19 @@ impl Graph {
         // Another ops hooking this same call pushed the frame already: join it. The frame's
         // "seen" mask tells this call apart from a tail-recursive one at the same stack slot.
         let mut fresh = false;
-        let bm = match stack.top_frame() {
+        let top = stack.top_frame();
+        if let Some(f) = top.filter(|f| f.building && f.retp == retp as usize) {
+            // An entry of ours is still building the frame of this very call: this is a hook
+            // made from inside its callbacks (`ufgraph_rethook_hook()` in an fprobe's entry
+            // handler, for the function being entered). Pushing a second frame on the same slot
+            // under it would be popped in its place. Refused, counted.
+            let _ = f;
+            slot.missed_recursion.fetch_add(1, Relaxed);
+            // SAFETY: as above.
+            unsafe { (slot.missed)(slot.this, ip) };
+            return false;
+        }
+        let bm = match top {
             Some(f) if old_ret == tramp && f.retp == retp as usize && f.func == ip && f.seen & (1 << idx) == 0 => {
                 // The ops that pushed the frame may not have wanted the time, this one does.
                 if slot.wants_times && f.calltime == 0 {
@@ -877,8 +966,8 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
     let guard = Recursion::try_lock(trampoline(), 0);
     let bare;
     let np: &NoPreempt = match &guard {
-        Some(g) => g.no_preempt(),
-        None => {
+        Ok(g) => g.no_preempt(),
+        Err(_) => {
             bare = NoPreempt::new();
             &bare
         }
@@ -913,6 +1002,9 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
     }
 
     let rettime = g.now();
+    // Where the call returns to: a tail call's inner frame saved our own trampoline, and the
+    // frame below knows the real address (as at the entry).
+    let ret_ip = if f.ret == trampoline() { stack.frames().find(|x| x.ret != f.ret).map_or(f.ret, |x| x.ret) } else { f.ret };
     let mut bits = f.bitmap;
     while bits != 0 {
         let idx = bits.trailing_zeros() as usize;
@@ -924,11 +1016,18 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
         // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it is
         // removed, and we hold preemption disabled.
         let slot = unsafe { &*sp };
-        if guard.is_none() {
-            slot.missed_recursion.fetch_add(1, Relaxed);
-            continue;
+        match guard {
+            Ok(_) => {}
+            Err(Refused::Recursion) => {
+                slot.missed_recursion.fetch_add(1, Relaxed);
+                // SAFETY: the slot's handler is alive while the slot is.
+                unsafe { (slot.missed)(slot.this, f.func) };
+                continue;
+            }
+            // Nothing but the pop where RCU does not protect what callbacks would read.
+            Err(Refused::Unsafe) => continue,
         }
-        let mut r = Return { func: f.func, ret_ip: f.ret, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx, np };
+        let mut r = Return { func: f.func, ret_ip, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx, np };
         // SAFETY: the slot's handler is alive while the slot is.
         unsafe { (slot.ret)(slot.this, &mut r) };
     }

@@ -265,6 +265,20 @@ impl Tasks {
     }
 
     fn lookup(&self, task: TaskRef, is_current: bool) -> Option<&TaskStack> {
+        // The current idle task first: it is never in the table, and a CPU going offline runs
+        // its idle task where RCU no longer protects a probe of the table.
+        // SAFETY: the current task is alive.
+        if is_current && unsafe { task.is_idle() } {
+            let cpu = this_cpu();
+            if let Some(o) = self.idle_owner.get(cpu) {
+                // Teardown needs the idle task to find its kernel stack; it is the same task for
+                // the CPU's whole life (hotplug restarts it, never replaces it).
+                o.store(task.0, Relaxed);
+            }
+            let p = self.idle.get(cpu)?.load(Acquire);
+            // SAFETY: idle stacks live until `Tasks` is dropped.
+            return (!p.is_null()).then(|| unsafe { &*p });
+        }
         let table = self.table.load(Acquire);
         if table.is_null() {
             return None;
@@ -278,16 +292,9 @@ impl Tasks {
             return Some(unsafe { &*(e as *const TaskStack) });
         }
         // SAFETY: `task` is alive (caller's contract).
-        if unsafe { task.is_idle() } {
+        if !is_current && unsafe { task.is_idle() } {
             // SAFETY: as above.
-            let cpu = if is_current { this_cpu() } else { unsafe { task.cpu() } };
-            if is_current {
-                // Teardown needs the idle task to find its kernel stack; it is the same task for
-                // the CPU's whole life (hotplug restarts it, never replaces it).
-                if let Some(o) = self.idle_owner.get(cpu) {
-                    o.store(task.0, Relaxed);
-                }
-            }
+            let cpu = unsafe { task.cpu() };
             let p = self.idle.get(cpu)?.load(Acquire);
             // SAFETY: idle stacks live until `Tasks` is dropped.
             return (!p.is_null()).then(|| unsafe { &*p });

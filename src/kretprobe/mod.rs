@@ -180,6 +180,21 @@ struct RhLive {
 
 static RETHOOK: core::sync::atomic::AtomicPtr<RethookCore> = core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
 
+/// The registration of `rh`, found in the table rather than through `rh->ufgraph_private`, so
+/// that a rethook the caller never registered (or never zeroed) is simply not found. Writers
+/// only (under `counts`); registration and unregistration are rare, a scan is fine.
+fn registration_of(rc: &RethookCore, _w: &Counts, rh: *mut ufgraph_rethook) -> Option<*mut RhLive> {
+    let mut found = None;
+    rc.live.for_each(|e| {
+        // SAFETY: entries are live `RhLive`s, freed only by unregistration, which holds the
+        // same lock as the caller.
+        if unsafe { (*(e as *const RhLive)).rh } == rh {
+            found = Some(e as *mut RhLive);
+        }
+    });
+    found
+}
+
 fn rh_key(e: usize) -> usize {
     // SAFETY: table entries are live `RhLive`s (freed only after removal and a grace period).
     unsafe { (*(e as *const RhLive)).id }
@@ -296,7 +311,7 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
     }
     let mut c = rc.counts.lock();
     let (counts, users, next_id) = &mut *c;
-    if !r.ufgraph_private.is_null() {
+    if registration_of(rc, counts, rh).is_some() {
         return Err(EBUSY);
     }
     let id = *next_id;
@@ -329,11 +344,7 @@ pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
     let rc = unsafe { &*p };
     let mut c = rc.counts.lock();
     let (counts, users, _) = &mut *c;
-    // SAFETY: the caller's rethook.
-    let l = unsafe { core::ptr::addr_of!((*rh).ufgraph_private).read_volatile() }.cast::<RhLive>();
-    if l.is_null() {
-        return;
-    }
+    let Some(l) = registration_of(rc, counts, rh) else { return };
     // SAFETY: set by `rethook_register`, freed only here.
     let id = unsafe { (*l).id };
     if rc.live.remove(counts, id, rh_key).is_none() {

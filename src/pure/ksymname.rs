@@ -16,15 +16,28 @@
 //!   ufgraph_return_trampoline+0x0/0x.. [ufgraph_kunit]   another ufgraph
 //! ```
 
+use super::handback::Hooker;
+
 /// Whether `s` (kallsyms' text for an address) names offset 0 of a return trampoline: a symbol
 /// called `return_to_handler`, or ending in `_trampoline`.
 pub fn is_trampoline_start(s: &[u8]) -> bool {
-    let Some(plus) = s.iter().position(|&c| c == b'+') else { return false };
+    hooker(s) != Hooker::Plain
+}
+
+/// What the address `s` names is to teardown: the function_graph tracer's trampoline, rethook's,
+/// another return trampoline, or an ordinary address.
+pub fn hooker(s: &[u8]) -> Hooker {
+    let Some(plus) = s.iter().position(|&c| c == b'+') else { return Hooker::Plain };
     let (name, rest) = s.split_at(plus);
     if !rest.starts_with(b"+0x0/") {
-        return false;
+        return Hooker::Plain;
     }
-    name == b"return_to_handler" || (name.len() > b"_trampoline".len() && name.ends_with(b"_trampoline"))
+    match name {
+        b"return_to_handler" => Hooker::Fgraph,
+        b"arch_rethook_trampoline" => Hooker::Rethook,
+        _ if name.len() > b"_trampoline".len() && name.ends_with(b"_trampoline") => Hooker::Unknown,
+        _ => Hooker::Plain,
+    }
 }
 
 #[cfg(test)]
@@ -37,6 +50,14 @@ mod tests {
         assert!(is_trampoline_start(b"arch_rethook_trampoline+0x0/0x40"));
         assert!(is_trampoline_start(b"__kretprobe_trampoline+0x0/0x50"));
         assert!(is_trampoline_start(b"ufgraph_return_trampoline+0x0/0x60 [ufgraph_kunit]"));
+    }
+
+    #[test]
+    fn which_hooker() {
+        assert_eq!(hooker(b"return_to_handler+0x0/0x2c"), Hooker::Fgraph);
+        assert_eq!(hooker(b"arch_rethook_trampoline+0x0/0x40"), Hooker::Rethook);
+        assert_eq!(hooker(b"ufgraph_return_trampoline+0x0/0x60 [ufgraph_kunit]"), Hooker::Unknown);
+        assert_eq!(hooker(b"arch_rethook_trampoline+0x8/0x40"), Hooker::Plain);
     }
 
     #[test]

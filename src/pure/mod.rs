@@ -9,6 +9,7 @@
 pub mod event;
 pub mod fprobe_hdr;
 pub mod funclist;
+pub mod handback;
 pub mod ipcount;
 pub mod ksymname;
 pub mod lru;

@@ -159,7 +159,7 @@ pub enum PushError {
 }
 
 /// A frame on a shadow stack, as the return path and unwinders see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Frame {
     /// Index of the frame's first word.
     pub start: usize,
@@ -178,6 +178,9 @@ pub struct Frame {
     /// What teardown decided about this frame ([`mark`]): bits of the `seen` word above the 16
     /// ops bits, which no entry or return path reads.
     pub marks: usize,
+    /// Whether the frame is still being built (its entry callbacks are running): its bitmap
+    /// word is still of the reserved type.
+    pub building: bool,
 }
 
 /// Marks teardown leaves on frames it has looked at (see `fgraph::graph`'s teardown). They make
@@ -402,6 +405,7 @@ impl<const W: usize> ShadowStack<W> {
             bitmap: self.bitmap(start + FRAME_WORDS),
             seen: self.w(start + SEEN) as u16,
             marks: self.w(start + SEEN) & mark::ALL,
+            building: word::kind(self.w(start + FRAME_WORDS)) == WordType::Reserved,
         })
     }
 
@@ -515,12 +519,14 @@ mod tests {
     fn push_pop_restores_everything() {
         let s = stack();
         let bm = s.push(0x1111, 0xf00, 42, 0x7000).unwrap();
+        assert!(s.top_frame().unwrap().building, "a frame is being built until its bitmap is set");
         assert_eq!(bm, FRAME_WORDS);
         s.set_bitmap(bm, 1 << 5);
         let f = s.top_frame().unwrap();
         assert_eq!((f.start, f.ret, f.func, f.calltime, f.retp, f.bitmap), (0, 0x1111, 0xf00, 42, 0x7000, 1 << 5));
         assert_eq!(f.seen, 0);
         s.mark_seen(bm, 5);
+        assert!(!s.top_frame().unwrap().building);
         s.mark_seen(bm, 15);
         assert_eq!(s.top_frame().unwrap().seen, (1 << 5) | (1 << 15));
         assert_eq!(s.depth(), 1);

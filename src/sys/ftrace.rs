@@ -9,7 +9,7 @@
 //! allocation can go.
 
 use crate::bindings;
-use crate::sys::sync::{NoPreempt, Recursion};
+use crate::sys::sync::{NoPreempt, Recursion, Refused};
 use crate::sys::to_result;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
@@ -191,9 +191,13 @@ unsafe extern "C" fn callback<H: Handler>(
     let inner = unsafe { &*op.cast::<Inner<H>>() };
     // The ops is registered without FTRACE_OPS_FL_RECURSION (which would route every call
     // through ftrace's assist function, an extra indirect call): the guard is ours.
-    let Some(guard) = Recursion::try_lock(ip, parent_ip) else {
-        inner.handler.missed(ip);
-        return;
+    let guard = match Recursion::try_lock(ip, parent_ip) {
+        Ok(g) => g,
+        Err(Refused::Recursion) => {
+            inner.handler.missed(ip);
+            return;
+        }
+        Err(Refused::Unsafe) => return,
     };
     // SAFETY: ftrace passes a valid `ftrace_regs` for the duration of the callback.
     let regs = unsafe { Regs::from_raw(fregs) };

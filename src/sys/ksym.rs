@@ -162,12 +162,13 @@ pub fn lookup(name: &CStr) -> Result<Option<usize>> {
     Ok(found)
 }
 
-/// Whether `addr` is the first byte of a return-hooking trampoline (see
-/// `pure::ksymname::is_trampoline_start`). Safe in any context kallsyms lookups are (atomic
-/// included: teardown calls it under `stop_machine`).
-pub fn is_return_trampoline(addr: usize) -> bool {
+/// What `addr` is to teardown: the first byte of a return-hooking trampoline (the kernel's
+/// function_graph, rethook, another), or an ordinary address (see `pure::ksymname::hooker`).
+/// Safe in any context kallsyms lookups are (atomic included: teardown calls it under
+/// `stop_machine`).
+pub fn hooker(addr: usize) -> crate::pure::handback::Hooker {
     let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize];
     // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
     let n = unsafe { bindings::sprint_symbol(buf.as_mut_ptr().cast(), addr as _) };
-    crate::pure::ksymname::is_trampoline_start(&buf[..n.clamp(0, buf.len() as _) as usize])
+    crate::pure::ksymname::hooker(&buf[..n.clamp(0, buf.len() as _) as usize])
 }

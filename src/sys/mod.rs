@@ -7,6 +7,7 @@
 
 pub mod debugfs;
 pub mod ftrace;
+pub mod hookers;
 pub mod ksym;
 pub mod kvec;
 pub mod trace_event;

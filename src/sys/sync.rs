@@ -84,29 +84,30 @@ impl Drop for NoPreempt {
 }
 
 /// ftrace's recursion guard for one callback (`ftrace_test_recursion_trylock()`), as upstream's
-/// fgraph and fprobe callbacks take it: at most one callback per context (task, softirq, irq,
-/// NMI) at a time on this task, so a callback that calls a hooked function (an event reading
-/// memory with `copy_from_kernel_nofault()`, say) is not re-entered. It also refuses to run
-/// where RCU is not watching, and disables preemption while held: it is the callback's
-/// [`NoPreempt`] too.
+/// fgraph and fprobe callbacks take it: one callback per context (task, softirq, irq, NMI) at a
+/// time on this task, and one more level through ftrace's transition bit (an interrupt that
+/// arrives before the preempt count says so looks like recursion), so a callback that calls a
+/// hooked function (an event reading memory with `copy_from_kernel_nofault()`, say) is not
+/// re-entered without bound. It also refuses to run where RCU is not watching or on a CPU going
+/// offline, and disables preemption while held: it is the callback's [`NoPreempt`] too.
 pub struct Recursion {
     bit: core::ffi::c_int,
     np: core::mem::ManuallyDrop<NoPreempt>,
 }
 
 impl Recursion {
-    /// Takes the guard for a callback at `ip` (called from `parent_ip`); `None` when this
-    /// context is already inside one (or RCU is not watching): the caller counts a miss.
+    /// Takes the guard for a callback at `ip` (called from `parent_ip`).
     #[inline(always)]
-    pub fn try_lock(ip: usize, parent_ip: usize) -> Option<Self> {
+    pub fn try_lock(ip: usize, parent_ip: usize) -> core::result::Result<Self, Refused> {
         // SAFETY: no preconditions; a bit >= 0 is released by `drop`.
         let bit = unsafe { bindings::ufg_recursion_trylock(ip as _, parent_ip as _) };
-        if bit < 0 {
-            return None;
+        match bit {
+            // SAFETY: a successful trylock disabled preemption until the unlock in `drop`, which
+            // outlives every borrow of `np`.
+            0.. => Ok(Self { bit, np: unsafe { NoPreempt::assume_disabled() } }),
+            -1 => Err(Refused::Recursion),
+            _ => Err(Refused::Unsafe),
         }
-        // SAFETY: a successful trylock disabled preemption until the unlock in `drop`, which
-        // outlives every borrow of `np`.
-        Some(Self { bit, np: unsafe { NoPreempt::assume_disabled() } })
     }
 
     /// Proof that preemption is disabled while the guard is held.
@@ -114,6 +115,16 @@ impl Recursion {
     pub fn no_preempt(&self) -> &NoPreempt {
         &self.np
     }
+}
+
+/// Why [`Recursion::try_lock`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// This context is already inside a callback: the caller counts a miss.
+    Recursion,
+    /// RCU is not watching, or the CPU is going offline: the caller must not look anything up
+    /// (not even to count a miss); nothing it reads is protected there.
+    Unsafe,
 }
 
 impl Drop for Recursion {
