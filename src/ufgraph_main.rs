@@ -104,12 +104,12 @@ fn param(p: *const kernel::ffi::c_char) -> Option<&'static CStr> {
     (!s.is_empty()).then_some(s)
 }
 
-fn param_func() -> Option<&'static CStr> {
+pub(crate) fn param_func() -> Option<&'static CStr> {
     // SAFETY: no preconditions.
     param(unsafe { bindings::ufg_param_func() })
 }
 
-fn param_graph() -> Option<&'static CStr> {
+pub(crate) fn param_graph() -> Option<&'static CStr> {
     // SAFETY: no preconditions.
     param(unsafe { bindings::ufg_param_graph() })
 }

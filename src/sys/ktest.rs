@@ -153,6 +153,16 @@ pub const fn end_case() -> bindings::kunit_case {
     unsafe { core::mem::zeroed() }
 }
 
+/// Every suite's `suite_init`: the suites count on a graph core nobody else uses, so they do not
+/// run (KUnit reports the suite as failing to initialise) when the module was loaded with a user
+/// of its own (`func=`, `graph=`: a test of coexisting ufgraph instances loads it that way).
+pub unsafe extern "C" fn suite_init(_suite: *mut bindings::kunit_suite) -> core::ffi::c_int {
+    if crate::param_func().is_some() || crate::param_graph().is_some() {
+        return kernel::error::code::EBUSY.to_errno();
+    }
+    0
+}
+
 /// A pointer to a suite in `.kunit_test_suites`.
 #[repr(transparent)]
 pub struct SuitePtr(pub *mut bindings::kunit_suite);
@@ -197,6 +207,7 @@ macro_rules! kunit_suite {
                 // SAFETY: all-zero is a valid suite with no init/exit hooks and no attributes.
                 let mut s: bindings::kunit_suite = unsafe { core::mem::zeroed() };
                 s.name = suite_name($name);
+                s.suite_init = Some($crate::sys::ktest::suite_init);
                 s.test_cases = core::ptr::addr_of_mut!(CASES).cast();
                 s
             };

@@ -82,7 +82,35 @@ unsafe extern "C" fn on_exit(fp: *mut ufgraph_fprobe, _ip: c_ulong, _ret_ip: c_u
     }
 }
 
-fn probe(entry: bool, exit: bool, data: usize) -> ufgraph_fprobe {
+/// A test's probe, on its stack: unregistered when it goes out of scope, also when a check fails
+/// half way through a test (a probe left registered in a dead stack frame would be a use after
+/// free for the next test).
+struct TestProbe(ufgraph_fprobe);
+
+impl core::ops::Deref for TestProbe {
+    type Target = ufgraph_fprobe;
+    fn deref(&self) -> &ufgraph_fprobe {
+        &self.0
+    }
+}
+
+impl core::ops::DerefMut for TestProbe {
+    fn deref_mut(&mut self) -> &mut ufgraph_fprobe {
+        &mut self.0
+    }
+}
+
+impl Drop for TestProbe {
+    fn drop(&mut self) {
+        if let Some(c) = fprobes() {
+            if c.is_registered(&mut self.0) {
+                let _ = c.unregister(&mut self.0);
+            }
+        }
+    }
+}
+
+fn probe(entry: bool, exit: bool, data: usize) -> TestProbe {
     let mut fp = ufgraph_fprobe::default();
     if entry {
         fp.entry_handler = Some(on_entry);
@@ -91,7 +119,7 @@ fn probe(entry: bool, exit: bool, data: usize) -> ufgraph_fprobe {
         fp.exit_handler = Some(on_exit);
     }
     fp.entry_data_size = data;
-    fp
+    TestProbe(fp)
 }
 
 fn near(ip: usize, sym: usize) -> bool {
@@ -103,7 +131,7 @@ fn core(t: &Test) -> Result<&'static Fprobes, Failed> {
 }
 
 fn reg(t: &Test, fp: &mut ufgraph_fprobe, target: Target<'_>) -> CaseResult {
-    // SAFETY: every test unregisters its probes before they go out of scope.
+    // SAFETY: every test's probe is a `TestProbe`, unregistered before it goes out of scope.
     t.check_ok(unsafe { core(t)?.register(fp, &target) }, "register")
 }
 
@@ -119,7 +147,7 @@ fn entry_exit_with_data(t: &mut Test) -> CaseResult {
     for i in 0..50 {
         kcheck_eq!(t, add(i, 7), i + 7);
     }
-    t.check_ok(core(t)?.unregister(&mut fp), "unregister")?;
+    t.check_ok(core(t)?.unregister(&mut *fp), "unregister")?;
     kcheck_eq!(t, ENTRIES.load(Relaxed), 50);
     kcheck_eq!(t, EXITS.load(Relaxed), 50);
     kcheck_eq!(t, BAD.load(Relaxed), 0);
@@ -141,7 +169,7 @@ fn entry_only_skips_the_shadow_stack(t: &mut Test) -> CaseResult {
     for i in 0..20 {
         add(i, i);
     }
-    t.check_ok(core(t)?.unregister(&mut fp), "unregister")?;
+    t.check_ok(core(t)?.unregister(&mut *fp), "unregister")?;
     kcheck_eq!(t, ENTRIES.load(Relaxed), 20);
     kcheck_eq!(t, EXITS.load(Relaxed), 0);
     kcheck_eq!(t, g.stats.returns.sum(), returns);
@@ -158,7 +186,7 @@ fn filter_and_notfilter(t: &mut Test) -> CaseResult {
     add(1, 2);
     kcheck_eq!(t, ENTRIES.load(Relaxed), 1);
     kcheck_eq!(t, EXITS.load(Relaxed), 1);
-    t.check_ok(core(t)?.unregister(&mut fp), "unregister")?;
+    t.check_ok(core(t)?.unregister(&mut *fp), "unregister")?;
     Ok(())
 }
 
@@ -178,23 +206,23 @@ fn bad_registrations_leave_nothing(t: &mut Test) -> CaseResult {
     let mut fp = probe(true, true, 8);
     // SAFETY (all registrations below): each probe outlives the test and is unregistered.
     unsafe {
-        expect_err(t, c.register(&mut fp, &Target::Syms(&[c_str!("ufg_test_add"), c_str!("ufg_no_such_symbol")])), ENOENT, "unknown symbol")?;
-        expect_err(t, c.register(&mut fp, &Target::Filter(c_str!("ufg_no_such_*"), None)), ENOENT, "empty glob")?;
+        expect_err(t, c.register(&mut *fp, &Target::Syms(&[c_str!("ufg_test_add"), c_str!("ufg_no_such_symbol")])), ENOENT, "unknown symbol")?;
+        expect_err(t, c.register(&mut *fp, &Target::Filter(c_str!("ufg_no_such_*"), None)), ENOENT, "empty glob")?;
         let data = &BAD as *const AtomicUsize as usize;
-        expect_err(t, c.register(&mut fp, &Target::Ips(&[data])), EINVAL, "data address")?;
+        expect_err(t, c.register(&mut *fp, &Target::Ips(&[data])), EINVAL, "data address")?;
         let mut none = probe(false, false, 0);
-        expect_err(t, c.register(&mut none, &Target::Syms(&[c_str!("ufg_test_add")])), EINVAL, "no handler")?;
+        expect_err(t, c.register(&mut *none, &Target::Syms(&[c_str!("ufg_test_add")])), EINVAL, "no handler")?;
         let mut big = probe(true, true, 15 * 8 + 1);
-        expect_err(t, c.register(&mut big, &Target::Syms(&[c_str!("ufg_test_add")])), E2BIG, "entry data too big")?;
+        expect_err(t, c.register(&mut *big, &Target::Syms(&[c_str!("ufg_test_add")])), E2BIG, "entry data too big")?;
     }
-    kcheck!(t, !c.is_registered(&mut fp));
+    kcheck!(t, !c.is_registered(&mut *fp));
     kcheck_eq!(t, c.counts(), before);
-    expect_err(t, c.unregister(&mut fp), EINVAL, "unregister of an unregistered probe")?;
+    expect_err(t, c.unregister(&mut *fp), EINVAL, "unregister of an unregistered probe")?;
     reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_add")]))?;
     // SAFETY: as above.
-    expect_err(t, unsafe { c.register(&mut fp, &Target::Syms(&[c_str!("ufg_test_mul")])) }, EBUSY, "double registration")?;
-    kcheck!(t, c.is_registered(&mut fp));
-    t.check_ok(c.unregister(&mut fp), "unregister")?;
+    expect_err(t, unsafe { c.register(&mut *fp, &Target::Syms(&[c_str!("ufg_test_mul")])) }, EBUSY, "double registration")?;
+    kcheck!(t, c.is_registered(&mut *fp));
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
     kcheck_eq!(t, c.counts(), before);
     Ok(())
 }
@@ -211,10 +239,10 @@ fn several_probes_on_one_function(t: &mut Test) -> CaseResult {
         kcheck_eq!(t, add(i, 100), i + 100);
     }
     let cr = core(t)?;
-    t.check_ok(cr.unregister(&mut b), "unregister b")?;
+    t.check_ok(cr.unregister(&mut *b), "unregister b")?;
     add(1, 1);
-    t.check_ok(cr.unregister(&mut a), "unregister a")?;
-    t.check_ok(cr.unregister(&mut c), "unregister c")?;
+    t.check_ok(cr.unregister(&mut *a), "unregister a")?;
+    t.check_ok(cr.unregister(&mut *c), "unregister c")?;
     // 10 calls x 3 probes entered, 10 x 2 exited; then 1 x 2 and 1 x 1.
     kcheck_eq!(t, ENTRIES.load(Relaxed), 32);
     kcheck_eq!(t, EXITS.load(Relaxed), 21);
@@ -236,7 +264,7 @@ fn disable_and_skip(t: &mut Test) -> CaseResult {
     SKIP_EXIT.store(1, Relaxed);
     add(1, 1);
     kcheck_eq!(t, (ENTRIES.load(Relaxed), EXITS.load(Relaxed)), (2, 1));
-    t.check_ok(core(t)?.unregister(&mut fp), "unregister")?;
+    t.check_ok(core(t)?.unregister(&mut *fp), "unregister")?;
     Ok(())
 }
 
@@ -256,7 +284,7 @@ fn recursion_and_nmissed(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, ENTRIES.load(Relaxed) + missed, 151);
     kcheck_eq!(t, EXITS.load(Relaxed), ENTRIES.load(Relaxed));
     kcheck_eq!(t, BAD.load(Relaxed), 0);
-    t.check_ok(core(t)?.unregister(&mut fp), "unregister")?;
+    t.check_ok(core(t)?.unregister(&mut *fp), "unregister")?;
     Ok(())
 }
 
@@ -272,13 +300,13 @@ fn mass_attach_everything(t: &mut Test) -> CaseResult {
     let n = ENTRIES.load(Relaxed);
     add(2, 3);
     kcheck!(t, ENTRIES.load(Relaxed) > n, "add not seen");
-    t.check_ok(c.unregister(&mut fp), "unregister")?;
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
     kcheck_eq!(t, c.counts(), before);
     // And with an exit handler on every vfs function, under real use.
     reset();
     let mut fp = probe(true, true, 0);
     reg(t, &mut fp, Target::Filter(c_str!("vfs_*"), None))?;
-    t.check_ok(c.unregister(&mut fp), "unregister")?;
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
     kcheck!(t, EXITS.load(Relaxed) <= ENTRIES.load(Relaxed));
     t.info(format_args!("attached to {} functions", ips));
     Ok(())

@@ -12,6 +12,7 @@ use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use kernel::c_str;
 use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
+use kernel::types::ScopeGuard;
 
 static ENTRIES: AtomicUsize = AtomicUsize::new(0);
 static RETURNS: AtomicUsize = AtomicUsize::new(0);
@@ -76,6 +77,10 @@ fn kretprobe_sees_every_return(t: &mut Test) -> CaseResult {
     let mut rp = kretprobe_on(c_str!("ufg_test_add"));
     // SAFETY: `rp` outlives its registration (unregistered below).
     t.check_ok(unsafe { register_kretprobe(&mut rp) }, "register_kretprobe")?;
+    // Unregistered however the test ends: a failed check must not leave a kretprobe on this
+    // stack frame registered.
+    let rpp: *mut ufgraph_kretprobe = &mut rp;
+    let _undo = ScopeGuard::new(move || unregister_kretprobe(rpp));
     let fentry = bindings::ufg_test_add as *const () as usize;
     kcheck!(t, (rp.kp.addr as usize) >= fentry && (rp.kp.addr as usize) < fentry + 16, "kp.addr {:#x}", rp.kp.addr as usize);
     for i in 0..40 {
@@ -107,8 +112,9 @@ fn kretprobe_errors(t: &mut Test) -> CaseResult {
         kcheck!(t, register_kretprobe(&mut off) == Err(EINVAL));
         let mut ok = kretprobe_on(c_str!("ufg_test_add"));
         kcheck!(t, register_kretprobe(&mut ok).is_ok());
+        let okp: *mut ufgraph_kretprobe = &mut ok;
+        let _undo = ScopeGuard::new(move || unregister_kretprobe(okp));
         kcheck!(t, register_kretprobe(&mut ok) == Err(EBUSY));
-        unregister_kretprobe(&mut ok);
     }
     kcheck!(t, rp.ufgraph_private.is_null());
     Ok(())
@@ -171,6 +177,13 @@ fn rethook_from_a_kprobe(t: &mut Test) -> CaseResult {
         rethook_unregister(rh());
         return Err(t.fail(format_args!("register_kprobe: {}", r)));
     }
+    // Undone however the test ends (the kprobe lives on this stack frame).
+    let kpp: *mut bindings::kprobe = &mut kp;
+    let _undo = ScopeGuard::new(move || {
+        // SAFETY: registered above; unregistering twice is a no-op for the kernel.
+        unsafe { bindings::unregister_kprobe(kpp) };
+        rethook_unregister(rh());
+    });
     for i in 1..=30i64 {
         // SAFETY: a plain C fixture.
         let v = unsafe { bindings::ufg_test_mul(i as _, 7) } as i64;
