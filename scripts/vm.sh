@@ -20,7 +20,10 @@ filter=${4:-}
 tag=$arch${flavour:+-$flavour}
 kdir=$(ufg_kdir "$arch" "$flavour")
 moddir=$UFG_BUILD/modules-$tag
-timeout_s=${UFG_VM_TIMEOUT:-900}
+# The debug kernel (KASAN, lockdep, kmemleak) runs the suite about four times slower.
+default_timeout=900
+[ "$flavour" = debug ] && default_timeout=2400
+timeout_s=${UFG_VM_TIMEOUT:-$default_timeout}
 log=$UFG_BUILD/vm-$tag-$mode.log
 results=$UFG_BUILD/results-$tag.txt
 

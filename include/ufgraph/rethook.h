@@ -30,14 +30,16 @@ struct ufgraph_rethook {
 	ufgraph_rethook_handler_t	handler;
 	size_t				data_size;	/* 0..240 bytes */
 	unsigned long			nmissed;
-	void				*ufgraph_private;
+	void				*ufgraph_private; /* ufgraph's, set while registered */
 };
 
 int ufgraph_rethook_register(struct ufgraph_rethook *rh);
 void ufgraph_rethook_unregister(struct ufgraph_rethook *rh);
 /*
  * From an entry hook, with the entry's registers: hook the return of the function being
- * entered. Returns the data_size bytes of data for this call, or NULL (not hooked).
+ * entered. Returns the data_size bytes of data for this call, or NULL (not hooked, nmissed
+ * counts it). @rh must be registered. Not from one of ufgraph's own entry callbacks for the
+ * same call (an fprobe's entry handler, say): that is refused, as a recursion.
  */
 void *ufgraph_rethook_hook(struct ufgraph_rethook *rh, struct ftrace_regs *fregs);
 

@@ -27,14 +27,16 @@
 //!
 //! 1. every graph ops is unregistered first: no new frame can appear;
 //! 2. under `stop_machine()` (no task runs), every frame of every stack is judged, and marked on
-//!    the shadow stack itself (`pure::shadow::mark`):
+//!    the shadow stack itself (`pure::shadow::mark`); frames sharing a return slot (a chain: tail
+//!    calls, several ops' frames for one call) are judged together (`pure::handback`):
 //!    - its task can never run again (switched out for the last time: a zombie, whose kernel
 //!      stack may be freed already; or the idle task of an offline CPU): left alone, untouched;
-//!    - its return slot still holds our trampoline: the real return address is written back
-//!      (*handed*); that task will return straight to its caller, never through us;
-//!    - its slot holds another hooker's return trampoline (the kernel's function_graph, a
-//!      kretprobe or a kernel fprobe hooked the same call after us and saved our address):
-//!      *pending*, it will come back through us. Its task is pinned (`get_task_struct`);
+//!    - every copy of our trampoline in the chain can be reached (the return slot, and the copies
+//!      the kernel's function_graph and rethook saved when they stacked over our frames): each is
+//!      replaced by the real return address, the frames are *handed back*; those tasks will
+//!      return without passing through us;
+//!    - a copy cannot be reached (another hooker saved it, or the slot cannot be rewritten):
+//!      *pending*, the whole chain, nothing written. The task is pinned (`get_task_struct`);
 //!    - anything else (the slot was reused, below the stack pointer...): the call was abandoned
 //!      and can never return through us;
 //! 3. a grace period lets tasks that had already entered the trampoline finish it;
@@ -329,7 +331,7 @@ struct Tally {
 
 /// The most frames of one return slot teardown plans for (tail calls and separate frames of
 /// several ops for one call; a longer chain is waited for).
-const CHAIN: usize = 16;
+const CHAIN: usize = 8;
 
 /// Teardown's step 2 for one chain: the frames of `stack` that share a return slot, top first
 /// (`too_long`: more than [`CHAIN`] of them). Plans with `pure::handback::plan`: either every
