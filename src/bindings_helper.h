@@ -19,6 +19,11 @@
 #include <linux/trace_events.h>
 #include <linux/trace_seq.h>
 #include <linux/uaccess.h>
+#include <linux/context_tracking_state.h>
+#include <linux/cpumask.h>
+#include <linux/percpu.h>
+#include <linux/preempt.h>
+#include <linux/trace_recursion.h>
 #include <kunit/test.h>
 
 #include "glue.h"
@@ -56,3 +61,38 @@ const long UFG_TRACE_REG_PERF_UNREGISTER = -1;
 #include <ufgraph/fprobe.h>
 #include <ufgraph/kretprobe.h>
 #include <ufgraph/rethook.h>
+
+/*
+ * The hot path's primitives, inlined in Rust (src/arch/): where the current task, the CPU
+ * number and the preempt count live, the task's ftrace recursion bits, and what says whether
+ * RCU watches this CPU.
+ */
+const unsigned long UFG_TASK_TRACE_RECURSION = offsetof(struct task_struct, trace_recursion);
+const unsigned long UFG_TRACE_FTRACE_START = TRACE_FTRACE_START;
+const unsigned long UFG_TRACE_CTX_NORMAL = TRACE_CTX_NORMAL;
+const unsigned long UFG_TRACE_CTX_TRANSITION = TRACE_CTX_TRANSITION;
+const unsigned long UFG_NMI_MASK = NMI_MASK;
+const unsigned long UFG_HARDIRQ_MASK = HARDIRQ_MASK;
+const unsigned long UFG_SOFTIRQ_OFFSET = SOFTIRQ_OFFSET;
+#ifdef CONFIG_CONTEXT_TRACKING_IDLE
+const unsigned long UFG_CT_STATE = offsetof(struct context_tracking, state);
+const unsigned long UFG_CT_RCU_WATCHING = CT_RCU_WATCHING;
+#endif
+#ifdef CONFIG_X86_64
+#define UFG_FREGS(f) offsetof(struct __arch_ftrace_regs, regs.f)
+const unsigned long UFG_FREGS_IP = UFG_FREGS(ip), UFG_FREGS_SP = UFG_FREGS(sp), UFG_FREGS_AX = UFG_FREGS(ax),
+	UFG_FREGS_DI = UFG_FREGS(di), UFG_FREGS_SI = UFG_FREGS(si), UFG_FREGS_DX = UFG_FREGS(dx),
+	UFG_FREGS_CX = UFG_FREGS(cx), UFG_FREGS_R8 = UFG_FREGS(r8), UFG_FREGS_R9 = UFG_FREGS(r9);
+const unsigned long UFG_PCPU_CURRENT = offsetof(struct pcpu_hot, current_task);
+const unsigned long UFG_PCPU_PREEMPT = offsetof(struct pcpu_hot, preempt_count);
+const unsigned long UFG_PCPU_CPU = offsetof(struct pcpu_hot, cpu_number);
+const unsigned long UFG_PREEMPT_NEED_RESCHED = PREEMPT_NEED_RESCHED;
+#endif
+#ifdef CONFIG_ARM64
+const unsigned long UFG_FREGS_X0 = offsetof(struct __arch_ftrace_regs, regs),
+	UFG_FREGS_SP = offsetof(struct __arch_ftrace_regs, sp),
+	UFG_FREGS_PC = offsetof(struct __arch_ftrace_regs, pc),
+	UFG_FREGS_LR = offsetof(struct __arch_ftrace_regs, lr);
+const unsigned long UFG_TASK_TI_PREEMPT = offsetof(struct task_struct, thread_info.preempt_count);
+const unsigned long UFG_TASK_TI_CPU = offsetof(struct task_struct, thread_info.cpu);
+#endif

@@ -162,6 +162,18 @@ void ufg_recursion_unlock(int bit)
 	ftrace_test_recursion_unlock(bit);
 }
 
+unsigned int ufg_preempt_count(void)
+{
+	return preempt_count();
+}
+
+void ufg_preempt_schedule_notrace(void)
+{
+#ifdef CONFIG_PREEMPTION
+	__preempt_schedule_notrace();
+#endif
+}
+
 void ufg_spin_lock_init(spinlock_t *lock)
 {
 	spin_lock_init(lock);

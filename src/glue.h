@@ -54,6 +54,10 @@ void ufg_kfree_rcu(struct rcu_head *head, void *ptr);
  */
 int ufg_recursion_trylock(unsigned long ip, unsigned long parent_ip);
 void ufg_recursion_unlock(int bit);
+/* The rare end of preempt_enable_notrace(): the count is zero with a reschedule pending. */
+void ufg_preempt_schedule_notrace(void);
+/* preempt_count(), for the KUnit check of the inline one. */
+unsigned int ufg_preempt_count(void);
 
 /* An irq-safe spinlock (the kernel crate of 6.12 has none). */
 void ufg_spin_lock_init(spinlock_t *lock);

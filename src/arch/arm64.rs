@@ -44,7 +44,7 @@ const RECORD: usize = 16;
 pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
     // SAFETY: `regs` wraps a valid `ftrace_regs` (type invariant); the glue only computes the
     // address of its `lr` field.
-    f.retp == unsafe { bindings::ufg_fregs_retp(regs.as_ptr()) } as usize
+    f.retp == unsafe { crate::arch::hot::fregs::retp(regs.as_ptr()) } as usize
 }
 
 /// Maps the trampolines of a stack trace, innermost first, to the real return addresses.

@@ -207,6 +207,9 @@ pub struct Slot {
     this: *const (),
     entry: unsafe fn(*const (), &mut Entry<'_>) -> bool,
     ret: unsafe fn(*const (), &mut Return<'_>),
+    /// The ftrace callback for this slot's handler type: `graph_entry::<H>`, in which the
+    /// handler's entry callback is a direct (inlined) call.
+    ftrace_func: unsafe extern "C" fn(usize, usize, *mut bindings::ftrace_ops, *mut bindings::ftrace_regs),
     missed: unsafe fn(*const (), usize),
     set_index: unsafe fn(*const (), Option<usize>),
     wants_times: bool,
@@ -256,6 +259,7 @@ impl Slot {
             this: handler.cast(),
             entry: entry::<H>,
             ret: ret::<H>,
+            ftrace_func: graph_entry::<H>,
             missed: missed::<H>,
             set_index: set_index::<H>,
             wants_times: H::WANTS_TIMES,
@@ -705,7 +709,7 @@ impl Graph {
         // only uses `private` (the slot), which the caller keeps alive while registered.
         unsafe {
             let op = slot.ftrace.as_ptr();
-            (*op).func = Some(graph_entry);
+            (*op).func = Some(slot.ftrace_func);
             (*op).private = slot_ptr.cast();
         }
         self.array[idx].store(slot_ptr, Release);
@@ -784,8 +788,10 @@ impl PinnedDrop for Graph {
     }
 }
 
-/// The ftrace callback of every graph ops.
-unsafe extern "C" fn graph_entry(
+/// The ftrace callback of a graph ops whose handler is an `H`: one instance per handler type,
+/// so that the handler's entry callback is called directly (and inlined) rather than through
+/// the slot's function pointer.
+unsafe extern "C" fn graph_entry<H: GraphHandler>(
     ip: usize,
     parent_ip: usize,
     op: *mut bindings::ftrace_ops,
@@ -799,8 +805,11 @@ unsafe extern "C" fn graph_entry(
     let slot = unsafe { &*(*op).private.cast::<Slot>() };
     // SAFETY: registered ops exist only while the graph core does.
     let Some(g) = (unsafe { graph() }) else { return };
+    // SAFETY: the slot was made for an `H` (`Slot::new::<H>` set this callback), alive while
+    // the slot is registered.
+    let h = unsafe { &*slot.this.cast::<H>() };
     // SAFETY: ftrace passes valid registers for the duration of the callback.
-    unsafe { g.enter(slot, ip, parent_ip, fregs, 0) };
+    unsafe { g.enter_with(slot, ip, parent_ip, fregs, 0, |e| h.entry(e)) };
 }
 
 impl Graph {
@@ -814,6 +823,27 @@ impl Graph {
     /// current task, `slot` a slot in this graph's array, and the caller in a non-preemptible
     /// context or an ftrace callback.
     pub unsafe fn enter(&self, slot: &Slot, ip: usize, parent_ip: usize, fregs: *mut bindings::ftrace_regs, cookie: usize) -> bool {
+        // SAFETY: the caller's contract; `this` is the handler this slot was made for, alive
+        // while registered.
+        unsafe { self.enter_with(slot, ip, parent_ip, fregs, cookie, |e| (slot.entry)(slot.this, e)) }
+    }
+
+    /// [`Graph::enter`], with the slot's entry callback given as `entry` (a direct call when the
+    /// handler's type is known).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::enter`]; `entry` must be the slot's handler's entry callback.
+    #[inline(always)]
+    pub unsafe fn enter_with(
+        &self,
+        slot: &Slot,
+        ip: usize,
+        parent_ip: usize,
+        fregs: *mut bindings::ftrace_regs,
+        cookie: usize,
+        entry: impl FnOnce(&mut Entry<'_>) -> bool,
+    ) -> bool {
         // One callback per context at a time: an entry callback that calls a hooked function
         // (or, for the rethook API, a hook that runs inside another callback of ours) does not
         // enter again. The guard is also the callback's preemption guard.
@@ -838,7 +868,7 @@ impl Graph {
         };
         let idx = slot.idx();
         // SAFETY: the return-address location of this call (caller: entry registers).
-        let retp = unsafe { bindings::ufg_fregs_retp(fregs) };
+        let retp = unsafe { crate::arch::hot::fregs::retp(fregs) };
         // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
         let old_ret = unsafe { retp.read() };
         let tramp = trampoline();
@@ -888,8 +918,7 @@ impl Graph {
         let ret_ip = if old_ret == tramp { stack.frames().find(|f| f.ret != tramp).map_or(old_ret, |f| f.ret) } else { old_ret };
         let save = stack.top();
         let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie, stack, idx, np };
-        // SAFETY: `this` is the handler this slot was made for, alive while registered.
-        let wanted = unsafe { (slot.entry)(slot.this, &mut e) };
+        let wanted = entry(&mut e);
         if wanted {
             stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
         } else {

@@ -41,30 +41,41 @@ impl Regs {
         self.0.get()
     }
 
+    #[inline(always)]
+    fn word(&self, off: usize) -> usize {
+        // SAFETY: `off` is the offset of a word of `struct ftrace_regs` (arch::hot::fregs), and
+        // `self` wraps valid registers (type invariant).
+        unsafe { self.as_ptr().cast::<u8>().add(off).cast::<usize>().read() }
+    }
+
     /// The instruction pointer saved on entry: the traced function's address (on x86 past the
     /// `__fentry__` call site, as ftrace reports it).
+    #[inline(always)]
     pub fn ip(&self) -> usize {
-        // SAFETY: `self` wraps a valid `ftrace_regs` (type invariant); the glue only reads it.
-        unsafe { bindings::ufg_fregs_ip(self.as_ptr()) }
+        self.word(crate::arch::hot::fregs::IP)
     }
 
     /// The stack pointer saved on entry.
+    #[inline(always)]
     pub fn sp(&self) -> usize {
-        // SAFETY: as for `ip`.
-        unsafe { bindings::ufg_fregs_sp(self.as_ptr()) }
+        self.word(crate::arch::hot::fregs::SP)
     }
 
     /// The `n`th integer argument (0-based) of the traced function, by the calling convention.
     /// Beyond the register arguments the value is meaningless.
+    #[inline(always)]
     pub fn arg(&self, n: u32) -> usize {
-        // SAFETY: as for `ip`.
-        unsafe { bindings::ufg_fregs_arg(self.as_ptr(), n) }
+        match crate::arch::hot::fregs::ARGS.get(n as usize) {
+            Some(&off) => self.word(off),
+            // SAFETY: as for `ip`; the glue reads the stack argument the ABI puts there.
+            None => unsafe { bindings::ufg_fregs_arg(self.as_ptr(), n) },
+        }
     }
 
     /// The return-value register. Meaningful in a return callback.
+    #[inline(always)]
     pub fn retval(&self) -> usize {
-        // SAFETY: as for `ip`.
-        unsafe { bindings::ufg_fregs_retval(self.as_ptr()) }
+        self.word(crate::arch::hot::fregs::RETVAL)
     }
 }
 

@@ -56,8 +56,7 @@ impl NoPreempt {
     /// Disables preemption.
     #[inline(always)]
     pub fn new() -> Self {
-        // SAFETY: balanced by `drop`.
-        unsafe { bindings::ufg_preempt_disable() };
+        crate::arch::hot::preempt_disable();
         Self(())
     }
 }
@@ -78,8 +77,8 @@ impl NoPreempt {
 impl Drop for NoPreempt {
     #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: balances `new`.
-        unsafe { bindings::ufg_preempt_enable() };
+        // Balances `new`.
+        crate::arch::hot::preempt_enable();
     }
 }
 
@@ -96,18 +95,46 @@ pub struct Recursion {
 }
 
 impl Recursion {
-    /// Takes the guard for a callback at `ip` (called from `parent_ip`).
+    /// Takes the guard for a callback at `ip` (called from `parent_ip`): what
+    /// `ftrace_test_recursion_trylock()` does (and `ufg_recursion_trylock` in the glue, which
+    /// the KUnit suite checks this against), inline.
     #[inline(always)]
     pub fn try_lock(ip: usize, parent_ip: usize) -> core::result::Result<Self, Refused> {
-        // SAFETY: no preconditions; a bit >= 0 is released by `drop`.
-        let bit = unsafe { bindings::ufg_recursion_trylock(ip as _, parent_ip as _) };
-        match bit {
-            // SAFETY: a successful trylock disabled preemption until the unlock in `drop`, which
-            // outlives every borrow of `np`.
-            0.. => Ok(Self { bit, np: unsafe { NoPreempt::assume_disabled() } }),
-            -1 => Err(Refused::Recursion),
-            _ => Err(Refused::Unsafe),
+        let _ = (ip, parent_ip);
+        use crate::arch::hot;
+        use crate::bindings as b;
+        // Where RCU does not watch, or on a CPU going offline (which RCU no longer waits for
+        // once rcutree_report_cpu_dead() ran, though rcu_is_watching() still says yes there):
+        // nothing. Preemption may be enabled here; the CPU may change under us, but only to
+        // another that is online and watched (a task cannot migrate out of either state).
+        if !hot::rcu_watching() || !hot::cpu_online(hot::cpu()) {
+            return Err(Refused::Unsafe);
         }
+        let bits = hot::current().wrapping_add(b::UFG_TASK_TRACE_RECURSION as usize) as *mut usize;
+        // SAFETY: the current task's `trace_recursion`, which only the task itself (and
+        // interrupts on its CPU, which restore it before they return) changes.
+        let val = unsafe { bits.read_volatile() };
+        let pc = hot::preempt_count() as usize;
+        // interrupt_context_level(): 0 normal, 1 softirq, 2 hardirq, 3 NMI.
+        let level = (pc & b::UFG_NMI_MASK as usize != 0) as usize
+            + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) as usize != 0) as usize
+            + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) as usize != 0) as usize;
+        let start = b::UFG_TRACE_FTRACE_START as usize;
+        let mut bit = b::UFG_TRACE_CTX_NORMAL as usize - level + start;
+        if val & (1 << bit) != 0 {
+            // One more level may pass through the transition bit (an interrupt that arrived
+            // before the preempt count said so looks like recursion).
+            bit = b::UFG_TRACE_CTX_TRANSITION as usize + start;
+            if val & (1 << bit) != 0 {
+                return Err(Refused::Recursion);
+            }
+        }
+        // SAFETY: as above.
+        unsafe { bits.write_volatile(val | 1 << bit) };
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        hot::preempt_disable();
+        // SAFETY: preemption is disabled until `drop` enables it, after every borrow of `np`.
+        Ok(Self { bit: bit as core::ffi::c_int, np: unsafe { NoPreempt::assume_disabled() } })
     }
 
     /// Proof that preemption is disabled while the guard is held.
@@ -130,8 +157,12 @@ pub enum Refused {
 impl Drop for Recursion {
     #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: pairs with the successful trylock in `try_lock`.
-        unsafe { bindings::ufg_recursion_unlock(self.bit) };
+        // ftrace_test_recursion_unlock(): preemption first, then the bit.
+        crate::arch::hot::preempt_enable();
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        let bits = crate::arch::hot::current().wrapping_add(crate::bindings::UFG_TASK_TRACE_RECURSION as usize) as *mut usize;
+        // SAFETY: the current task's `trace_recursion` (see `try_lock`).
+        unsafe { bits.write_volatile(bits.read_volatile() & !(1 << self.bit)) };
     }
 }
 

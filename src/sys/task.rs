@@ -14,8 +14,7 @@ impl TaskRef {
     /// The task running this code.
     #[inline(always)]
     pub fn current() -> Self {
-        // SAFETY: `current` is always valid in kernel context.
-        Self(unsafe { bindings::ufg_current() } as usize)
+        Self(crate::arch::hot::current())
     }
 
     /// The raw pointer, for C calls.
@@ -138,15 +137,13 @@ impl TaskRef {
 
 /// Whether `cpu` is online.
 pub fn cpu_online(cpu: usize) -> bool {
-    // SAFETY: no preconditions; `cpu_online()` of any number below nr_cpu_ids.
-    cpu < nr_cpu_ids() && unsafe { bindings::ufg_cpu_online(cpu as u32) }
+    cpu < nr_cpu_ids() && crate::arch::hot::cpu_online(cpu)
 }
 
 /// The CPU this code runs on. Stable only with preemption disabled.
 #[inline(always)]
 pub fn this_cpu() -> usize {
-    // SAFETY: no preconditions (raw_smp_processor_id).
-    unsafe { bindings::ufg_cpu() as usize }
+    crate::arch::hot::cpu()
 }
 
 /// One more than the highest possible CPU number.

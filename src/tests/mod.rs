@@ -6,4 +6,5 @@
 mod counter;
 mod fgraph;
 mod fprobe;
+mod hot;
 mod kretprobe;

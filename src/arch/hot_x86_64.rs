@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! x86_64: the hot path's primitives, inline. Every hooked entry and return needs the current
+//! task, the CPU number, the preempt count and ftrace's recursion bits; as calls into the C glue
+//! they cost a call, a return (through the return thunk when there is one) and a frame each.
+//! Here they are what the kernel's own inline helpers compile to: `%gs`-relative loads from the
+//! per-CPU `pcpu_hot` (`current`, `raw_smp_processor_id()`, `preempt_count()`) and
+//! `context_tracking` (`rcu_is_watching()`), and a load from `__cpu_online_mask`.
+//!
+//! Per-CPU symbols are offsets from the CPU's `%gs` base (the per-CPU section is linked at 0),
+//! so they are addressed absolutely, never RIP-relative: AT&T syntax says so plainly.
+
+use crate::bindings as b;
+use core::arch::asm;
+
+extern "C" {
+    // Per-CPU variables: their addresses are offsets from %gs.
+    static pcpu_hot: u8;
+    static context_tracking: u8;
+    // A bitmap of NR_CPUS bits.
+    static __cpu_online_mask: usize;
+}
+
+/// The current task (`current`).
+#[inline(always)]
+pub fn current() -> usize {
+    let v: usize;
+    // SAFETY: a load of this CPU's `pcpu_hot.current_task`, which is how `current` is read; the
+    // task running this code is current on this CPU until it is switched out, and a switch
+    // changes the value for the task that comes in, not for us.
+    unsafe {
+        asm!("movq %gs:{hot}+{off}, {v}", hot = sym pcpu_hot, off = const b::UFG_PCPU_CURRENT, v = out(reg) v,
+            options(att_syntax, nostack, readonly, preserves_flags))
+    };
+    v
+}
+
+/// The CPU this code runs on (`raw_smp_processor_id()`): stable only with preemption disabled.
+#[inline(always)]
+pub fn cpu() -> usize {
+    let v: u32;
+    // SAFETY: a load of this CPU's `pcpu_hot.cpu_number`.
+    unsafe {
+        asm!("movl %gs:{hot}+{off}, {v:e}", hot = sym pcpu_hot, off = const b::UFG_PCPU_CPU, v = out(reg) v,
+            options(att_syntax, nostack, readonly, preserves_flags))
+    };
+    v as usize
+}
+
+/// `preempt_count()`: the preemption, softirq, hardirq and NMI counts (without x86's folded
+/// need-resched bit).
+#[inline(always)]
+pub fn preempt_count() -> u32 {
+    let v: u32;
+    // SAFETY: a load of this CPU's `pcpu_hot.preempt_count`.
+    unsafe {
+        asm!("movl %gs:{hot}+{off}, {v:e}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT, v = out(reg) v,
+            options(att_syntax, nostack, readonly, preserves_flags))
+    };
+    v & !(b::UFG_PREEMPT_NEED_RESCHED as u32)
+}
+
+/// `preempt_disable_notrace()`: a compiler barrier, and with a preempt count, one
+/// (not locked) increment of it.
+#[inline(always)]
+pub fn preempt_disable() {
+    core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+    #[cfg(CONFIG_PREEMPT_COUNT)]
+    // SAFETY: this CPU's preempt count, as preempt_disable() increments it: per CPU, and only
+    // ever balanced by the same CPU (preemption is off in between).
+    unsafe {
+        asm!("incl %gs:{hot}+{off}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT, options(att_syntax, nostack))
+    };
+    core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+}
+
+/// `preempt_enable_notrace()`: balances [`preempt_disable`], and on preemptible kernels
+/// reschedules if the count dropped to zero with a reschedule pending (the folded bit).
+#[inline(always)]
+pub fn preempt_enable() {
+    core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+    #[cfg(all(CONFIG_PREEMPT_COUNT, not(CONFIG_PREEMPTION)))]
+    // SAFETY: balances the increment of `preempt_disable` on this CPU.
+    unsafe {
+        asm!("decl %gs:{hot}+{off}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT, options(att_syntax, nostack))
+    };
+    #[cfg(CONFIG_PREEMPTION)]
+    {
+        let zero: u8;
+        // SAFETY: as above; `sete` reads the flags of the decrement.
+        unsafe {
+            asm!("decl %gs:{hot}+{off}", "sete {z}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT, z = out(reg_byte) zero,
+                options(att_syntax, nostack))
+        };
+        if zero != 0 {
+            // SAFETY: the count is zero and a reschedule is pending: what
+            // `__preempt_schedule_notrace()` is called for.
+            unsafe { b::ufg_preempt_schedule_notrace() };
+        }
+    }
+}
+
+/// `rcu_is_watching()` on this CPU (with preemption disabled by the caller).
+#[inline(always)]
+pub fn rcu_watching() -> bool {
+    let v: u32;
+    // SAFETY: a load of this CPU's `context_tracking.state`, as rcu_is_watching() reads it.
+    unsafe {
+        asm!("movl %gs:{ct}+{off}, {v:e}", ct = sym context_tracking, off = const b::UFG_CT_STATE, v = out(reg) v,
+            options(att_syntax, nostack, readonly, preserves_flags))
+    };
+    v & b::UFG_CT_RCU_WATCHING as u32 != 0
+}
+
+/// `cpu_online(cpu)`.
+#[inline(always)]
+pub fn cpu_online(cpu: usize) -> bool {
+    let bits = usize::BITS as usize;
+    // SAFETY: `__cpu_online_mask` is a bitmap of NR_CPUS bits, and `cpu` a CPU number (below
+    // nr_cpu_ids <= NR_CPUS): the word is inside it. A plain racy read, as cpu_online() does.
+    let w = unsafe { core::ptr::addr_of!(__cpu_online_mask).add(cpu / bits).read_volatile() };
+    w & (1 << (cpu % bits)) != 0
+}
+
+/// Where `struct ftrace_regs` keeps what callbacks read (byte offsets): x86_64's is a
+/// `pt_regs`, partly filled (the argument registers, ax, bp, sp, ip).
+pub mod fregs {
+    use crate::bindings as b;
+
+    /// The instruction pointer.
+    pub const IP: usize = b::UFG_FREGS_IP as usize;
+    /// The stack pointer.
+    pub const SP: usize = b::UFG_FREGS_SP as usize;
+    /// The return value register, at a return.
+    pub const RETVAL: usize = b::UFG_FREGS_AX as usize;
+    /// The argument registers, in order (SysV: rdi, rsi, rdx, rcx, r8, r9).
+    pub const ARGS: [usize; 6] = [
+        b::UFG_FREGS_DI as usize,
+        b::UFG_FREGS_SI as usize,
+        b::UFG_FREGS_DX as usize,
+        b::UFG_FREGS_CX as usize,
+        b::UFG_FREGS_R8 as usize,
+        b::UFG_FREGS_R9 as usize,
+    ];
+
+    /// Where the return address of the function being entered lives: the word at the stack
+    /// pointer (the call pushed it).
+    ///
+    /// # Safety
+    ///
+    /// `f` must be valid entry registers.
+    #[inline(always)]
+    pub unsafe fn retp(f: *mut crate::bindings::ftrace_regs) -> *mut usize {
+        // SAFETY: a field of valid registers (caller).
+        unsafe { (f.cast::<u8>().add(SP) as *const usize).read() as *mut usize }
+    }
+}
