@@ -196,8 +196,10 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
     if let Some(f) = fprobe::fprobes() {
         writeln!(m, "fprobe_missed {}", f.missed())?;
     }
-    writeln!(m, "tasks_with_stack {}", t.count())?;
-    writeln!(m, "shadow_stack_bytes {}", t.count() * core::mem::size_of::<fgraph::tasks::TaskStack>())?;
+    // One reading for both lines: a fork between two readings would make them disagree.
+    let stacks = t.count();
+    writeln!(m, "tasks_with_stack {}", stacks)?;
+    writeln!(m, "shadow_stack_bytes {}", stacks * core::mem::size_of::<fgraph::tasks::TaskStack>())?;
     writeln!(m, "returns {}", g.stats.returns.sum())?;
     writeln!(m, "skipped_frames {}", g.stats.skipped_frames.load(Relaxed))?;
     writeln!(m, "reserve_failed {}", g.stats.reserve_failed.load(Relaxed))?;

@@ -1063,7 +1063,7 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
         unsafe { (slot.ret)(slot.this, &mut r) };
     }
     stack.pop(&f);
-    g.stats.returns.add(1);
+    g.stats.returns.add_local(1);
     f.ret
 }
 

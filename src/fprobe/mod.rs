@@ -101,6 +101,9 @@ struct Reg {
     graph_ips: usize,
     entry: Option<Ops<EntrySide>>,
     entry_ips: usize,
+    /// Registered probes with an exit handler, and without.
+    exit_probes: usize,
+    entry_probes: usize,
 }
 
 /// The fprobe core: one per module instance.
@@ -109,6 +112,11 @@ pub struct Fprobes {
     ips: RcuTable,
     live: RcuTable,
     regs: RcuTable,
+    /// The one registered probe with an exit handler, when there is exactly one (else null):
+    /// the shared graph ops' filter then holds only its functions, so a call needs no lookup.
+    single_exit: AtomicPtr<Live>,
+    /// The same for entry-only probes and their shared ftrace_ops.
+    single_entry: AtomicPtr<Live>,
     #[pin]
     reg: Mutex<Reg>,
 }
@@ -153,6 +161,13 @@ impl GraphHandler for GraphSide {
 
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         let Some(core) = core_ref() else { return false };
+        let single = core.single_exit.load(Acquire);
+        if !single.is_null() {
+            // SAFETY: published while its probe is the only exit probe; freed a grace period
+            // after it is cleared, which this preemption-disabled callback holds off.
+            let (id, fp) = unsafe { ((*single).id, (*single).fp) };
+            return single_entry(e, id, fp);
+        }
         let np = e.no_preempt();
         let Some(ent) = core.ips.lookup(e.func, ip_key, np) else { return false };
         // SAFETY: a published entry stays valid until a grace period after it is replaced.
@@ -226,10 +241,18 @@ impl GraphHandler for GraphSide {
             if let Some(id) = id {
                 // A registration that ended since the entry is gone from `regs`; its exit handler
                 // must not run (the probe may be freed memory by now, or registered again: a
-                // new registration has a new id and never sees this entry's data).
-                if let Some(l) = core.regs.lookup(id, reg_key, np) {
-                    // SAFETY: a `Live` found in `regs` stays allocated until a grace period after
-                    // it leaves, which `np` holds off.
+                // new registration has a new id and never sees this entry's data). The only
+                // exit probe, if this is it, needs no lookup.
+                let single = core.single_exit.load(Acquire);
+                // SAFETY: see `entry`.
+                let l = if !single.is_null() && unsafe { (*single).id } == id {
+                    Some(single as usize)
+                } else {
+                    core.regs.lookup(id, reg_key, np)
+                };
+                if let Some(l) = l {
+                    // SAFETY: a `Live` found in `regs` (or published as the single one) stays
+                    // allocated until a grace period after it leaves, which `np` holds off.
                     let fp = unsafe { (*(l as *const Live)).fp };
                     if !disabled(fp) {
                         // SAFETY: registered (just checked, and unregistration waits for us).
@@ -247,6 +270,31 @@ impl GraphHandler for GraphSide {
     fn missed(&self, func: usize) {
         missed_at(func, true);
     }
+}
+
+/// The entry of a call when exactly one probe with an exit handler is registered (`fp`,
+/// registration `id`): no lookup, one probe.
+#[inline(always)]
+fn single_entry(e: &mut Entry<'_>, id: usize, fp: *mut ufgraph_fprobe) -> bool {
+    if disabled(fp) {
+        return false;
+    }
+    // SAFETY: a registered probe (see the caller).
+    let w = unsafe { (*fp).entry_data_size }.div_ceil(8);
+    let Some(data) = e.reserve((1 + w) * 8) else {
+        missed(fp);
+        return false;
+    };
+    let dptr = if w > 0 { data[1..].as_mut_ptr().cast::<c_void>() } else { core::ptr::null_mut() };
+    // SAFETY: as above.
+    let skip = match unsafe { (*fp).entry_handler } {
+        // SAFETY: the caller's handler, for its registered probe, with the documented arguments;
+        // `dptr` points to `w` words reserved for this call.
+        Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
+        None => false,
+    };
+    data[0] = fprobe_hdr::encode(if skip { 0 } else { id }, w);
+    !skip
 }
 
 /// Counts a missed call of `func` on its probes with (`exit`) or without an exit handler: the
@@ -271,8 +319,23 @@ fn missed_at(func: usize, exit: bool) {
 pub struct EntrySide;
 
 impl ftrace::Handler for EntrySide {
+    #[inline(always)]
     fn call(&self, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt) {
         let Some(core) = core_ref() else { return };
+        let single = core.single_entry.load(Acquire);
+        if !single.is_null() {
+            // SAFETY: published while its probe is the only entry-only probe (the shared ops'
+            // filter then holds only its functions); freed a grace period after it is cleared,
+            // which this preemption-disabled callback holds off.
+            let fp = unsafe { (*single).fp };
+            if !disabled(fp) {
+                // SAFETY: a registered probe; the caller's handler, documented arguments.
+                if let Some(h) = unsafe { (*fp).entry_handler } {
+                    unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
+                }
+            }
+            return;
+        }
         let Some(ent) = core.ips.lookup(ip, ip_key, np) else { return };
         // SAFETY: as in `GraphSide::entry`.
         for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
@@ -386,6 +449,8 @@ impl Fprobes {
             ips: RcuTable::new(),
             live: RcuTable::new(),
             regs: RcuTable::new(),
+            single_exit: AtomicPtr::new(core::ptr::null_mut()),
+            single_entry: AtomicPtr::new(core::ptr::null_mut()),
             reg <- new_mutex!(Reg {
                 ips_counts: Counts::default(),
                 live_counts: Counts::default(),
@@ -395,6 +460,8 @@ impl Fprobes {
                 graph_ips: 0,
                 entry: None,
                 entry_ips: 0,
+                exit_probes: 0,
+                entry_probes: 0,
             }),
         })
     }
@@ -603,7 +670,16 @@ impl Fprobes {
         let live = KBox::new(Live { id, fp }, GFP_KERNEL)?;
         let private = KBox::new(Private { ips, exit: has_exit, live: core::ptr::null_mut() }, GFP_KERNEL)?;
         let mut old_entries: KVec<usize> = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
-        self.update_path(&mut reg, has_exit, &path_new, false)?;
+        // The path's single-probe shortcut assumes its filter holds only that probe's
+        // functions: drop it, and wait for the callbacks that may be using it, before the
+        // filter grows.
+        if self.single(has_exit).swap(core::ptr::null_mut(), AcqRel) != core::ptr::null_mut() {
+            synchronize_rcu();
+        }
+        if let Err(e) = self.update_path(&mut reg, has_exit, &path_new, false) {
+            self.settle_single(&reg, has_exit);
+            return Err(e);
+        }
 
         // Publish: nothing below can fail (room was reserved, capacity too).
         for e in fresh.into_iter() {
@@ -629,6 +705,8 @@ impl Fprobes {
         private.live = live;
         // SAFETY: the probe is ours to annotate while registered (the field is private to us).
         unsafe { (*fp).hlist_array = KBox::into_raw(private).cast() };
+        if has_exit { reg.exit_probes += 1 } else { reg.entry_probes += 1 }
+        self.settle_single(&reg, has_exit);
         drop(reg);
         if !old_entries.is_empty() {
             synchronize_rcu();
@@ -659,6 +737,9 @@ impl Fprobes {
         unsafe { (*fp).hlist_array = core::ptr::null_mut() };
         // SAFETY: the registration's `Live`, allocated at registration and freed only here.
         let id = unsafe { (*private.live).id };
+        // Not the single probe any more: callbacks look it up (and find it gone) from now on.
+        let _ = self.single(private.exit).compare_exchange(private.live, core::ptr::null_mut(), AcqRel, Relaxed);
+        if private.exit { reg.exit_probes -= 1 } else { reg.entry_probes -= 1 }
         self.regs.remove(&mut reg.regs_counts, id, reg_key);
         // Freed after the grace period below: the return side may be reading it.
         // SAFETY: as above; unpublished now, and nothing else frees it.
@@ -696,7 +777,31 @@ impl Fprobes {
             drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
         }
         drop(live);
+        // The filter has settled: if one probe is left on the path, it is the single one again.
+        let reg = self.reg.lock();
+        self.settle_single(&reg, private.exit);
         Ok(())
+    }
+
+    fn single(&self, exit: bool) -> &AtomicPtr<Live> {
+        if exit { &self.single_exit } else { &self.single_entry }
+    }
+
+    // Publishes the single-probe shortcut of a path if exactly one probe is on it, else clears it.
+    // Under `reg`, with the path's filter holding exactly that probe's functions.
+    fn settle_single(&self, reg: &Reg, exit: bool) {
+        let n = if exit { reg.exit_probes } else { reg.entry_probes };
+        let mut only: *mut Live = core::ptr::null_mut();
+        if n == 1 {
+            self.live.for_each(|fp| {
+                // SAFETY: registered probes carry our private record, and we hold `reg`.
+                let p = unsafe { &*(*(fp as *mut ufgraph_fprobe)).hlist_array.cast::<Private>() };
+                if p.exit == exit {
+                    only = p.live;
+                }
+            });
+        }
+        self.single(exit).store(only, Release);
     }
 
     /// Calls the registered probes missed, all together (`nmissed`: no shadow stack, a full

@@ -115,10 +115,16 @@ impl Recursion {
         // interrupts on its CPU, which restore it before they return) changes.
         let val = unsafe { bits.read_volatile() };
         let pc = hot::preempt_count() as usize;
-        // interrupt_context_level(): 0 normal, 1 softirq, 2 hardirq, 3 NMI.
-        let level = (pc & b::UFG_NMI_MASK as usize != 0) as usize
-            + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) as usize != 0) as usize
-            + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) as usize != 0) as usize;
+        let irq = (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) as usize;
+        // interrupt_context_level(): 0 normal, 1 softirq, 2 hardirq, 3 NMI. Task context, by
+        // far the most common, is one test.
+        let level = if pc & irq == 0 {
+            0
+        } else {
+            (pc & b::UFG_NMI_MASK as usize != 0) as usize
+                + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) as usize != 0) as usize
+                + 1
+        };
         let start = b::UFG_TRACE_FTRACE_START as usize;
         let mut bit = b::UFG_TRACE_CTX_NORMAL as usize - level + start;
         if val & (1 << bit) != 0 {
