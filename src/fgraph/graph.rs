@@ -158,8 +158,13 @@ impl<'a> Return<'a> {
     }
 
     /// What this ops' entry callback reserved for this frame.
+    #[inline(always)]
     pub fn data(&self) -> Option<&'a [usize]> {
-        self.parent_data(0)
+        // The frame being returned from is the top one: its last reservation is on top.
+        match self.stack.data_on_top(self.idx) {
+            Some(d) => data_slice(self.stack, d),
+            None => self.parent_data(0),
+        }
     }
 
     /// What this ops reserved `depth` frames up (0: this frame).

@@ -336,6 +336,19 @@ impl ftrace::Handler for EntrySide {
             }
             return;
         }
+        entry_side_lookup(core, ip, parent_ip, regs, np);
+    }
+
+    fn missed(&self, ip: usize) {
+        missed_at(ip, false);
+    }
+}
+
+/// [`EntrySide::call`] with several entry-only probes: find those on `ip`. Out of line, so that
+/// the single-probe path saves no registers it does not use.
+#[inline(never)]
+fn entry_side_lookup(core: &Fprobes, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt) {
+    {
         let Some(ent) = core.ips.lookup(ip, ip_key, np) else { return };
         // SAFETY: as in `GraphSide::entry`.
         for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
@@ -349,10 +362,6 @@ impl ftrace::Handler for EntrySide {
                 unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
             }
         }
-    }
-
-    fn missed(&self, ip: usize) {
-        missed_at(ip, false);
     }
 }
 

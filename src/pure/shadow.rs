@@ -450,6 +450,23 @@ impl<const W: usize> ShadowStack<W> {
         None
     }
 
+    /// The data ops `idx` reserved in the top frame, if it was the last reservation made there
+    /// (one look at the top word): the common case of one ops with data on a frame. `None`
+    /// does not mean there is none: [`Self::retrieve_data`] searches the whole frame.
+    #[inline(always)]
+    pub fn data_on_top(&self, idx: usize) -> Option<DataRef> {
+        let top = self.top();
+        if top == 0 || top > Self::MAX_OFFSET {
+            return None;
+        }
+        let w = self.w(top - 1);
+        if word::kind(w) != WordType::Data || word::data_index(w) != idx {
+            return None;
+        }
+        let n = word::data_words(w);
+        (n < top).then(|| DataRef { start: top - 1 - n, words: n })
+    }
+
     /// The task variable of ops `idx`.
     pub fn task_var(&self, idx: usize) -> &AtomicUsize {
         &self.words[W - ARRAY_SIZE + idx]
@@ -603,6 +620,9 @@ mod tests {
         s.reserve_data(5, 40).unwrap();
         let nf = s.top_frame().unwrap();
         s.pop(&nf);
+        // The last reservation is found on top; the others are not, and a full search finds all.
+        assert_eq!(s.data_on_top(15), s.retrieve_data(15, 0));
+        assert!(s.data_on_top(0).is_none());
         for &(idx, bytes) in &sizes {
             let d = s.retrieve_data(idx, 0).unwrap();
             assert_eq!(d.words, bytes.div_ceil(8), "ops {idx}");
