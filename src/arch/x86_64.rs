@@ -13,7 +13,7 @@ use crate::sys::task::{StackView, TaskRef};
 /// Whether `f` is the frame of the return the trampoline is handling.
 #[inline(always)]
 pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
-    f.retp + 8 == regs.sp()
+    f.retp.wrapping_add(8) == regs.sp()
 }
 
 /// Saves the current task's stack trace with the kernel's unwinder, stepping over our trampoline:

@@ -159,6 +159,7 @@ impl GraphHandler for GraphSide {
     // Upstream's fprobe, rethook and kretprobe handlers get no call times: no clock reads.
     const WANTS_TIMES: bool = false;
 
+    #[inline(always)]
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         let Some(core) = core_ref() else { return false };
         let single = core.single_exit.load(Acquire);
@@ -168,6 +169,23 @@ impl GraphHandler for GraphSide {
             let (id, fp) = unsafe { ((*single).id, (*single).fp) };
             return single_entry(e, id, fp);
         }
+        graph_side_lookup(core, e)
+    }
+
+    fn ret(&self, r: &mut Return<'_>) {
+        graph_side_ret(r)
+    }
+
+    fn missed(&self, func: usize) {
+        missed_at(func, true);
+    }
+}
+
+/// [`GraphSide::entry`] with several exit probes: find those on the function. Out of line, so
+/// that the single-probe path saves no registers it does not use.
+#[inline(never)]
+fn graph_side_lookup(core: &Fprobes, e: &mut Entry<'_>) -> bool {
+    {
         let np = e.no_preempt();
         let Some(ent) = core.ips.lookup(e.func, ip_key, np) else { return false };
         // SAFETY: a published entry stays valid until a grace period after it is replaced.
@@ -229,8 +247,11 @@ impl GraphHandler for GraphSide {
         }
         any
     }
+}
 
-    fn ret(&self, r: &mut Return<'_>) {
+/// [`GraphSide::ret`].
+fn graph_side_ret(r: &mut Return<'_>) {
+    {
         let Some(core) = core_ref() else { return };
         let Some(data) = r.data() else { return };
         let np = r.no_preempt();
@@ -265,10 +286,6 @@ impl GraphHandler for GraphSide {
             }
             off += 1 + w;
         }
-    }
-
-    fn missed(&self, func: usize) {
-        missed_at(func, true);
     }
 }
 
