@@ -12,12 +12,24 @@ C=/sys/devices/system/cpu/cpu1/online
 F=cpu_startup_entry
 [ -w $C ] || skip "no CPU hotplug for cpu1"
 grep -qw $F /sys/kernel/tracing/available_filter_functions || skip "$F is not traceable here"
-idle1_depth() { sed -n 's/^0 idle\/1 depth \([0-9]*\):.*/\1/p' $DBG/ufgraph/frames; }
+# Only idle tasks ever enter cpu_startup_entry, and it never returns: every live frame is one.
+frames() { stat_of live_frames; }
 cycle() { echo 0 > $C || fail "cannot offline cpu1"; echo 1 > $C || fail "cannot online cpu1"; }
+
+# Several cycles: each bring-up's dead frame is forgotten before the next, one frame at a time.
+load graph=$F
+cycle
+[ "$(frames)" = 1 ] || fail "not one $F frame after a bring-up: $(frames); $(cat $DBG/ufgraph/frames)"
+cycle; cycle
+[ "$(frames)" = 1 ] || fail "cpu1's idle stack kept dead frames: $(frames) frames; $(cat $DBG/ufgraph/frames)"
+[ "$(stat_of dead_frames)" -ge 2 ] || fail "dead idle frames not counted: $(cat $DBG/ufgraph/stats)"
+dmesg -c > /dev/null
+timeout 60 rmmod ufgraph || fail "rmmod after cpu1 came back failed"
+loaded ufgraph && fail "still loaded"
+dmesg | grep -q "rmmod waits" && fail "teardown waited: $(dmesg | grep -A3 'rmmod waits')"
 
 load graph=$F
 cycle
-[ "$(idle1_depth)" = 1 ] || fail "cpu1's idle task has no $F frame after a bring-up: $(cat $DBG/ufgraph/frames)"
 # Offline: that frame is dead now. rmmod while the CPU is offline leaves it alone.
 echo 0 > $C || fail "cannot offline cpu1"
 dmesg -c > /dev/null
@@ -25,13 +37,4 @@ timeout 60 rmmod ufgraph || { echo 1 > $C; fail "rmmod with cpu1 offline failed"
 echo 1 > $C || fail "cannot online cpu1"
 dmesg | grep -q "left [1-9][0-9]* frames of tasks that can no longer run" || fail "the offline idle task's frame was not left alone: $(dmesg | grep -i 'handed\|left\|waits')"
 
-# Several cycles: each bring-up's dead frame is forgotten before the next, one frame at a time.
-load graph=$F
-for i in 1 2 3; do cycle; done
-[ "$(idle1_depth)" = 1 ] || fail "cpu1's idle stack kept dead frames: $(grep 'idle/1' $DBG/ufgraph/frames)"
-[ "$(stat_of dead_frames)" -ge 2 ] || fail "dead idle frames not counted: $(cat $DBG/ufgraph/stats)"
-dmesg -c > /dev/null
-timeout 60 rmmod ufgraph || fail "rmmod after cpu1 came back failed"
-loaded ufgraph && fail "still loaded"
-dmesg | grep -q "rmmod waits" && fail "teardown waited: $(dmesg | grep -A3 'rmmod waits')"
 exit 0
