@@ -275,8 +275,8 @@ impl<'a> Report<'a> {
 
     fn targets(&self, s: &mut String) {
         let _ = writeln!(s, "### Targets\n");
-        let c = |n| Self::cost(self.ic, n);
-        let cw = |n| Self::cost(self.wl, n);
+        let c = |n: &str| Self::cost(self.ic, n);
+        let cw = |n: &str| Self::cost(self.wl, n);
         let mut line = |met: Option<bool>, what: &str, detail: String| {
             let m = match met {
                 Some(true) => "met",
@@ -285,39 +285,39 @@ impl<'a> Report<'a> {
             };
             let _ = writeln!(s, "- {}: {} ({})", what, m, detail);
         };
-        // 1. entry+exit against the kernel's fgraph path.
-        let (u, k, g) = (c("ufprobe_exit"), c("function_graph_on0"), c("ufgraph1"));
+        // Issue #15's targets, in instructions over an unhooked call (the icount pass).
+        let n = c("none");
+        let over = |name: &str| c(name).zip(n).map(|(a, b)| a - b);
+        let over_w = |name: &str| cw(name).zip(cw("none")).map(|(a, b)| a - b);
+        for (name, kname, max, what) in [
+            ("ufprobe_exit", "kfprobe_exit", 300.0, "fprobe entry+exit at most 300 instructions over no hook"),
+            ("ukretprobe", "kretprobe", 300.0, "kretprobe shim at most 300 instructions over no hook"),
+            ("ufprobe", "kfprobe", 90.0, "fprobe entry only at most 90 instructions over no hook"),
+        ] {
+            let (u, k) = (over(name), over(kname));
+            line(
+                u.map(|u| u <= max),
+                what,
+                format!(
+                    "ufgraph {}, the kernel's {} (kernel/ufgraph {} in instructions, {} wall)",
+                    f1(u),
+                    f1(k),
+                    ratio(k.zip(u).map(|(k, u)| k / u)),
+                    ratio(over_w(kname).zip(over_w(name)).map(|(k, u)| k / u))
+                ),
+            );
+        }
+        let (g1, g4, g16) = (c("ufgraph1"), c("ufgraph4"), c("ufgraph16"));
+        let each = g1.zip(g4).map(|(a, b)| (b - a) / 3.0);
         line(
-            u.zip(k).map(|(u, k)| u <= k),
-            "ufgraph entry+exit no costlier than the kernel's fgraph path",
-            format!(
-                "instructions/call: ufgraph fprobe entry+exit {}, ufgraph fgraph 1 ops {}, kernel fgraph path {}; wall: {} / {} / {} ns. With 16 users on the function: ufgraph {}, kernel {} instructions. The kernel's figure is its entry path only: with tracing off, the function_graph tracer declines the return (see the profile), and 6.12 offers modules no bare fgraph user that hooks it",
-                f1(u), f1(g), f1(k), f1(cw("ufprobe_exit")), f1(cw("ufgraph1")), f1(cw("function_graph_on0")), f1(c("ufgraph16")), f1(c("kgraph16"))
-            ),
+            each.map(|e| e <= 60.0),
+            "each further graph ops on a function at most 60 instructions",
+            format!("1 / 4 / 16 ops: {} / {} / {}; each further ops {}", f1(g1), f1(g4), f1(g16), f1(each)),
         );
-        // 2. 1.3x cheaper than fprobe on rethook.
-        let kf = c("kfprobe_exit");
         line(
-            u.zip(kf).map(|(u, k)| k / u >= 1.3),
-            "ufgraph entry+exit at least 1.3x cheaper than 6.12's fprobe on rethook",
-            format!(
-                "kernel fprobe entry+exit / ufgraph = {} in instructions, {} wall",
-                ratio(kf.zip(u).map(|(k, u)| k / u)),
-                ratio(cw("kfprobe_exit").zip(cw("ufprobe_exit")).map(|(k, u)| k / u))
-            ),
-        );
-        // 3. entry-only within 5% of a bare ftrace_ops.
-        let (e, b, n) = (c("ufprobe"), c("ftrace_ops"), c("none"));
-        line(
-            e.zip(b).map(|(e, b)| e / b <= 1.05),
-            "ufgraph entry-only within 5% of a bare ftrace_ops",
-            format!(
-                "ufgraph/ftrace_ops = {} per call in instructions ({} wall); hook cost over no hook: {} vs {} instructions",
-                ratio(e.zip(b).map(|(e, b)| e / b)),
-                ratio(cw("ufprobe").zip(cw("ftrace_ops")).map(|(e, b)| e / b)),
-                f1(e.zip(n).map(|(e, n)| e - n)),
-                f1(b.zip(n).map(|(b, n)| b - n))
-            ),
+            over("ufgraph16").map(|v| v <= 1500.0),
+            "16 graph ops on one function at most 1500 instructions over no hook",
+            format!("ufgraph {}, the kernel's fgraph with 16 users {} (its entry side only)", f1(over("ufgraph16")), f1(over("kgraph16"))),
         );
         // 4. attaching everything.
         let all = self.nfuncs();
@@ -331,16 +331,25 @@ impl<'a> Report<'a> {
             })
         };
         for (u, k, what) in [
-            ("ufprobe", "kfprobe", "attaching all traceable functions faster than the kernel's register_fprobe (entry only)"),
+            ("ufprobe", "kfprobe", "attaching all traceable functions in at most 0.8x the kernel's register_fprobe time (entry only)"),
             ("ufprobe_exit", "kfprobe_exit", "the same with an exit handler"),
         ] {
             let (a, b) = (at(u), at(k));
             line(
-                a.zip(b).map(|(a, b)| a < b),
+                a.zip(b).map(|(a, b)| a <= 0.8 * b),
                 what,
-                format!("{} functions: ufgraph {} ms, kernel {} ms (wall clock)", all.map(|v| v as u64).unwrap_or(0), ms(a), ms(b)),
+                format!(
+                    "{} functions: ufgraph {} ms, kernel {} ms, ufgraph/kernel {} (wall clock)",
+                    all.map(|v| v as u64).unwrap_or(0),
+                    ms(a),
+                    ms(b),
+                    ratio(a.zip(b).map(|(a, b)| a / b))
+                ),
             );
         }
+        line(None, "a second probe on functions already hooked costs no ftrace patching", "no row measures it yet".into());
+        line(None, "no locked read-modify-write instruction per hooked call", "the profile does not classify instructions yet; by reading the code: none left on the fprobe paths (the return count is a plain per-CPU add since session 4), the shared registration counters are only touched on misses".into());
+        line(None, "BPF fentry/fexit and arm64 rows", "not built yet: the bench kernel has no BPF, and the bench runs on x86_64 only".into());
         // 5. memory flat.
         let mems: Vec<&Rec> = self.ic.iter().filter(|r| r.sec == "mem" && r.get("name") == Some("ufgraph")).collect();
         // Bytes per task with a shadow stack, at each P (the task count itself moves with the
