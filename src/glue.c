@@ -88,6 +88,11 @@ void ufg_kunit_info(struct kunit *test, const char *msg)
 	kunit_info(test, "%s", msg);
 }
 
+void ufg_kunit_skip(struct kunit *test, const char *msg)
+{
+	kunit_mark_skipped(test, "%s", msg);
+}
+
 struct task_struct *ufg_current(void)
 {
 	return current;

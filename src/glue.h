@@ -32,6 +32,7 @@ unsigned long *ufg_fregs_retp(struct ftrace_regs *fregs);
 /* KUnit: kunit_set_failure() and kunit_err() are inline/macros. */
 void ufg_kunit_fail(struct kunit *test, const char *msg);
 void ufg_kunit_info(struct kunit *test, const char *msg);
+void ufg_kunit_skip(struct kunit *test, const char *msg);
 
 /* Tasks and CPUs: `current`, for_each_process_thread() and friends are macros. */
 struct task_struct *ufg_current(void);

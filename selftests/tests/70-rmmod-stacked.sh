@@ -73,8 +73,9 @@ inside cat 1 pipe_read B
 if [ "$arch" = x86_64 ]; then
 	rmmod_hands_back B
 else
-	# arm64 with pointer authentication: the slots are signed and cannot be rewritten from
-	# here; rmmod waits for the two calls to return.
+	# arm64: function_graph keys its copies by frame pointer, which ufgraph's frames do not
+	# record, and with pointer authentication the slots are signed: rmmod waits for the two
+	# calls to return.
 	rmmod ufgraph &
 	rm_pid=$!
 	wait_for "dmesg | grep -q 'pid $t2 (head) in pipe_read'" 100 || fail "B: rmmod does not name head: $(dmesg | tail -5)"

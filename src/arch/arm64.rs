@@ -138,6 +138,12 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
     n
 }
 
+/// At a return through the trampoline, before `f` is popped: nothing to do on arm64, where the
+/// frame's `retp` was the entry registers' `lr` field, long gone (teardown recognises a task
+/// inside the trampoline by its frame record: `QuietStack::in_trampoline`).
+#[inline(always)]
+pub fn settle_slot(_f: &Frame) {}
+
 /// Where a frame's task will take its return address from, as teardown sees it under
 /// `stop_machine` (see [`find_slot`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

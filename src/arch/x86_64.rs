@@ -58,6 +58,18 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
     n
 }
 
+/// At a return through the trampoline, before `f` (the frame being returned from) is popped:
+/// writes its real return address into its return slot, which the function's `ret` consumed and
+/// the trampoline reclaimed (only unwinders read it now). A task preempted after the pop then
+/// shows teardown the truth rather than a trampoline address no frame stands behind.
+#[inline(always)]
+pub fn settle_slot(f: &Frame) {
+    // SAFETY: `f` matched this return (`frame_matches`: retp + 8 is the stack pointer the
+    // function returned with), so `retp` is the word just below the current task's stack pointer
+    // at the trampoline's entry: the trampoline's own pseudo return slot, on this stack.
+    unsafe { (f.retp as *mut usize).write_volatile(f.ret) };
+}
+
 /// Where a frame's task will take its return address from, as teardown sees it under
 /// `stop_machine` (see [`find_slot`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -360,7 +360,16 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
         tally.pending += chain.len();
         true
     };
-    if too_long || chain.iter().any(|f| f.marks & mark::PENDING != 0) {
+    if too_long {
+        // All of the run, not only the frames judged: the wait must cover every frame of the
+        // slot that may still return through the trampoline.
+        for f in stack.frames().skip_while(|f| f.start != top.start).take_while(|f| f.retp == top.retp) {
+            stack.set_marks(&f, mark::PENDING);
+            tally.pending += 1;
+        }
+        return true;
+    }
+    if chain.iter().any(|f| f.marks & mark::PENDING != 0) {
         return pend(tally);
     }
     // SAFETY: under stop_machine (the caller), with the owner alive and not running.
@@ -378,12 +387,12 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
         *r = f.ret;
     }
     let task = owner.task();
-    let plan = handback::plan::<CHAIN>(&rets[..chain.len()], addr, value, tramp, crate::sys::ksym::hooker, |k, taken| {
+    let plan = handback::plan::<{ 2 * CHAIN }>(&rets[..chain.len()], addr, value, tramp, crate::sys::ksym::hooker, |k, visited| {
         let t = task?;
         // SAFETY: under stop_machine, the owner alive and not running (the caller).
         match k {
-            Hooker::Fgraph => unsafe { crate::sys::hookers::fgraph_saved(t, top.retp, tramp, taken) },
-            Hooker::Rethook => unsafe { crate::sys::hookers::rethook_saved(t, top.retp, tramp, taken) },
+            Hooker::Fgraph => unsafe { crate::sys::hookers::fgraph_next(t, top.retp, visited) },
+            Hooker::Rethook => unsafe { crate::sys::hookers::rethook_next(t, top.retp, visited) },
             _ => None,
         }
     });
@@ -1067,6 +1076,11 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
         // SAFETY: the slot's handler is alive while the slot is.
         unsafe { (slot.ret)(slot.this, &mut r) };
     }
+    // Before the frame goes: on x86_64 the slot the function returned through still holds our
+    // trampoline until the trampoline's last instructions, and a task preempted after the pop
+    // (on leaving this handler) would show teardown a trampoline with no frame behind it. The
+    // real address there says what is true; only unwinders read the word now.
+    crate::arch::settle_slot(&f);
     stack.pop(&f);
     g.stats.returns.add_local(1);
     f.ret

@@ -52,20 +52,30 @@ pub enum Plan<const N: usize> {
 }
 
 /// Plans the hand-back of `chain` (our frames' saved return addresses, top first) on a slot at
-/// `slot` holding `value`, `tramp` being our trampoline. `classify` says what a return address
-/// is; `find` locates, for a hooker, the next copy of `tramp` it saved for this slot that is not
-/// among the locations already planned (it checks the copy holds `tramp`).
+/// `slot` holding `value`, `tramp` being our trampoline, by following the return addresses the
+/// way the run time will: each `tramp` pops the next of our frames and goes on with its saved
+/// address; each other hooker's trampoline goes on with the next copy that hooker keeps for this
+/// slot, whatever that copy holds. `classify` says what a return address is; `next` gives, for a
+/// hooker, the location and value of the next copy the run time will read for this slot, among
+/// those not in `visited` (the copies already followed). Only copies that hold `tramp` are
+/// written.
+///
+/// An ordinary address ends the chain: read from the slot or from one of our frames, the frames
+/// left over were abandoned; read from another hooker's copy with frames left over, the copies
+/// are not what the plan understands, and it waits.
 pub fn plan<const N: usize>(
     chain: &[usize],
     slot: usize,
     value: usize,
     tramp: usize,
     classify: impl Fn(usize) -> Hooker,
-    mut find: impl FnMut(Hooker, &[(usize, usize)]) -> Option<usize>,
+    mut next: impl FnMut(Hooker, &[usize]) -> Option<(usize, usize)>,
 ) -> Plan<N> {
     let mut writes = [(0usize, 0usize); N];
     let mut n = 0;
-    let (mut loc, mut v, mut i) = (slot, value, 0);
+    let mut visited = [0usize; N];
+    let mut nv = 0;
+    let (mut loc, mut v, mut i, mut via_hooker) = (slot, value, 0, false);
     loop {
         if v == tramp {
             // The next return through our trampoline pops chain[i].
@@ -76,21 +86,26 @@ pub fn plan<const N: usize>(
             n += 1;
             v = chain[i];
             i += 1;
+            via_hooker = false;
             continue;
         }
         if i == chain.len() {
             return Plan::Hand { writes, n, frames: i };
         }
         match classify(v) {
-            // The chain ends in an ordinary address with frames left over: those calls were
-            // abandoned (nothing returns to them through us any more).
-            Hooker::Plain => return Plan::Hand { writes, n, frames: i },
-            k @ (Hooker::Fgraph | Hooker::Rethook) => match find(k, &writes[..n]) {
-                Some(at) => {
+            // Frames left over, an ordinary address reached: abandoned frames below live ones on
+            // the same slot, unless the address came out of another hooker's copy.
+            Hooker::Plain if !via_hooker => return Plan::Hand { writes, n, frames: i },
+            Hooker::Plain => return Plan::Pending,
+            k @ (Hooker::Fgraph | Hooker::Rethook) => match next(k, &visited[..nv]) {
+                Some((at, val)) if nv < N => {
+                    visited[nv] = at;
+                    nv += 1;
                     loc = at;
-                    v = tramp;
+                    v = val;
+                    via_hooker = true;
                 }
-                None => return Plan::Pending,
+                _ => return Plan::Pending,
             },
             Hooker::Unknown => return Plan::Pending,
         }
@@ -101,8 +116,8 @@ pub fn plan<const N: usize>(
 /// the index of its first free word. Each frame's top word holds, in its low 10 bits, the offset
 /// back to the frame's first word, where a `struct ftrace_ret_stack` of `frame_words` words
 /// starts (kernel/trace/fgraph.c). Returns the index of the `ret` word of the topmost frame
-/// whose `ret` is `tramp` and whose `retp` is `retp`, not in `skip`. Stops at anything that
-/// does not decode.
+/// whose `retp` is `retp` and that `skip` does not exclude, whatever it holds: the copy
+/// `return_to_handler` will read next for that slot. Stops at anything that does not decode.
 #[allow(clippy::too_many_arguments)]
 pub fn fgraph_find(
     read: impl Fn(usize) -> usize,
@@ -111,7 +126,6 @@ pub fn fgraph_find(
     frame_words: usize,
     ret_word: usize,
     retp_word: usize,
-    tramp: usize,
     retp: usize,
     skip: impl Fn(usize) -> bool,
 ) -> Option<usize> {
@@ -131,7 +145,7 @@ pub fn fgraph_find(
             return None;
         }
         let r = start + ret_word;
-        if read(r) == tramp && read(start + retp_word) == retp && !skip(r) {
+        if read(start + retp_word) == retp && !skip(r) {
             return Some(r);
         }
         offset = start;
@@ -139,12 +153,26 @@ pub fn fgraph_find(
     None
 }
 
+/// What rethook reads next for a return slot, from its task's nodes newest first, each given as
+/// (location of its saved address, that address, its frame): the first node of the slot not in
+/// `visited` whose address is not rethook's own trampoline (`is_own`: rethook consumes those with
+/// it, 6.12's `__rethook_find_ret_addr`). Nodes of other slots belong to deeper calls, which
+/// return first.
+pub fn rethook_next(
+    nodes: impl Iterator<Item = (usize, usize, usize)>,
+    slot: usize,
+    is_own: impl Fn(usize) -> bool,
+    visited: &[usize],
+) -> Option<(usize, usize)> {
+    nodes.filter(|&(at, v, frame)| frame == slot && !is_own(v) && !visited.contains(&at)).map(|(at, v, _)| (at, v)).next()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const T: usize = 0x7777;
-    const K: usize = 0x6000; // a rethook trampoline
+    const K: usize = 0x6000; // rethook's trampoline
     const G: usize = 0x5000; // function_graph's
     const U: usize = 0x4000; // an unknown trampoline
     const SLOT: usize = 0x100;
@@ -158,103 +186,218 @@ mod tests {
         }
     }
 
+    /// The kernel's hookers as the run time reads them: function_graph frames of the slot
+    /// topmost first (location, value), rethook nodes newest first (location, value, frame).
+    struct Hookers {
+        fgraph: Vec<(usize, usize)>,
+        rethook: Vec<(usize, usize, usize)>,
+    }
+
+    impl Hookers {
+        fn next(&self, k: Hooker, visited: &[usize]) -> Option<(usize, usize)> {
+            match k {
+                Hooker::Fgraph => self.fgraph.iter().copied().find(|(at, _)| !visited.contains(at)),
+                Hooker::Rethook => rethook_next(self.rethook.iter().copied(), SLOT, |v| v == K, visited),
+                _ => None,
+            }
+        }
+    }
+
+    fn none() -> Hookers {
+        Hookers { fgraph: vec![], rethook: vec![] }
+    }
+
+    fn plan8(chain: &[usize], value: usize, h: &Hookers) -> Plan<8> {
+        plan::<8>(chain, SLOT, value, T, classify, |k, v| h.next(k, v))
+    }
+
+    fn writes(p: Plan<8>) -> (Vec<(usize, usize)>, usize) {
+        match p {
+            Plan::Hand { writes, n, frames } => (writes[..n].to_vec(), frames),
+            Plan::Pending => panic!("pending"),
+        }
+    }
+
+    /// Replays a return through the slot after the writes: what the run time does (function_graph
+    /// pops its next frame of the slot, rethook its nodes up to the first that is not its own
+    /// trampoline, ufgraph its next frame) until an ordinary address. Returns it, and how many of
+    /// our frames were popped through the trampoline.
+    fn replay(chain: &[usize], value: usize, h: &Hookers, w: &[(usize, usize)]) -> (usize, usize) {
+        let get = |at: usize, orig: usize| w.iter().rev().find(|&&(a, _)| a == at).map_or(orig, |&(_, v)| v);
+        let mut v = get(SLOT, value);
+        let (mut ours, mut fg, mut rh) = (0, 0, 0);
+        let mut popped = 0;
+        for _ in 0..64 {
+            match v {
+                T => {
+                    assert!(ours < chain.len(), "a trampoline with no frame left");
+                    v = chain[ours];
+                    ours += 1;
+                    popped += 1;
+                }
+                G => {
+                    let (at, orig) = h.fgraph[fg];
+                    fg += 1;
+                    v = get(at, orig);
+                }
+                K => loop {
+                    let (at, orig, _) = h.rethook[rh];
+                    rh += 1;
+                    let val = get(at, orig);
+                    if val != K {
+                        v = val;
+                        break;
+                    }
+                },
+                _ => return (v, popped),
+            }
+        }
+        panic!("no end")
+    }
+
     #[test]
     fn one_frame_our_trampoline_in_the_slot() {
-        let p = plan::<8>(&[0xcafe], SLOT, T, T, classify, |_, _| None);
-        match p {
-            Plan::Hand { writes, n, frames } => {
-                assert_eq!((n, frames), (1, 1));
-                assert_eq!(writes[0], (SLOT, 0xcafe));
-            }
-            _ => panic!("{p:?}"),
-        }
+        let (w, frames) = writes(plan8(&[0xcafe], T, &none()));
+        assert_eq!((w, frames), (vec![(SLOT, 0xcafe)], 1));
     }
 
     #[test]
     fn a_hooker_that_ran_before_us_is_handed_its_own_trampoline() {
-        // We saved K (it hooked first); writing K back leaves K's chain intact.
-        let p = plan::<8>(&[K], SLOT, T, T, classify, |_, _| None);
-        assert!(matches!(p, Plan::Hand { n: 1, frames: 1, .. }));
+        let h = Hookers { fgraph: vec![], rethook: vec![(0x900, 0xcafe, SLOT)] };
+        let (w, _) = writes(plan8(&[K], T, &h));
+        assert_eq!(replay(&[K], T, &h, &w), (0xcafe, 0));
     }
 
     #[test]
-    fn stacked_over_by_a_findable_hooker() {
-        // The slot holds K, which saved T for our only frame: rewrite K's copy.
-        let p = plan::<8>(&[0xcafe], SLOT, K, T, classify, |k, _| (k == Hooker::Rethook).then_some(0x900));
-        match p {
-            Plan::Hand { writes, n, frames } => {
-                assert_eq!((n, frames), (1, 1));
-                assert_eq!(writes[0], (0x900, 0xcafe));
-            }
-            _ => panic!("{p:?}"),
-        }
+    fn stacked_over_by_a_kernel_hooker() {
+        let h = Hookers { fgraph: vec![], rethook: vec![(0x900, T, SLOT)] };
+        let (w, frames) = writes(plan8(&[0xcafe], K, &h));
+        assert_eq!((w.clone(), frames), (vec![(0x900, 0xcafe)], 1));
+        assert_eq!(replay(&[0xcafe], K, &h, &w), (0xcafe, 0));
     }
 
     #[test]
-    fn sandwich_with_a_findable_hooker_hands_back_both() {
+    fn sandwich_hands_back_both() {
         // slot = T -> F2 (ret K) -> K's copy T -> F1 (ret caller).
-        let p = plan::<8>(&[K, 0xcafe], SLOT, T, T, classify, |k, _| (k == Hooker::Rethook).then_some(0x900));
-        match p {
-            Plan::Hand { writes, n, frames } => {
-                assert_eq!((n, frames), (2, 2));
-                assert_eq!(&writes[..2], &[(SLOT, K), (0x900, 0xcafe)]);
-            }
-            _ => panic!("{p:?}"),
-        }
+        let h = Hookers { fgraph: vec![], rethook: vec![(0x900, T, SLOT)] };
+        let (w, frames) = writes(plan8(&[K, 0xcafe], T, &h));
+        assert_eq!((w.clone(), frames), (vec![(SLOT, K), (0x900, 0xcafe)], 2));
+        assert_eq!(replay(&[K, 0xcafe], T, &h, &w), (0xcafe, 0));
     }
 
     #[test]
-    fn sandwich_with_an_unknown_hooker_writes_nothing() {
+    fn unknown_hookers_and_missing_copies_write_nothing() {
         // Handing F2 back while F1 still returns through T would pop F2 in F1's place.
-        assert_eq!(plan::<8>(&[U, 0xcafe], SLOT, T, T, classify, |_, _| None), Plan::Pending);
-        // A findable hooker whose copy is not found: the same.
-        assert_eq!(plan::<8>(&[G, 0xcafe], SLOT, T, T, classify, |_, _| None), Plan::Pending);
-    }
-
-    #[test]
-    fn stacked_over_by_an_unknown_hooker_waits() {
-        assert_eq!(plan::<8>(&[0xcafe], SLOT, U, T, classify, |_, _| None), Plan::Pending);
+        assert_eq!(plan8(&[U, 0xcafe], T, &none()), Plan::Pending);
+        assert_eq!(plan8(&[G, 0xcafe], T, &none()), Plan::Pending);
+        assert_eq!(plan8(&[0xcafe], U, &none()), Plan::Pending);
     }
 
     #[test]
     fn tail_call_frames_consume_our_trampoline_in_turn() {
-        // Inner frame saved T (the slot already held it), outer frame the caller.
-        let p = plan::<8>(&[T, 0xcafe], SLOT, T, T, classify, |_, _| None);
-        match p {
-            Plan::Hand { writes, n, frames } => {
-                assert_eq!((n, frames), (2, 2));
-                assert_eq!(&writes[..2], &[(SLOT, T), (SLOT, 0xcafe)]);
-            }
-            _ => panic!("{p:?}"),
-        }
+        let (w, frames) = writes(plan8(&[T, 0xcafe], T, &none()));
+        assert_eq!((w, frames), (vec![(SLOT, T), (SLOT, 0xcafe)], 2));
     }
 
     #[test]
     fn abandoned_frames_below_are_left() {
-        // The slot was reused: nothing of ours returns there.
-        let p = plan::<8>(&[0xcafe], SLOT, 0x1234, T, classify, |_, _| None);
-        assert!(matches!(p, Plan::Hand { n: 0, frames: 0, .. }));
-        // A live frame over a stale one on the same slot: hand the live one back only.
-        let p = plan::<8>(&[0xcafe, 0xbeef], SLOT, T, T, classify, |_, _| None);
-        assert!(matches!(p, Plan::Hand { n: 1, frames: 1, .. }));
+        assert_eq!(writes(plan8(&[0xcafe], 0x1234, &none())), (vec![], 0));
+        assert_eq!(writes(plan8(&[0xcafe, 0xbeef], T, &none())).1, 1);
     }
 
     #[test]
-    fn each_copy_is_used_once() {
-        // Two frames, each stacked over by a rethook node of its own: the finder is told which
-        // locations are taken.
-        let p = plan::<8>(&[K, 0xcafe], SLOT, K, T, classify, |_, taken| {
-            [0x900usize, 0x980].into_iter().find(|l| !taken.iter().any(|&(t, _)| t == *l))
-        });
-        match p {
-            Plan::Hand { writes, n, .. } => assert_eq!(&writes[..n], &[(0x900, K), (0x980, 0xcafe)]),
-            _ => panic!("{p:?}"),
+    fn a_plain_address_out_of_a_hookers_copy_with_frames_left_waits() {
+        // K's copy holds the caller, but a frame of ours is left: not understood.
+        let h = Hookers { fgraph: vec![], rethook: vec![(0x900, 0xcafe, SLOT)] };
+        assert_eq!(plan8(&[0xbeef], K, &h), Plan::Pending);
+    }
+
+    #[test]
+    fn rethook_skips_its_own_nested_nodes_and_other_slots() {
+        // Newest first: a deeper call's node, a nested node of this slot holding K, then ours.
+        let h = Hookers { fgraph: vec![], rethook: vec![(0x800, 0x1, 0x50), (0x900, K, SLOT), (0x980, T, SLOT)] };
+        let (w, _) = writes(plan8(&[0xcafe], K, &h));
+        assert_eq!(w, vec![(0x980, 0xcafe)]);
+    }
+
+    #[test]
+    fn function_graph_frame_holding_rethook_is_followed_not_skipped() {
+        // Session 4's second review: tcu_a (ufgraph u1, fgraph g0 = T, kretprobe r0 = G),
+        // tail-calls tcu_b (ufgraph u2 = K, kretprobe r1 = T), which tail-calls tcx_c (fgraph
+        // g1 = K). The slot holds G. At run time: g1 -> K -> r1 (T) -> u2 -> K -> r0 -> G -> g0
+        // (T) -> u1 -> caller. Skipping g1 because it does not hold T handed chain[0] to g0.
+        let chain = [K, 0xcafe]; // u2, u1
+        let h = Hookers {
+            fgraph: vec![(0x610, K), (0x600, T)],                  // g1, g0 (topmost first)
+            rethook: vec![(0x710, T, SLOT), (0x700, G, SLOT)],     // r1, r0 (newest first)
+        };
+        let (w, frames) = writes(plan8(&chain, G, &h));
+        assert_eq!(frames, 2);
+        assert_eq!(w, vec![(0x710, K), (0x600, 0xcafe)]);
+        assert_eq!(replay(&chain, G, &h, &w), (0xcafe, 0));
+    }
+
+    #[test]
+    fn every_small_chain_replays_to_the_caller_or_waits() {
+        // All chains of up to 3 of our frames, each saving the caller (bottom), T (a tail call)
+        // or a hooker; hookers' copies in every order: whatever the plan writes, the return then
+        // reaches the caller without passing through our trampoline.
+        let rets = [T, K, G];
+        for len in 1..=3 {
+            for code in 0..3usize.pow(len as u32 - 1) {
+                let mut chain = vec![];
+                let mut c = code;
+                for _ in 0..len - 1 {
+                    chain.push(rets[c % 3]);
+                    c /= 3;
+                }
+                chain.push(0xcafe);
+                for slot_v in [T, K, G] {
+                    // Each hooker keeps copies of T for as many of our frames as its trampoline
+                    // appears before them; build the copies from a faithful run of the chain.
+                    let (h, ok) = build(&chain, slot_v);
+                    if !ok {
+                        continue;
+                    }
+                    match plan8(&chain, slot_v, &h) {
+                        Plan::Hand { writes, n, frames } => {
+                            assert_eq!(frames, chain.len(), "{chain:x?} slot {slot_v:x}");
+                            assert_eq!(replay(&chain, slot_v, &h, &writes[..n]), (0xcafe, 0), "{chain:x?} slot {slot_v:x}");
+                        }
+                        Plan::Pending => {}
+                    }
+                }
+            }
         }
     }
 
-    #[test]
-    fn too_long_a_chain_waits() {
-        assert_eq!(plan::<1>(&[T, 0xcafe], SLOT, T, T, classify, |_, _| None), Plan::Pending);
+    // The hookers' copies for a chain whose run starts at `slot_v`: each hooker trampoline in the
+    // walk reads a fresh copy holding T (the next of our frames) or, once ours are done, the
+    // caller. Returns false for chains no run can produce.
+    fn build(chain: &[usize], slot_v: usize) -> (Hookers, bool) {
+        let mut h = none();
+        let mut v = slot_v;
+        let mut i = 0;
+        let mut at = 0x1000;
+        for _ in 0..16 {
+            match v {
+                T => {
+                    if i == chain.len() {
+                        return (h, false);
+                    }
+                    v = chain[i];
+                    i += 1;
+                }
+                G | K => {
+                    let copy = if i < chain.len() { T } else { 0xcafe };
+                    if v == G { h.fgraph.push((at, copy)) } else { h.rethook.push((at, copy, SLOT)) }
+                    at += 8;
+                    v = copy;
+                }
+                _ => return (h, i == chain.len()),
+            }
+        }
+        (h, false)
     }
 
     // A function_graph stack laid out as upstream 6.12 does: frame words, then (no data) the
@@ -272,16 +415,14 @@ mod tests {
     }
 
     #[test]
-    fn finds_the_topmost_matching_fgraph_frame() {
+    fn finds_the_slots_fgraph_frames_topmost_first_whatever_they_hold() {
         let fw = 4;
-        let (w, top) = fgraph_stack(&[(T, SLOT), (0x11, 0x200), (T, SLOT)], fw);
+        let (w, top) = fgraph_stack(&[(T, SLOT), (0x11, 0x200), (K, SLOT)], fw);
         let read = |i: usize| w[i];
-        let first = fgraph_find(read, top, w.len(), fw, 0, fw - 1, T, SLOT, |_| false);
-        assert_eq!(first, Some(10));
-        let second = fgraph_find(read, top, w.len(), fw, 0, fw - 1, T, SLOT, |i| i == 10);
-        assert_eq!(second, Some(0));
-        assert_eq!(fgraph_find(read, top, w.len(), fw, 0, fw - 1, T, SLOT, |i| i == 10 || i == 0), None);
-        assert_eq!(fgraph_find(read, top, w.len(), fw, 0, fw - 1, T, 0x300, |_| false), None);
+        assert_eq!(fgraph_find(read, top, w.len(), fw, 0, fw - 1, SLOT, |_| false), Some(10));
+        assert_eq!(fgraph_find(read, top, w.len(), fw, 0, fw - 1, SLOT, |i| i == 10), Some(0));
+        assert_eq!(fgraph_find(read, top, w.len(), fw, 0, fw - 1, SLOT, |i| i == 10 || i == 0), None);
+        assert_eq!(fgraph_find(read, top, w.len(), fw, 0, fw - 1, 0x300, |_| false), None);
     }
 
     #[test]
@@ -289,10 +430,14 @@ mod tests {
         let fw = 4;
         let (mut w, top) = fgraph_stack(&[(T, SLOT)], fw);
         w[top - 1] = 0; // offset 0
-        assert_eq!(fgraph_find(|i| w[i], top, w.len(), fw, 0, fw - 1, T, SLOT, |_| false), None);
+        assert_eq!(fgraph_find(|i| w[i], top, w.len(), fw, 0, fw - 1, SLOT, |_| false), None);
         w[top - 1] = 1000; // beyond the stack
-        assert_eq!(fgraph_find(|i| w[i], top, w.len(), fw, 0, fw - 1, T, SLOT, |_| false), None);
-        // A top beyond the array is clamped.
-        assert_eq!(fgraph_find(|i| w.get(i).copied().unwrap_or(0), 10_000, w.len(), fw, 0, fw - 1, T, SLOT, |_| false), None);
+        assert_eq!(fgraph_find(|i| w[i], top, w.len(), fw, 0, fw - 1, SLOT, |_| false), None);
+        assert_eq!(fgraph_find(|i| w.get(i).copied().unwrap_or(0), 10_000, w.len(), fw, 0, fw - 1, SLOT, |_| false), None);
+    }
+
+    #[test]
+    fn too_long_a_chain_waits() {
+        assert_eq!(plan::<1>(&[T, 0xcafe], SLOT, T, T, classify, |_, _| None), Plan::Pending);
     }
 }

@@ -16,13 +16,18 @@ use crate::sys::task::TaskRef;
 
 const WORD: usize = core::mem::size_of::<usize>();
 
-/// The address of the next copy of `tramp` that function_graph saved for the return slot
-/// `retp` of `task`, topmost first, not in `taken` (planned writes: address, value).
+/// The next copy function_graph will read for the return slot `retp` of `task`: its topmost
+/// frame of that slot not in `visited`, whatever it holds (location of the saved address, value).
+/// x86_64 only: there function_graph's `retp` is the stack slot, as ours; arm64's keeps the
+/// frame pointer there, which ufgraph's frames do not record.
 ///
 /// # Safety
 ///
 /// Under `stop_machine`, `task` alive and not running.
-pub unsafe fn fgraph_saved(task: TaskRef, retp: usize, tramp: usize, taken: &[(usize, usize)]) -> Option<usize> {
+pub unsafe fn fgraph_next(task: TaskRef, retp: usize, visited: &[usize]) -> Option<(usize, usize)> {
+    if !cfg!(CONFIG_X86_64) {
+        return None;
+    }
     let mut top: core::ffi::c_int = 0;
     // SAFETY: the task is alive (caller); the glue reads two fields.
     let base = unsafe { bindings::ufg_task_fgraph_stack(task.as_ptr(), &mut top) };
@@ -34,47 +39,52 @@ pub unsafe fn fgraph_saved(task: TaskRef, retp: usize, tramp: usize, taken: &[(u
     // while the task lives; `fgraph_find` reads only indexes below `words`.
     let read = |i: usize| unsafe { base.add(i).read_volatile() } as usize;
     let at = |i: usize| base as usize + i * WORD;
-    handback::fgraph_find(
+    let i = handback::fgraph_find(
         read,
         top as usize,
         words,
         bindings::UFG_FGRAPH_FRAME_WORDS as usize,
         bindings::UFG_FGRAPH_RET_WORD as usize,
         bindings::UFG_FGRAPH_RETP_WORD as usize,
-        tramp,
         retp,
-        |i| taken.iter().any(|&(a, _)| a == at(i)),
-    )
-    .map(at)
+        |i| visited.contains(&at(i)),
+    )?;
+    Some((at(i), read(i)))
 }
 
-/// The address of the next copy of `tramp` that rethook saved for the return slot `retp` of
-/// `task` (a node whose `frame` is `retp`), newest first, not in `taken`.
+/// The next copy rethook will read for the return slot `retp` of `task` (see
+/// `pure::handback::rethook_next`).
 ///
 /// # Safety
 ///
-/// As for [`fgraph_saved`].
-pub unsafe fn rethook_saved(task: TaskRef, retp: usize, tramp: usize, taken: &[(usize, usize)]) -> Option<usize> {
-    // SAFETY: the task is alive (caller); its list is quiet.
-    let mut node = unsafe { bindings::ufg_task_rethook_first(task.as_ptr()) };
-    // A task has at most a few hundred nodes (one per hooked call in flight): a bound, in case
-    // the list is not what we think.
-    for _ in 0..4096 {
-        if node.is_null() {
-            return None;
-        }
-        let mut frame = 0;
-        // SAFETY: `node` is a node of the task's list.
-        let p = unsafe { bindings::ufg_rethook_ret(node, &mut frame) };
-        if !p.is_null() && frame as usize == retp {
-            // SAFETY: the node's `ret_addr` word.
-            let v = unsafe { p.read_volatile() } as usize;
-            if v == tramp && !taken.iter().any(|&(a, _)| a == p as usize) {
-                return Some(p as usize);
-            }
-        }
-        // SAFETY: as above.
-        node = unsafe { bindings::ufg_rethook_next(node) };
+/// As for [`fgraph_next`].
+pub unsafe fn rethook_next(task: TaskRef, retp: usize, visited: &[usize]) -> Option<(usize, usize)> {
+    struct Nodes {
+        node: *mut core::ffi::c_void,
+        left: usize,
     }
-    None
+    impl Iterator for Nodes {
+        type Item = (usize, usize, usize);
+        fn next(&mut self) -> Option<Self::Item> {
+            // A task has at most a few hundred nodes (one per hooked call in flight): a bound,
+            // in case the list is not what we think.
+            if self.node.is_null() || self.left == 0 {
+                return None;
+            }
+            self.left -= 1;
+            let mut frame = 0;
+            // SAFETY: a node of the quiet task's list (`rethook_next`'s contract).
+            let p = unsafe { bindings::ufg_rethook_ret(self.node, &mut frame) };
+            // SAFETY: as above.
+            self.node = unsafe { bindings::ufg_rethook_next(self.node) };
+            if p.is_null() {
+                return None;
+            }
+            // SAFETY: the node's `ret_addr` word.
+            Some((p as usize, unsafe { p.read_volatile() } as usize, frame as usize))
+        }
+    }
+    // SAFETY: the task is alive (caller); its list is quiet.
+    let first = unsafe { bindings::ufg_task_rethook_first(task.as_ptr()) };
+    handback::rethook_next(Nodes { node: first, left: 4096 }, retp, |v| crate::sys::ksym::hooker(v) == handback::Hooker::Rethook, visited)
 }
