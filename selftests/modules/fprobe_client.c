@@ -9,7 +9,7 @@
  *   fprobe_client: MODE entries=N exits=N bad=N missed=N unregister=E stale=N
  *
  * Parameters: mode=filter|syms|ips, filter=GLOB, notfilter=GLOB, syms=NAME.
- * Writing /sys/module/fprobe_client/parameters/reregister unregisters the probe and registers
+ * Writing /sys/kernel/debug/fprobe_client/reregister unregisters the probe and registers
  * the same structure again: calls in flight across it must not reach the new registration's
  * exit handler with the old one's entry data (stale counts those that do).
  */
@@ -17,6 +17,8 @@
 #include <linux/atomic.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
+#include <linux/debugfs.h>
+#include <linux/fs.h>
 
 static char *mode = "filter";
 module_param(mode, charp, 0444);
@@ -85,7 +87,12 @@ static int client_register(void)
 	return ret;
 }
 
-static int reregister_set(const char *val, const struct kernel_param *kp)
+/*
+ * A debugfs file, not a module parameter: a parameter's set callback runs under the module's
+ * param_lock, and registration reads tracefs (seq_file locks), an order lockdep flags against
+ * any reader of a parameter file.
+ */
+static ssize_t reregister_write(struct file *f, const char __user *buf, size_t len, loff_t *pos)
 {
 	int ret = unregister_fprobe(&client_probe);
 
@@ -94,13 +101,13 @@ static int reregister_set(const char *val, const struct kernel_param *kp)
 	WRITE_ONCE(generation, generation + 1);
 	ret = client_register();
 	pr_info("fprobe_client: registered again (generation %d): %d\n", generation, ret);
-	return ret;
+	return ret ? ret : len;
 }
 
-static const struct kernel_param_ops reregister_ops = {
-	.set = reregister_set,
+static const struct file_operations reregister_fops = {
+	.write = reregister_write,
 };
-module_param_cb(reregister, &reregister_ops, NULL, 0200);
+static struct dentry *client_dir;
 
 static int __init client_init(void)
 {
@@ -115,13 +122,18 @@ static int __init client_init(void)
 	if (!fprobe_disabled(&client_probe))
 		return -EIO;
 	enable_fprobe(&client_probe);
+	client_dir = debugfs_create_dir("fprobe_client", NULL);
+	debugfs_create_file("reregister", 0200, client_dir, NULL, &reregister_fops);
 	pr_info("fprobe_client: registered (%s)\n", mode);
 	return 0;
 }
 
 static void __exit client_exit_mod(void)
 {
-	int ret = unregister_fprobe(&client_probe);
+	int ret;
+
+	debugfs_remove(client_dir);
+	ret = unregister_fprobe(&client_probe);
 
 	pr_info("fprobe_client: %s entries=%d exits=%d bad=%d missed=%lu unregister=%d stale=%d\n", mode,
 		atomic_read(&entries), atomic_read(&exits), atomic_read(&bad),

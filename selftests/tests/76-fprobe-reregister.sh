@@ -13,7 +13,7 @@ rm -f /tmp/go-rr
 ( while [ ! -e /tmp/go-rr ]; do sleep 0.1; done; echo rr ) | head > /tmp/out-rr &
 reader=$!
 wait_for "grep -q ' head depth 1: pipe_read' $DBG/ufgraph/frames" 50 || fail "head not inside pipe_read: $(cat $DBG/ufgraph/frames)"
-echo 1 > /sys/module/fprobe_client/parameters/reregister || fail "reregister"
+echo 1 > $DBG/fprobe_client/reregister || fail "reregister"
 dmesg | grep -q "registered again (generation 1): 0" || fail "reregister: $(dmesg | grep fprobe_client)"
 touch /tmp/go-rr
 wait $reader || fail "reader failed"

@@ -348,6 +348,9 @@ const CHAIN: usize = 8;
 /// function_graph or rethook saved) is replaced and the frames are marked handed back, or
 /// nothing is written and they are marked pending. Returns whether any frame is pending.
 /// Frames a previous round judged keep their verdict.
+// Out of line: its plan (a few hundred bytes of writes) must not share a stack frame with the
+// walk's chain buffer (the kernel stack is 16 KiB, and the build refuses frames of 2 KiB).
+#[inline(never)]
 fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, view: Option<&crate::sys::task::StackView>, tally: &mut Tally) -> bool {
     let Some(top) = chain.first() else { return false };
     if top.marks & mark::HANDED != 0 {
@@ -387,7 +390,7 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
         *r = f.ret;
     }
     let task = owner.task();
-    let plan = handback::plan::<{ 2 * CHAIN }>(&rets[..chain.len()], addr, value, tramp, crate::sys::ksym::hooker, |k, visited| {
+    let plan = handback::plan::<{ CHAIN + 4 }>(&rets[..chain.len()], addr, value, tramp, crate::sys::ksym::hooker, |k, visited| {
         let t = task?;
         // SAFETY: under stop_machine, the owner alive and not running (the caller).
         match k {
