@@ -25,9 +25,10 @@ extern "C" {
 #[inline(always)]
 pub fn current() -> usize {
     let v: usize;
-    // SAFETY: a load of this CPU's `pcpu_hot.current_task`, which is how `current` is read; the
-    // task running this code is current on this CPU until it is switched out, and a switch
-    // changes the value for the task that comes in, not for us.
+    // The task running this code stays current on this CPU until it is switched out, and a
+    // switch changes the value for the task that comes in, not for us.
+    // SAFETY: a %gs-relative load of this CPU's `pcpu_hot.current_task`, as `current` reads it;
+    // `pcpu_hot` is an exported per-CPU variable, so the offset is valid on every CPU.
     unsafe {
         asm!("movq %gs:{hot}+{off}, {v}", hot = sym pcpu_hot, off = const b::UFG_PCPU_CURRENT, v = out(reg) v,
             options(att_syntax, nostack, readonly, preserves_flags))

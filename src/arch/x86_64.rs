@@ -64,9 +64,10 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
 /// shows teardown the truth rather than a trampoline address no frame stands behind.
 #[inline(always)]
 pub fn settle_slot(f: &Frame) {
-    // SAFETY: `f` matched this return (`frame_matches`: retp + 8 is the stack pointer the
-    // function returned with), so `retp` is the word just below the current task's stack pointer
-    // at the trampoline's entry: the trampoline's own pseudo return slot, on this stack.
+    // `f` matched this return (`frame_matches`: retp + 8 is the stack pointer the function
+    // returned with), so `retp` is the trampoline's own pseudo return slot.
+    // SAFETY: an aligned word of the current task's stack, just below the stack pointer the
+    // trampoline was entered with, which only this task (and unwinders, reading) uses.
     unsafe { (f.retp as *mut usize).write_volatile(f.ret) };
 }
 

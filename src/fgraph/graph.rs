@@ -392,9 +392,10 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
     let task = owner.task();
     let plan = handback::plan::<{ CHAIN + 4 }>(&rets[..chain.len()], addr, value, tramp, crate::sys::ksym::hooker, |k, visited| {
         let t = task?;
-        // SAFETY: under stop_machine, the owner alive and not running (the caller).
         match k {
+            // SAFETY: under stop_machine, the owner alive and not running (the caller).
             Hooker::Fgraph => unsafe { crate::sys::hookers::fgraph_next(t, top.retp, visited) },
+            // SAFETY: as for function_graph, just above.
             Hooker::Rethook => unsafe { crate::sys::hookers::rethook_next(t, top.retp, visited) },
             _ => None,
         }
@@ -403,10 +404,11 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
         Plan::Pending => pend(tally),
         Plan::Hand { writes, n, frames } => {
             for &(at, v) in &writes[..n] {
-                // SAFETY: each address is the return slot `find_slot` found (a word of the
-                // quiet task's stack) or a saved copy the kernel's hookers keep for this task
-                // (found and checked by `sys::hookers`); the task takes its return address from
-                // them, and nothing else touches them during stop_machine.
+                // Each address is the return slot `find_slot` found (a word of the quiet task's
+                // stack) or a saved copy the kernel's hookers keep for this task (found and
+                // checked by `sys::hookers`): the task takes its return address from them.
+                // SAFETY: valid, aligned words that stay allocated while the task lives, and
+                // that nothing else reads or writes during stop_machine.
                 unsafe { (at as *mut usize).write_volatile(v) };
             }
             for f in &chain[..frames] {

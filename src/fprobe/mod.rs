@@ -341,13 +341,17 @@ impl ftrace::Handler for EntrySide {
         let Some(core) = core_ref() else { return };
         let single = core.single_entry.load(Acquire);
         if !single.is_null() {
-            // SAFETY: published while its probe is the only entry-only probe (the shared ops'
-            // filter then holds only its functions); freed a grace period after it is cleared,
-            // which this preemption-disabled callback holds off.
+            // The shortcut is published while its probe is the only entry-only probe (the shared
+            // ops' filter then holds only its functions), and freed a grace period after it is
+            // cleared.
+            // SAFETY: a live `Live`: this callback runs with preemption disabled, which holds
+            // that grace period off.
             let fp = unsafe { (*single).fp };
             if !disabled(fp) {
-                // SAFETY: a registered probe; the caller's handler, documented arguments.
+                // SAFETY: `fp` is the registered probe found above; its handler is read once.
                 if let Some(h) = unsafe { (*fp).entry_handler } {
+                    // SAFETY: the caller's handler, for its registered probe, with the documented
+                    // arguments and no entry data.
                     unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
                 }
             }
