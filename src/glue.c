@@ -57,24 +57,9 @@ const char *ufg_param_graph(void)
 	return graph;
 }
 
-unsigned long ufg_fregs_ip(const struct ftrace_regs *fregs)
-{
-	return ftrace_regs_get_instruction_pointer((struct ftrace_regs *)fregs);
-}
-
-unsigned long ufg_fregs_sp(const struct ftrace_regs *fregs)
-{
-	return ftrace_regs_get_stack_pointer((struct ftrace_regs *)fregs);
-}
-
 unsigned long ufg_fregs_arg(const struct ftrace_regs *fregs, unsigned int n)
 {
 	return ftrace_regs_get_argument((struct ftrace_regs *)fregs, n);
-}
-
-unsigned long ufg_fregs_retval(const struct ftrace_regs *fregs)
-{
-	return ftrace_regs_get_return_value((struct ftrace_regs *)fregs);
 }
 
 void ufg_kunit_fail(struct kunit *test, const char *msg)
@@ -128,16 +113,6 @@ unsigned int ufg_nr_cpu_ids(void)
 	return nr_cpu_ids;
 }
 
-void ufg_preempt_disable(void)
-{
-	preempt_disable_notrace();
-}
-
-void ufg_preempt_enable(void)
-{
-	preempt_enable_notrace();
-}
-
 void ufg_synchronize_rcu_tasks(void)
 {
 	synchronize_rcu_tasks();
@@ -150,15 +125,6 @@ void ufg_kfree_rcu(struct rcu_head *head, void *ptr)
 
 int ufg_recursion_trylock(unsigned long ip, unsigned long parent_ip)
 {
-	/*
-	 * Traceable functions run where RCU may not be watching (idle entry), or on a CPU that
-	 * is going offline, which RCU no longer waits for once rcutree_report_cpu_dead() has run
-	 * (rcu_is_watching() still says yes there): no callback in either, and no warning
-	 * (ftrace's own guard would WARN for the first), as ftrace does for FTRACE_OPS_FL_RCU
-	 * ops. -2 tells the caller not to look anything up either.
-	 */
-	if (!rcu_is_watching() || !cpu_online(raw_smp_processor_id()))
-		return -2;
 	return ftrace_test_recursion_trylock(ip, parent_ip);
 }
 
@@ -253,20 +219,6 @@ bool ufg_unwind_next(void *state)
 	return unwind_next_frame(state);
 }
 #endif
-
-unsigned long *ufg_fregs_retp(struct ftrace_regs *fregs)
-{
-	/*
-	 * Where the hooked function's return address lives at its entry: the top of the stack on
-	 * x86_64 (the call pushed it), the saved link register in ftrace_regs on arm64 (which
-	 * ftrace_caller writes back to x30 before the function body runs).
-	 */
-#ifdef CONFIG_X86_64
-	return (unsigned long *)ftrace_regs_get_stack_pointer(fregs);
-#else
-	return &arch_ftrace_regs(fregs)->lr;
-#endif
-}
 
 /*
  * The C API (include/ufgraph/), implemented in Rust (capi.rs). ufgraph_kunit.ko carries

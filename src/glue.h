@@ -22,12 +22,8 @@ typedef struct spinlock spinlock_t;
 const char *ufg_param_func(void);
 const char *ufg_param_graph(void);
 
-/* struct ftrace_regs accessors: static inline per architecture. */
-unsigned long ufg_fregs_ip(const struct ftrace_regs *fregs);
-unsigned long ufg_fregs_sp(const struct ftrace_regs *fregs);
+/* Stack arguments from struct ftrace_regs (the register ones are read inline: arch::hot::fregs). */
 unsigned long ufg_fregs_arg(const struct ftrace_regs *fregs, unsigned int n);
-unsigned long ufg_fregs_retval(const struct ftrace_regs *fregs);
-unsigned long *ufg_fregs_retp(struct ftrace_regs *fregs);
 
 /* KUnit: kunit_set_failure() and kunit_err() are inline/macros. */
 void ufg_kunit_fail(struct kunit *test, const char *msg);
@@ -45,13 +41,11 @@ int ufg_task_pid(struct task_struct *t);
 void ufg_task_comm(const struct task_struct *t, char *buf);
 
 /* Preemption, RCU, recursion protection: inline in the kernel. */
-void ufg_preempt_disable(void);
-void ufg_preempt_enable(void);
 void ufg_synchronize_rcu_tasks(void);
 void ufg_kfree_rcu(struct rcu_head *head, void *ptr);
 /*
- * ftrace's recursion guard (also disables preemption): the bit to unlock, -1 if this context
- * is already inside a callback, -2 where RCU is not watching or the CPU is going offline.
+ * ftrace's own recursion guard (also disables preemption): the bit to unlock, or -1. The hot
+ * path's guard is sys::sync::Recursion, inline; the KUnit suite checks it against this one.
  */
 int ufg_recursion_trylock(unsigned long ip, unsigned long parent_ip);
 void ufg_recursion_unlock(int bit);

@@ -24,6 +24,7 @@ use crate::fgraph::graph::{fix_ret, graph, trampoline};
 use crate::pure::shadow::Frame;
 use crate::sys::ftrace::Regs;
 use crate::sys::sync::NoPreempt;
+use super::Slot;
 use crate::sys::task::{StackView, TaskRef};
 
 /// Size of an arm64 instruction: the ftrace call site (`bl ftrace_caller`) is one.
@@ -143,24 +144,6 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
 /// inside the trampoline by its frame record: `QuietStack::in_trampoline`).
 #[inline(always)]
 pub fn settle_slot(_f: &Frame) {}
-
-/// Where a frame's task will take its return address from, as teardown sees it under
-/// `stop_machine` (see [`find_slot`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slot {
-    /// The word at `addr`, holding `value` now: teardown may rewrite it with a plain address.
-    At {
-        /// The word's address.
-        addr: usize,
-        /// What it holds.
-        value: usize,
-    },
-    /// It cannot be known or written (signed, on a shadow call stack, the task is inside the
-    /// trampoline or running, its frame records do not tell): teardown waits for the frame.
-    Unknown,
-    /// The call is no longer on its task's stack: it was abandoned and cannot return.
-    Gone,
-}
 
 /// Where `f`'s task (`task`, whose kernel stack is `view`, a task that can still run) will take
 /// the frame's return address from, if that place can be found for certain and holds a plain

@@ -15,7 +15,6 @@ use core::arch::asm;
 extern "C" {
     static context_tracking: u8;
     static __per_cpu_offset: usize;
-    static __cpu_online_mask: usize;
 }
 
 /// The current task (`current`: `sp_el0` while in the kernel).
@@ -91,14 +90,7 @@ pub fn rcu_watching() -> bool {
     }
 }
 
-/// `cpu_online(cpu)`.
-#[inline(always)]
-pub fn cpu_online(cpu: usize) -> bool {
-    let bits = usize::BITS as usize;
-    // SAFETY: `__cpu_online_mask` is a bitmap of NR_CPUS bits, and `cpu` below nr_cpu_ids.
-    let w = unsafe { core::ptr::addr_of!(__cpu_online_mask).add(cpu / bits).read_volatile() };
-    w & (1 << (cpu % bits)) != 0
-}
+pub use super::cpu_online;
 
 /// Where `struct ftrace_regs` keeps what callbacks read (byte offsets): x0..x8, fp, lr, sp, pc.
 pub mod fregs {

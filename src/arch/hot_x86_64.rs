@@ -17,8 +17,6 @@ extern "C" {
     // Per-CPU variables: their addresses are offsets from %gs.
     static pcpu_hot: u8;
     static context_tracking: u8;
-    // A bitmap of NR_CPUS bits.
-    static __cpu_online_mask: usize;
 }
 
 /// The current task (`current`).
@@ -113,15 +111,7 @@ pub fn rcu_watching() -> bool {
     v & b::UFG_CT_RCU_WATCHING as u32 != 0
 }
 
-/// `cpu_online(cpu)`.
-#[inline(always)]
-pub fn cpu_online(cpu: usize) -> bool {
-    let bits = usize::BITS as usize;
-    // SAFETY: `__cpu_online_mask` is a bitmap of NR_CPUS bits, and `cpu` a CPU number (below
-    // nr_cpu_ids <= NR_CPUS): the word is inside it. A plain racy read, as cpu_online() does.
-    let w = unsafe { core::ptr::addr_of!(__cpu_online_mask).add(cpu / bits).read_volatile() };
-    w & (1 << (cpu % bits)) != 0
-}
+pub use super::cpu_online;
 
 /// Where `struct ftrace_regs` keeps what callbacks read (byte offsets): x86_64's is a
 /// `pt_regs`, partly filled (the argument registers, ax, bp, sp, ip).

@@ -8,6 +8,7 @@ use crate::bindings;
 use crate::fgraph::graph::{fix_ret, trampoline};
 use crate::pure::shadow::Frame;
 use crate::sys::ftrace::Regs;
+use super::Slot;
 use crate::sys::task::{StackView, TaskRef};
 
 /// Whether `f` is the frame of the return the trampoline is handling.
@@ -69,23 +70,6 @@ pub fn settle_slot(f: &Frame) {
     // SAFETY: an aligned word of the current task's stack, just below the stack pointer the
     // trampoline was entered with, which only this task (and unwinders, reading) uses.
     unsafe { (f.retp as *mut usize).write_volatile(f.ret) };
-}
-
-/// Where a frame's task will take its return address from, as teardown sees it under
-/// `stop_machine` (see [`find_slot`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slot {
-    /// The word at `addr`, holding `value` now: teardown may rewrite it.
-    At {
-        /// The word's address.
-        addr: usize,
-        /// What it holds.
-        value: usize,
-    },
-    /// It cannot be known or written: teardown waits for the frame to return.
-    Unknown,
-    /// The call is no longer on its task's stack: it was abandoned and cannot return.
-    Gone,
 }
 
 /// Where `f`'s task will take the frame's return address from: its return slot, the stack word

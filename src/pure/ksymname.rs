@@ -18,14 +18,9 @@
 
 use super::handback::Hooker;
 
-/// Whether `s` (kallsyms' text for an address) names offset 0 of a return trampoline: a symbol
-/// called `return_to_handler`, or ending in `_trampoline`.
-pub fn is_trampoline_start(s: &[u8]) -> bool {
-    hooker(s) != Hooker::Plain
-}
-
-/// What the address `s` names is to teardown: the function_graph tracer's trampoline, rethook's,
-/// another return trampoline, or an ordinary address.
+/// What the address `s` (kallsyms' text for it) names is to teardown: offset 0 of a return
+/// trampoline (the function_graph tracer's, rethook's, or another symbol ending in
+/// `_trampoline`), or an ordinary address.
 pub fn hooker(s: &[u8]) -> Hooker {
     let Some(plus) = s.iter().position(|&c| c == b'+') else { return Hooker::Plain };
     let (name, rest) = s.split_at(plus);
@@ -44,12 +39,16 @@ pub fn hooker(s: &[u8]) -> Hooker {
 mod tests {
     use super::*;
 
+    fn is_trampoline(s: &[u8]) -> bool {
+        hooker(s) != Hooker::Plain
+    }
+
     #[test]
     fn trampolines_at_their_start() {
-        assert!(is_trampoline_start(b"return_to_handler+0x0/0x2c"));
-        assert!(is_trampoline_start(b"arch_rethook_trampoline+0x0/0x40"));
-        assert!(is_trampoline_start(b"__kretprobe_trampoline+0x0/0x50"));
-        assert!(is_trampoline_start(b"ufgraph_return_trampoline+0x0/0x60 [ufgraph_kunit]"));
+        assert!(is_trampoline(b"return_to_handler+0x0/0x2c"));
+        assert!(is_trampoline(b"arch_rethook_trampoline+0x0/0x40"));
+        assert!(is_trampoline(b"__kretprobe_trampoline+0x0/0x50"));
+        assert!(is_trampoline(b"ufgraph_return_trampoline+0x0/0x60 [ufgraph_kunit]"));
     }
 
     #[test]
@@ -63,12 +62,12 @@ mod tests {
     #[test]
     fn not_trampolines() {
         // Inside a trampoline (a task preempted there), a return address, plain addresses.
-        assert!(!is_trampoline_start(b"return_to_handler+0x12/0x2c"));
-        assert!(!is_trampoline_start(b"vfs_read+0x4a/0x170"));
-        assert!(!is_trampoline_start(b"vfs_read+0x0/0x170"));
-        assert!(!is_trampoline_start(b"0xffffffff81234567"));
-        assert!(!is_trampoline_start(b"_trampoline+0x0/0x10"));
-        assert!(!is_trampoline_start(b""));
-        assert!(!is_trampoline_start(b"return_to_handler_x+0x0/0x2c"));
+        assert!(!is_trampoline(b"return_to_handler+0x12/0x2c"));
+        assert!(!is_trampoline(b"vfs_read+0x4a/0x170"));
+        assert!(!is_trampoline(b"vfs_read+0x0/0x170"));
+        assert!(!is_trampoline(b"0xffffffff81234567"));
+        assert!(!is_trampoline(b"_trampoline+0x0/0x10"));
+        assert!(!is_trampoline(b""));
+        assert!(!is_trampoline(b"return_to_handler_x+0x0/0x2c"));
     }
 }

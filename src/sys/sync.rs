@@ -96,8 +96,8 @@ pub struct Recursion {
 
 impl Recursion {
     /// Takes the guard for a callback at `ip` (called from `parent_ip`): what
-    /// `ftrace_test_recursion_trylock()` does (and `ufg_recursion_trylock` in the glue, which
-    /// the KUnit suite checks this against), inline.
+    /// `ftrace_test_recursion_trylock()` does (`ufg_recursion_trylock` in the glue, which the
+    /// KUnit suite checks this against), inline, after the RCU and CPU-online checks.
     #[inline(always)]
     pub fn try_lock(ip: usize, parent_ip: usize) -> core::result::Result<Self, Refused> {
         let _ = (ip, parent_ip);
