@@ -43,3 +43,17 @@ wait_for() {
 		sleep 0.1
 	done
 }
+
+# Unload the client modules (fprobe_client, kretprobe_client, ufgraph_client) and check what
+# each reported: every return with its own data, and the kretprobe missed nothing. On failure,
+# prints why and returns 1: `why=$(clients_off) || fail "$why"`.
+clients_off() {
+	dmesg -c > /dev/null
+	rmmod ufgraph_client kretprobe_client fprobe_client || { echo "rmmod clients"; return 1; }
+	for m in fprobe_client kretprobe_client ufgraph_client; do
+		line=$(dmesg | grep "$m:" | tail -1)
+		echo "$line" | grep -q " bad=0\| data_bad=0" ||
+			{ echo "$m: $line; $(dmesg | grep 'first bad data'); $(tr '\n' ' ' < $DBG/ufgraph/stats)"; return 1; }
+	done
+	dmesg | grep "kretprobe_client:" | grep -q "missed=0" || { echo "kretprobe missed: $(dmesg | grep kretprobe_client)"; return 1; }
+}

@@ -22,13 +22,7 @@ insmod $KO/ufgraph_client.ko func=do_sys_openat2 || { stop; fail "graph client";
 # Three seconds per round of stress, two minutes at most: the cycles below are the long part.
 t=$((3 * R)); [ $t -gt 120 ] && t=120
 sleep $t
-dmesg -c > /dev/null
-rmmod ufgraph_client kretprobe_client fprobe_client || { stop; fail "rmmod clients"; }
-for m in fprobe_client kretprobe_client ufgraph_client; do
-	line=$(dmesg | grep "$m:" | tail -1)
-	echo "$line" | grep -q " bad=0\| data_bad=0" || { stop; fail "$m: $line; $(dmesg | grep 'first bad data'); $(cat $DBG/ufgraph/stats | tr '\n' ' ')"; }
-done
-dmesg | grep "kretprobe_client:" | grep -q "missed=0" || { stop; fail "kretprobe missed: $(dmesg | grep kretprobe_client)"; }
+why=$(clients_off) || { stop; fail "$why"; }
 stop
 sleep 0.3
 for f in vfs_write vfs_open; do

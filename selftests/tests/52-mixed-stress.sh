@@ -59,13 +59,7 @@ ufgraph_on() {
 	insmod $KO/ufgraph_client.ko func=pipe_read || { stop; fail "round $1: graph client"; }
 }
 ufgraph_off() {
-	dmesg -c > /dev/null
-	rmmod ufgraph_client kretprobe_client fprobe_client || { stop; fail "round $1: rmmod clients"; }
-	for m in fprobe_client kretprobe_client ufgraph_client; do
-		line=$(dmesg | grep "$m:" | tail -1)
-		echo "$line" | grep -q " bad=0\| data_bad=0" || { stop; fail "round $1: $m: $line"; }
-	done
-	dmesg | grep "kretprobe_client:" | grep -q "missed=0" || { stop; fail "round $1: $(dmesg | grep kretprobe_client)"; }
+	why=$(clients_off) || { stop; fail "round $1: $why"; }
 	rmmod ufgraph || { stop; fail "round $1: rmmod ufgraph: $(cat $DBG/ufgraph/stats 2>/dev/null)"; }
 }
 

@@ -17,6 +17,13 @@ reader() {
 	( while [ ! -e /tmp/go-x ]; do sleep 0.1; done; echo done-x ) | head > /tmp/out-x &
 	pid=$!
 }
+# The kretprobe stays for head's call, ufgraph's events go; then rmmod, which must not wait.
+rmmod_under() {
+	echo 0 > $T/events/kprobes/ufgk/enable
+	echo > $DE || fail "$1: remove event"
+	dmesg -c > /dev/null
+	timeout 30 rmmod ufgraph || fail "$1: rmmod: $(dmesg | tail -4)"
+}
 release() {
 	touch /tmp/go-x
 	wait $pid || fail "$1: head failed"
@@ -30,10 +37,7 @@ echo 1 > $T/events/kprobes/ufgk/enable
 echo 'f:ufgs/pr pipe_read%return' >> $DE || fail "pipe_read event"
 reader
 wait_for "grep -q ' head depth 2: pipe_read pipe_read' $DBG/ufgraph/frames" 50 || fail "sandwich: head not two frames deep: $(cat $DBG/ufgraph/frames)"
-echo 0 > $T/events/kprobes/ufgk/enable
-echo > $DE || fail "remove event"
-dmesg -c > /dev/null
-timeout 30 rmmod ufgraph || fail "sandwich: rmmod: $(dmesg | tail -4)"
+rmmod_under sandwich
 dmesg | grep -q "handed 2 pending return addresses back" || fail "sandwich: $(dmesg | grep -i 'handed\|waits\|left')"
 release sandwich
 echo > $T/kprobe_events
@@ -46,10 +50,7 @@ load graph=ksys_read
 echo 'f:ufgs/sr __x64_sys_read%return' >> $DE || fail "__x64_sys_read event"
 reader
 wait_for "grep -q ' head depth 2: ksys_read __x64_sys_read' $DBG/ufgraph/frames" 50 || skip "no tail call from __x64_sys_read to ksys_read here: $(grep head $DBG/ufgraph/frames)"
-echo 0 > $T/events/kprobes/ufgk/enable
-echo > $DE || fail "remove event"
-dmesg -c > /dev/null
-timeout 30 rmmod ufgraph || fail "tail call: rmmod: $(dmesg | tail -4)"
+rmmod_under "tail call"
 release "tail call"
 echo > $T/kprobe_events
 exit 0
