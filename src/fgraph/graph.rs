@@ -552,7 +552,9 @@ impl Graph {
         unsafe extern "C" fn run(data: *mut c_void) -> c_int {
             // SAFETY: `data` is the `Ctx` below, alive for the synchronous stop_machine call.
             let c = unsafe { &mut *data.cast::<Ctx<'_>>() };
-            c.g.tasks.for_each_owned_stack(|owner, ts| {
+            // Interrupts are off under stop_machine: preemption too.
+            let np = NoPreempt::new();
+            c.g.tasks.for_each_owned_stack(&np, |owner, ts| {
                 if c.full {
                     return;
                 }

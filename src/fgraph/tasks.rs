@@ -275,9 +275,7 @@ impl Tasks {
                 // the CPU's whole life (hotplug restarts it, never replaces it).
                 o.store(task.0, Relaxed);
             }
-            let p = self.idle.get(cpu)?.load(Acquire);
-            // SAFETY: idle stacks live until `Tasks` is dropped.
-            return (!p.is_null()).then(|| unsafe { &*p });
+            return self.idle_page(cpu);
         }
         let table = self.table.load(Acquire);
         if table.is_null() {
@@ -294,12 +292,16 @@ impl Tasks {
         // SAFETY: `task` is alive (caller's contract).
         if !is_current && unsafe { task.is_idle() } {
             // SAFETY: as above.
-            let cpu = unsafe { task.cpu() };
-            let p = self.idle.get(cpu)?.load(Acquire);
-            // SAFETY: idle stacks live until `Tasks` is dropped.
-            return (!p.is_null()).then(|| unsafe { &*p });
+            return self.idle_page(unsafe { task.cpu() });
         }
         None
+    }
+
+    fn idle_page(&self, cpu: usize) -> Option<&TaskStack> {
+        let p = self.idle.get(cpu)?.load(Acquire);
+        // SAFETY: idle stacks live until `detach`, which runs only when nothing looks up stacks
+        // any more.
+        (!p.is_null()).then(|| unsafe { &*p })
     }
 
     /// Allocates a stack for `task` and files it. Called from the fork probe (atomic) and the
@@ -564,11 +566,14 @@ impl Tasks {
     }
 
     /// Calls `f` on every stack with its owner: a task of the table, or a CPU's idle task.
-    /// Without locking: only for a caller that no writer can race (under `stop_machine`).
-    pub fn for_each_owned_stack(&self, mut f: impl FnMut(Owner, &TaskStack)) {
+    /// Without locking: the caller holds preemption disabled (`np`: a published table and its
+    /// entries are freed only after a grace period), and sees a quiet table only if no writer
+    /// can race it (under `stop_machine`).
+    pub fn for_each_owned_stack(&self, _np: &NoPreempt, mut f: impl FnMut(Owner, &TaskStack)) {
         let table = self.table.load(Acquire);
         if !table.is_null() {
-            // SAFETY: the table is live; the caller excludes concurrent rebuilds and frees.
+            // SAFETY: the table is live until a grace period after it is replaced, which the
+            // caller's preemption-disabled section holds off.
             tasktable::for_each(unsafe { &(*table).slots }, |e| {
                 // SAFETY: entries are live stacks (see `key_of`).
                 let ts = unsafe { &*(e as *const TaskStack) };
@@ -599,25 +604,8 @@ impl Tasks {
 
     /// Hooked frames on all stacks right now (a walk: nothing counts them on the hot path).
     pub fn frames_now(&self) -> usize {
-        let np = NoPreempt::new();
         let mut n = 0;
-        let table = self.table.load(Acquire);
-        if !table.is_null() {
-            // SAFETY: a published table and its entries are freed only after a grace period,
-            // which `np` holds off.
-            tasktable::for_each(unsafe { &(*table).slots }, |e| {
-                // SAFETY: as above.
-                n += unsafe { &*(e as *const TaskStack) }.stack.depth();
-            });
-        }
-        for slot in self.idle.iter() {
-            let p = slot.load(Acquire);
-            if !p.is_null() {
-                // SAFETY: idle stacks live until `detach`.
-                n += unsafe { &*p }.stack.depth();
-            }
-        }
-        drop(np);
+        self.for_each_owned_stack(&NoPreempt::new(), |_, ts| n += ts.stack.depth());
         n
     }
 
