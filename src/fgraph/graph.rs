@@ -330,8 +330,6 @@ struct Tally {
     handed: usize,
     /// Copies of our trampoline the kernel's hookers saved, rewritten.
     patched: usize,
-    /// Frames teardown waits for.
-    pending: usize,
     /// Frames of tasks that can no longer run (their stacks were left untouched).
     gone: usize,
     /// Frames whose calls were abandoned.
@@ -356,11 +354,10 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
     if top.marks & mark::HANDED != 0 {
         return false;
     }
-    let pend = |tally: &mut Tally| {
+    let pend = || {
         for f in chain {
             stack.set_marks(f, mark::PENDING);
         }
-        tally.pending += chain.len();
         true
     };
     if too_long {
@@ -368,12 +365,11 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
         // slot that may still return through the trampoline.
         for f in stack.frames().skip_while(|f| f.start != top.start).take_while(|f| f.retp == top.retp) {
             stack.set_marks(&f, mark::PENDING);
-            tally.pending += 1;
         }
         return true;
     }
     if chain.iter().any(|f| f.marks & mark::PENDING != 0) {
-        return pend(tally);
+        return pend();
     }
     // SAFETY: under stop_machine (the caller), with the owner alive and not running.
     let (addr, value) = match unsafe { crate::arch::find_slot(top, owner.task(), view) } {
@@ -381,7 +377,7 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
             tally.never += chain.len();
             return false;
         }
-        ArchSlot::Unknown => return pend(tally),
+        ArchSlot::Unknown => return pend(),
         ArchSlot::At { addr, value } => (addr, value),
     };
     let tramp = trampoline();
@@ -401,7 +397,7 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
         }
     });
     match plan {
-        Plan::Pending => pend(tally),
+        Plan::Pending => pend(),
         Plan::Hand { writes, n, frames } => {
             for &(at, v) in &writes[..n] {
                 // Each address is the return slot `find_slot` found (a word of the quiet task's
