@@ -82,6 +82,18 @@ pub struct Entry<'a> {
     stack: &'a Stack,
     idx: usize,
     np: &'a NoPreempt,
+    frame: EntryFrame,
+}
+
+/// The frame of the call an entry callback runs for.
+#[derive(Clone, Copy)]
+enum EntryFrame {
+    /// On the stack; its bitmap word is at this index.
+    Pushed(usize),
+    /// Not pushed yet (the one-step path, [`GraphHandler::RESERVES_FIRST`]): the first
+    /// reservation pushes it with its data, or the core pushes it bare if the callback wants the
+    /// return without data. `ret` and `retp` are the call's.
+    Lazy { ret: usize, retp: usize, calltime: u64 },
 }
 
 /// Counts a refused data reservation that was not the caller's mistake (see `Stats`).
@@ -98,8 +110,21 @@ fn reserve_failed(bytes: usize) {
 impl<'a> Entry<'a> {
     /// Reserves `bytes` (1..=256) on the shadow stack for this ops' return callback, once per
     /// entry. `None` if out of range, already reserved, or the stack is full.
+    #[inline(always)]
     pub fn reserve(&mut self, bytes: usize) -> Option<&'a mut [usize]> {
-        let Some(d) = self.stack.reserve_data(self.idx, bytes) else {
+        let d = match self.frame {
+            EntryFrame::Lazy { ret, retp, calltime } if (1..=crate::pure::shadow::MAX_DATA_BYTES).contains(&bytes) => {
+                let words = bytes.div_ceil(core::mem::size_of::<usize>());
+                // The frame and the data in one step (one move of the stack top).
+                self.stack.push_with_data(ret, self.func, calltime, retp, self.idx, words).ok().map(|(bm, d)| {
+                    self.frame = EntryFrame::Pushed(bm);
+                    d
+                })
+            }
+            EntryFrame::Lazy { .. } => None,
+            EntryFrame::Pushed(_) => self.stack.reserve_data(self.idx, bytes),
+        };
+        let Some(d) = d else {
             reserve_failed(bytes);
             return None;
         };
@@ -122,6 +147,11 @@ impl<'a> Entry<'a> {
     /// Data this ops reserved in the frame `depth` levels up the call chain (1: the caller's
     /// hooked frame).
     pub fn parent_data(&self, depth: usize) -> Option<&'a [usize]> {
+        // Before a lazy frame is pushed, the caller's frame is the top one.
+        let depth = match self.frame {
+            EntryFrame::Pushed(_) => depth,
+            EntryFrame::Lazy { .. } => depth.checked_sub(1)?,
+        };
         data_slice(self.stack, self.stack.retrieve_data(self.idx, depth)?)
     }
 }
@@ -202,6 +232,14 @@ pub trait GraphHandler: Send + Sync {
     /// registered handler wants them, hooked calls do not read the clock (twice per call); a
     /// handler that does not want them sees 0.
     const WANTS_TIMES: bool = true;
+    /// Whether [`GraphHandler::entry`] makes its one reservation ([`Entry::reserve`]) before it
+    /// runs anything that could hook the function being entered itself (a C callback that
+    /// calls `ufgraph_rethook_hook()`). Then, for a call no other ops hooked yet (the common
+    /// case), the core pushes the frame with the reservation in one step, not before the entry
+    /// callback, and pushes nothing for a call the callback declines. A handler that cannot
+    /// promise it keeps `false`: its frame is pushed first, so that such a nested hook finds it
+    /// being built and is refused.
+    const RESERVES_FIRST: bool = false;
 }
 
 /// What the core knows of a registered ops. Type-erased: Rust handlers and C `ufgraph_ops` both
@@ -826,7 +864,7 @@ unsafe extern "C" fn graph_entry<H: GraphHandler>(
     // the slot is registered.
     let h = unsafe { &*slot.this.cast::<H>() };
     // SAFETY: ftrace passes valid registers for the duration of the callback.
-    unsafe { g.enter_with(slot, ip, parent_ip, fregs, 0, |e| h.entry(e)) };
+    unsafe { g.enter_with(slot, ip, parent_ip, fregs, 0, H::RESERVES_FIRST, |e| h.entry(e)) };
 }
 
 impl Graph {
@@ -842,16 +880,18 @@ impl Graph {
     pub unsafe fn enter(&self, slot: &Slot, ip: usize, parent_ip: usize, fregs: *mut bindings::ftrace_regs, cookie: usize) -> bool {
         // SAFETY: the caller's contract; `this` is the handler this slot was made for, alive
         // while registered.
-        unsafe { self.enter_with(slot, ip, parent_ip, fregs, cookie, |e| (slot.entry)(slot.this, e)) }
+        unsafe { self.enter_with(slot, ip, parent_ip, fregs, cookie, false, |e| (slot.entry)(slot.this, e)) }
     }
 
     /// [`Graph::enter`], with the slot's entry callback given as `entry` (a direct call when the
-    /// handler's type is known).
+    /// handler's type is known). `lazy`: the handler is [`GraphHandler::RESERVES_FIRST`] and
+    /// this is an ftrace callback (see the one-step path below).
     ///
     /// # Safety
     ///
     /// As for [`Graph::enter`]; `entry` must be the slot's handler's entry callback.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn enter_with(
         &self,
         slot: &Slot,
@@ -859,6 +899,7 @@ impl Graph {
         parent_ip: usize,
         fregs: *mut bindings::ftrace_regs,
         cookie: usize,
+        lazy: bool,
         entry: impl FnOnce(&mut Entry<'_>) -> bool,
     ) -> bool {
         // One callback per context at a time: an entry callback that calls a hooked function
@@ -889,6 +930,56 @@ impl Graph {
         // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
         let old_ret = unsafe { retp.read() };
         let tramp = trampoline();
+
+        // The one-step path: no frame of ours is on this call yet (its return address is not
+        // our trampoline), so there is nothing to join, and the handler reserves before it
+        // runs anything foreign, so nothing can hook this call under it while it runs. No
+        // frame is pushed until the handler reserves (frame and data in one step) or wants the
+        // return. Only from ftrace: a hook made from inside a callback of ours (the rethook
+        // API) goes through `Graph::enter`, which checks for a frame being built on the same
+        // slot; an ftrace callback for this call cannot run inside one of ours for the same
+        // call (ftrace calls the ops on a function one after the other, and a call the
+        // handler makes has its own return slot).
+        if lazy && old_ret != tramp {
+            let calltime = if slot.wants_times { self.now() } else { 0 };
+            let mut e = Entry {
+                func: ip,
+                ret_ip: old_ret,
+                depth: stack.depth() + 1,
+                regs,
+                cookie,
+                stack,
+                idx,
+                np,
+                frame: EntryFrame::Lazy { ret: old_ret, retp: retp as usize, calltime },
+            };
+            let wanted = entry(&mut e);
+            let bm = match (e.frame, wanted) {
+                (EntryFrame::Pushed(bm), true) => bm,
+                (EntryFrame::Pushed(bm), false) => {
+                    stack.unpush(bm);
+                    return false;
+                }
+                (EntryFrame::Lazy { .. }, false) => return false,
+                (EntryFrame::Lazy { .. }, true) => match stack.push(old_ret, ip, calltime, retp as usize) {
+                    Ok(bm) => {
+                        stack.mark_seen(bm, idx);
+                        bm
+                    }
+                    Err(_) => {
+                        slot.missed_overrun.fetch_add(1, Relaxed);
+                        // SAFETY: the slot's handler is alive while it is registered.
+                        unsafe { (slot.missed)(slot.this, ip) };
+                        return false;
+                    }
+                },
+            };
+            stack.set_bitmap(bm, 1 << idx);
+            // SAFETY: the return-address location of this call (see `retp` above).
+            unsafe { retp.write(tramp) };
+            drop(guard);
+            return true;
+        }
 
         // Another ops hooking this same call pushed the frame already: join it. The frame's
         // "seen" mask tells this call apart from a tail-recursive one at the same stack slot.
@@ -934,8 +1025,15 @@ impl Graph {
         // joined, or a tail call), in which case the frame below knows it.
         let ret_ip = if old_ret == tramp { stack.frames().find(|f| f.ret != tramp).map_or(old_ret, |f| f.ret) } else { old_ret };
         let save = stack.top();
-        let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie, stack, idx, np };
-        let wanted = entry(&mut e);
+        let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie, stack, idx, np, frame: EntryFrame::Pushed(bm) };
+        // A lazy handler's entry is inlined once, in the one-step path above; here (a frame
+        // joined, a tail call) it is called through the slot.
+        let wanted = if lazy {
+            // SAFETY: the slot's handler is alive while it is registered.
+            unsafe { (slot.entry)(slot.this, &mut e) }
+        } else {
+            entry(&mut e)
+        };
         if wanted {
             stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
         } else {

@@ -158,6 +158,8 @@ pub struct GraphSide;
 impl GraphHandler for GraphSide {
     // Upstream's fprobe, rethook and kretprobe handlers get no call times: no clock reads.
     const WANTS_TIMES: bool = false;
+    // Both entry paths reserve before they call a probe's entry handler.
+    const RESERVES_FIRST: bool = true;
 
     #[inline(always)]
     fn entry(&self, e: &mut Entry<'_>) -> bool {
@@ -172,6 +174,7 @@ impl GraphHandler for GraphSide {
         graph_side_lookup(core, e)
     }
 
+    #[inline(always)]
     fn ret(&self, r: &mut Return<'_>) {
         graph_side_ret(r)
     }
@@ -250,10 +253,46 @@ fn graph_side_lookup(core: &Fprobes, e: &mut Entry<'_>) -> bool {
 }
 
 /// [`GraphSide::ret`].
+#[inline(always)]
 fn graph_side_ret(r: &mut Return<'_>) {
     {
         let Some(core) = core_ref() else { return };
         let Some(data) = r.data() else { return };
+        // The common case first: the only exit probe, alone in the call's data.
+        let single = core.single_exit.load(Acquire);
+        if let (false, Some(&hdr)) = (single.is_null(), data.first()) {
+            let (id, w) = fprobe_hdr::decode(hdr);
+            // SAFETY: see `GraphSide::entry`.
+            let (sid, fp) = unsafe { ((*single).id, (*single).fp) };
+            if id == Some(sid) && w + 1 == data.len() {
+                let dptr = if w > 0 { data[1..].as_ptr().cast_mut().cast::<c_void>() } else { core::ptr::null_mut() };
+                call_exit(fp, r, dptr);
+                return;
+            }
+        }
+        graph_side_ret_all(core, r, data);
+    }
+}
+
+/// Runs `fp`'s exit handler (a registered probe, found live for this return) unless the probe
+/// is disabled.
+#[inline(always)]
+fn call_exit(fp: *mut ufgraph_fprobe, r: &Return<'_>, dptr: *mut c_void) {
+    if disabled(fp) {
+        return;
+    }
+    // SAFETY: registered (the caller found it live, and unregistration waits for us).
+    if let Some(h) = unsafe { (*fp).exit_handler } {
+        // SAFETY: the caller's exit handler with the documented arguments.
+        unsafe { h(fp, r.func as _, r.ret_ip as _, r.regs.as_ptr(), dptr) };
+    }
+}
+
+/// [`graph_side_ret`] for a call with data of several probes, or of a probe that is not the
+/// only one.
+#[inline(never)]
+fn graph_side_ret_all(core: &Fprobes, r: &mut Return<'_>, data: &[usize]) {
+    {
         let np = r.no_preempt();
         let mut off = 0;
         while off < data.len() {
@@ -274,14 +313,7 @@ fn graph_side_ret(r: &mut Return<'_>) {
                 if let Some(l) = l {
                     // SAFETY: a `Live` found in `regs` (or published as the single one) stays
                     // allocated until a grace period after it leaves, which `np` holds off.
-                    let fp = unsafe { (*(l as *const Live)).fp };
-                    if !disabled(fp) {
-                        // SAFETY: registered (just checked, and unregistration waits for us).
-                        if let Some(h) = unsafe { (*fp).exit_handler } {
-                            // SAFETY: the caller's exit handler with the documented arguments.
-                            unsafe { h(fp, r.func as _, r.ret_ip as _, r.regs.as_ptr(), dptr) };
-                        }
-                    }
+                    call_exit(unsafe { (*(l as *const Live)).fp }, r, dptr);
                 }
             }
             off += 1 + w;

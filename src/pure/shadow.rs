@@ -299,6 +299,80 @@ impl<const W: usize> ShadowStack<W> {
         Ok(bm)
     }
 
+    /// Pushes a frame in the reserved state with `words` (1..=32) words of data for ops `idx`
+    /// above it, in one step (one move of `top`): the frame of a call whose only ops knows its
+    /// data size before anything else runs. `seen` is set to `idx` alone. Returns the index of
+    /// the bitmap word and the data. The result is the same stack as [`Self::push`], then
+    /// [`Self::mark_seen`] and [`Self::reserve_data`] would leave.
+    ///
+    /// ```text
+    ///   top after -> +--------------------------------+
+    ///                | DATA word: idx | words-1 | 2   |  offset FRAME_WORDS + 1 + words
+    ///                | data (words)                   |
+    ///                | reserved bitmap word           |  offset FRAME_WORDS
+    ///                | seen = 1 << idx | retp | time  |
+    ///                | func | ret                     |
+    ///   top before ->+--------------------------------+
+    /// ```
+    #[inline(always)]
+    pub fn push_with_data(
+        &self,
+        ret: usize,
+        func: usize,
+        calltime: u64,
+        retp: usize,
+        idx: usize,
+        words: usize,
+    ) -> Result<(usize, DataRef), PushError> {
+        debug_assert!((1..=MAX_DATA_WORDS).contains(&words) && idx < ARRAY_SIZE);
+        let top = self.top();
+        // The hot path's push: the frame is reached through one fixed-size window and one
+        // more word, each bounds-checked once, and the sums cannot overflow (`top` and `words`
+        // are checked small first), so no word costs a check of its own.
+        let words = words % (MAX_DATA_WORDS + 1);
+        let new_top = top.wrapping_add(FRAME_WORDS + 2).wrapping_add(words);
+        let (Some(fr), Some(head)) = (
+            self.words.get(top..).and_then(|s| s.first_chunk::<{ FRAME_WORDS + 1 }>()),
+            self.words.get(new_top.wrapping_sub(1)),
+        ) else {
+            return self.overran();
+        };
+        if top >= Self::MAX_OFFSET || new_top >= Self::MAX_OFFSET {
+            return self.overran();
+        }
+        let bm = top + FRAME_WORDS;
+        let header = word::data(idx, words, FRAME_WORDS + 1 + words);
+        // As in `push`: what an interrupt that unwinds right after `top` moves needs first (the
+        // top word, which leads to the frame, and `ret`), then everything again once `top` has
+        // moved over it, in case an interrupt used the space before.
+        head.store(header, Relaxed);
+        fr[RET].store(ret, Relaxed);
+        compiler_fence(SeqCst);
+        self.top.store(new_top, Relaxed);
+        compiler_fence(SeqCst);
+        head.store(header, Relaxed);
+        fr[RET].store(ret, Relaxed);
+        fr[FUNC].store(func, Relaxed);
+        fr[CALLTIME].store(calltime as usize, Relaxed);
+        fr[RETP].store(retp, Relaxed);
+        fr[SEEN].store(1 << (idx % ARRAY_SIZE), Relaxed);
+        fr[FRAME_WORDS].store(word::reserved(FRAME_WORDS), Relaxed);
+        self.bump_depth(1);
+        Ok((bm, DataRef { start: bm + 1, words }))
+    }
+
+    #[cold]
+    fn overran<T>(&self) -> Result<T, PushError> {
+        self.overrun.fetch_add(1, Relaxed);
+        Err(PushError::Overrun)
+    }
+
+    /// Drops the top frame, whose bitmap word is at `bm`, with everything above it: an entry
+    /// that pushed it and then declined the call.
+    pub fn unpush(&self, bm: usize) {
+        self.drop_frames(bm - FRAME_WORDS, 1);
+    }
+
     /// Sets the entry time of `frame` (a frame of this stack).
     pub fn set_calltime(&self, frame: &Frame, calltime: u64) {
         self.set(frame.start + CALLTIME, calltime as usize);
@@ -387,25 +461,34 @@ impl<const W: usize> ShadowStack<W> {
     }
 
     /// The frame whose top word sits just below `top`, if `top` is a frame boundary.
+    #[inline(always)]
     fn frame_below(&self, top: usize) -> Option<Frame> {
         if top == 0 || top > Self::MAX_OFFSET {
             return None;
         }
+        // `top` is at most MAX_OFFSET (above) and `off` below it: no sum or difference here
+        // can wrap, and the frame is read through one bounds-checked window (the return path
+        // reads every frame it pops through here).
         let off = word::offset(self.w(top - 1));
         if off < FRAME_WORDS || off > top - 1 {
             return None;
         }
-        let start = top - 1 - off;
+        let start = top.wrapping_sub(1).wrapping_sub(off);
+        let fr = self.words.get(start..)?.first_chunk::<{ FRAME_WORDS + 1 }>()?;
+        // Each word read once: they are atomics, which the compiler does not merge.
+        let bm = fr[FRAME_WORDS].load(Relaxed);
+        let seen = fr[SEEN].load(Relaxed);
+        let kind = word::kind(bm);
         Some(Frame {
             start,
-            ret: self.w(start + RET),
-            func: self.w(start + FUNC),
-            calltime: self.w(start + CALLTIME) as u64,
-            retp: self.w(start + RETP),
-            bitmap: self.bitmap(start + FRAME_WORDS),
-            seen: self.w(start + SEEN) as u16,
-            marks: self.w(start + SEEN) & mark::ALL,
-            building: word::kind(self.w(start + FRAME_WORDS)) == WordType::Reserved,
+            ret: fr[RET].load(Relaxed),
+            func: fr[FUNC].load(Relaxed),
+            calltime: fr[CALLTIME].load(Relaxed) as u64,
+            retp: fr[RETP].load(Relaxed),
+            bitmap: if kind == WordType::Bitmap { word::bitmap_bits(bm) } else { 0 },
+            seen: seen as u16,
+            marks: seen & mark::ALL,
+            building: kind == WordType::Reserved,
         })
     }
 
@@ -464,7 +547,8 @@ impl<const W: usize> ShadowStack<W> {
             return None;
         }
         let n = word::data_words(w);
-        (n < top).then(|| DataRef { start: top - 1 - n, words: n })
+        // `n < top` (checked), so the start does not wrap.
+        (n < top).then(|| DataRef { start: top.wrapping_sub(1).wrapping_sub(n), words: n })
     }
 
     /// The task variable of ops `idx`.
@@ -551,6 +635,51 @@ mod tests {
         assert_eq!(s.top(), 0);
         assert_eq!(s.depth(), 0);
         assert!(s.top_frame().is_none());
+    }
+
+    #[test]
+    fn push_with_data_equals_push_then_reserve() {
+        for (idx, words) in [(0, 1), (3, 2), (15, MAX_DATA_WORDS)] {
+            let a = stack();
+            let b = stack();
+            a.push(0x77, 0x10, 0, 0x7000).unwrap();
+            b.push(0x77, 0x10, 0, 0x7000).unwrap();
+            let bm = a.push(0x1111, 0xf00, 42, 0x6000).unwrap();
+            a.mark_seen(bm, idx);
+            let d = a.reserve_data(idx, words * 8).unwrap();
+            let (bm2, d2) = b.push_with_data(0x1111, 0xf00, 42, 0x6000, idx, words).unwrap();
+            assert_eq!((bm, d), (bm2, d2));
+            assert_eq!(a.top(), b.top());
+            assert_eq!(a.depth(), b.depth());
+            for i in 0..a.top() {
+                if i < d.start || i >= d.start + d.words {
+                    assert_eq!(a.word(i), b.word(i), "word {i} (idx {idx}, {words} words)");
+                }
+            }
+            assert!(b.top_frame().unwrap().building);
+            assert_eq!(b.data_on_top(idx), Some(d2));
+            assert_eq!(b.retrieve_data(idx, 0), Some(d2));
+            b.set_bitmap(bm2, 1 << idx);
+            let f = b.top_frame().unwrap();
+            assert_eq!((f.ret, f.func, f.calltime, f.retp, f.bitmap, f.seen), (0x1111, 0xf00, 42, 0x6000, 1 << idx, 1 << idx));
+            assert!(!f.building);
+            b.unpush(bm2);
+            assert_eq!(b.depth(), 1);
+            assert_eq!(b.top_frame().unwrap().ret, 0x77);
+        }
+    }
+
+    #[test]
+    fn push_with_data_refuses_when_full() {
+        let s = stack();
+        let mut n = 0;
+        while s.push_with_data(1, 2, 0, 3, 0, 4).is_ok() {
+            n += 1;
+        }
+        assert!(n > 0 && s.top() < S::MAX_OFFSET);
+        assert_eq!(s.overrun(), 1);
+        assert_eq!(s.depth(), n);
+        assert_eq!(s.frames().count(), n);
     }
 
     #[test]
