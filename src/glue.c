@@ -467,15 +467,7 @@ void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs, u
 	entry = perf_trace_buf_alloc(*size, &r, rctx);
 	if (!entry)
 		return NULL;
-	/*
-	 * What perf samples: the probe's registers, as the kretprobe shim builds them. At a
-	 * return (ret_addr set) those are the exit registers, with ip = the return address, as
-	 * the kernel's kretprobe events give them; the argument registers are not saved there.
-	 */
-	if (ret_addr)
-		ufg_regs_from_exit(fregs, r, ret_addr);
-	else
-		ufg_regs_from_entry(fregs, r);
+	/* The caller fills *regs (arch::fill_pt_regs): what perf samples. */
 	*regs = r;
 	return entry;
 }
@@ -570,41 +562,6 @@ void ufg_file_close(struct file *f)
 {
 	filp_close(f, NULL);
 }
-
-#ifdef CONFIG_X86_64
-void ufg_regs_from_entry(struct ftrace_regs *fregs, struct pt_regs *out)
-{
-	struct pt_regs *r = &arch_ftrace_regs(fregs)->regs;
-
-	memset(out, 0, sizeof(*out));
-	out->di = r->di;
-	out->si = r->si;
-	out->dx = r->dx;
-	out->cx = r->cx;
-	out->r8 = r->r8;
-	out->r9 = r->r9;
-	out->ax = r->ax;
-	out->bp = r->bp;
-	out->sp = r->sp;
-	out->ip = r->ip;
-	out->cs = __KERNEL_CS;
-	out->flags = X86_EFLAGS_FIXED;
-}
-
-void ufg_regs_from_exit(struct ftrace_regs *fregs, struct pt_regs *out, unsigned long ret_addr)
-{
-	struct pt_regs *r = &arch_ftrace_regs(fregs)->regs;
-
-	memset(out, 0, sizeof(*out));
-	out->ax = r->ax;
-	out->dx = r->dx;
-	out->bp = r->bp;
-	out->sp = r->sp;
-	out->ip = ret_addr;
-	out->cs = __KERNEL_CS;
-	out->flags = X86_EFLAGS_FIXED;
-}
-#endif
 
 unsigned long ufg_regs_return_value(struct pt_regs *regs)
 {

@@ -84,8 +84,11 @@ bool ufg_glob_match(const char *pat, const char *str);
 bool ufg_within_module(unsigned long addr, const struct module *mod);
 
 struct pt_regs;
+#ifdef CONFIG_ARM64
+/* arch::fill_pt_regs on arm64 (x86_64's is Rust). */
 void ufg_regs_from_entry(struct ftrace_regs *fregs, struct pt_regs *out);
 void ufg_regs_from_exit(struct ftrace_regs *fregs, struct pt_regs *out, unsigned long ret_addr);
+#endif
 unsigned long ufg_regs_return_value(struct pt_regs *regs);
 unsigned long ufg_regs_arg(struct pt_regs *regs, unsigned int n);
 

@@ -124,6 +124,10 @@ pub mod fregs {
     pub const SP: usize = b::UFG_FREGS_SP as usize;
     /// The return value register, at a return.
     pub const RETVAL: usize = b::UFG_FREGS_AX as usize;
+    /// The frame pointer.
+    pub const BP: usize = b::UFG_FREGS_BP as usize;
+    /// The second return value register (and third argument).
+    pub const DX: usize = b::UFG_FREGS_DX as usize;
     /// The argument registers, in order (SysV: rdi, rsi, rdx, rcx, r8, r9).
     pub const ARGS: [usize; 6] = [
         b::UFG_FREGS_DI as usize,

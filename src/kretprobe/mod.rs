@@ -27,7 +27,7 @@ use crate::fgraph::graph::{graph, Slot};
 use crate::fgraph::{Entry, GraphHandler, Return};
 use crate::fprobe::{fprobes, Fprobes, Target};
 use crate::pure::tasktable::Counts;
-use crate::sys::ftrace::RawOps;
+use crate::sys::ftrace::{RawOps, Regs};
 use crate::sys::rcutable::RcuTable;
 use crate::sys::sync::synchronize_rcu;
 use core::ffi::c_void;
@@ -70,8 +70,8 @@ unsafe extern "C" fn shim_entry(fp: *mut ufgraph_fprobe, _ip: c_ulong, ret_ip: c
     // SAFETY: the kretprobe is valid while registered.
     let Some(h) = (unsafe { (*shim.rp).entry_handler }) else { return 0 };
     let mut regs = MaybeUninit::<bindings::pt_regs>::uninit();
-    // SAFETY: `fregs` are the entry registers; `regs` is written whole by the glue.
-    unsafe { bindings::ufg_regs_from_entry(fregs, regs.as_mut_ptr()) };
+    // SAFETY: the fprobe core passes the entry registers, valid for the call.
+    crate::arch::fill_pt_regs(unsafe { Regs::from_raw(fregs) }, None, &mut regs);
     // SAFETY: the user's handler with the kretprobe API's arguments.
     unsafe { h(ri, regs.as_mut_ptr()) }
 }
@@ -82,8 +82,8 @@ unsafe extern "C" fn shim_exit(fp: *mut ufgraph_fprobe, _ip: c_ulong, ret_ip: c_
     // SAFETY: as above.
     let Some(h) = (unsafe { (*shim.rp).handler }) else { return };
     let mut regs = MaybeUninit::<bindings::pt_regs>::uninit();
-    // SAFETY: `fregs` are the exit registers; the glue writes `regs` whole.
-    unsafe { bindings::ufg_regs_from_exit(fregs, regs.as_mut_ptr(), ret_ip) };
+    // SAFETY: the fprobe core passes the exit registers, valid for the call.
+    crate::arch::fill_pt_regs(unsafe { Regs::from_raw(fregs) }, Some(ret_ip as usize), &mut regs);
     // SAFETY: the instance the entry filled, and the user's handler.
     unsafe { h(data.cast(), regs.as_mut_ptr()) };
 }

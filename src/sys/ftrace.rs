@@ -41,8 +41,9 @@ impl Regs {
         self.0.get()
     }
 
+    /// The word at byte offset `off`, one of the offsets of `arch::hot::fregs`.
     #[inline(always)]
-    fn word(&self, off: usize) -> usize {
+    pub(crate) fn word(&self, off: usize) -> usize {
         // SAFETY: `off` is the offset of a word of `struct ftrace_regs` (arch::hot::fregs), and
         // `self` wraps valid registers (type invariant).
         unsafe { self.as_ptr().cast::<u8>().add(off).cast::<usize>().read() }

@@ -164,6 +164,12 @@ impl PerfCall {
             return false;
         }
         let size = size as usize;
+        // What perf samples: the probe's registers, as the kretprobe shim builds them (at a
+        // return the exit registers, ip = the return address, as the kernel's kretprobe events
+        // give them).
+        // SAFETY: `pt` is this CPU's perf register buffer, handed out with `p`, ours until
+        // submitted.
+        crate::arch::fill_pt_regs(regs, ret_addr, unsafe { &mut *pt.cast::<core::mem::MaybeUninit<bindings::pt_regs>>() });
         // SAFETY: `p` points to `size` bytes of perf's buffer, ours until submitted; zeroed
         // past the trace_entry first.
         let rec = unsafe {
