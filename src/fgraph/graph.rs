@@ -55,7 +55,6 @@ use crate::arch::Slot as ArchSlot;
 use crate::pure::handback::{self, Hooker, Plan};
 use crate::pure::shadow::{mark, DataRef, Frame, ARRAY_SIZE, FRAME_WORDS};
 use crate::sys::ftrace::{RawOps, Regs};
-use crate::sys::percpu::PerCpuCounter;
 use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion, Refused};
 #[cfg(CONFIG_PREEMPTION)]
 use crate::sys::sync::synchronize_rcu_tasks;
@@ -477,8 +476,6 @@ fn report_pending(owner: Owner, func: usize, first: bool) {
 
 /// Counters shown in debugfs.
 pub struct GraphStats {
-    /// Returns handled by the trampoline: per CPU, as every hooked return counts one.
-    pub returns: PerCpuCounter,
     /// Returns that did not find their frame on top and had to skip frames above it.
     pub skipped_frames: AtomicU64,
     /// Data reservations refused because the shadow stack was full: the ops' return callback
@@ -536,7 +533,6 @@ impl Graph {
             module,
             timed: AtomicUsize::new(0),
             stats: GraphStats {
-                returns: PerCpuCounter::new()?,
                 skipped_frames: AtomicU64::new(0),
                 reserve_failed: AtomicU64::new(0),
             },
@@ -1182,8 +1178,9 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
     // (on leaving this handler) would show teardown a trampoline with no frame behind it. The
     // real address there says what is true; only unwinders read the word now.
     crate::arch::settle_slot(&f);
+    // No counter of returns: a store per hooked call for a figure nobody needs (`live` in
+    // stats walks the stacks instead).
     stack.pop(&f);
-    g.stats.returns.add_local(1);
     f.ret
 }
 

@@ -162,7 +162,6 @@ fn entry_only_skips_the_shadow_stack(t: &mut Test) -> CaseResult {
     reset();
     // SAFETY: the module is loaded.
     let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph")))?;
-    let returns = g.stats.returns.sum();
     let mut fp = probe(true, false, 0);
     reg(t, &mut fp, Target::Filter(c_str!("ufg_test_add"), None))?;
     kcheck_eq!(t, g.registered(), 0);
@@ -172,7 +171,6 @@ fn entry_only_skips_the_shadow_stack(t: &mut Test) -> CaseResult {
     t.check_ok(core(t)?.unregister(&mut *fp), "unregister")?;
     kcheck_eq!(t, ENTRIES.load(Relaxed), 20);
     kcheck_eq!(t, EXITS.load(Relaxed), 0);
-    kcheck_eq!(t, g.stats.returns.sum(), returns);
     Ok(())
 }
 
