@@ -214,7 +214,7 @@ fn data_slice(stack: &Stack, d: DataRef) -> Option<&[usize]> {
 }
 
 /// A user of the graph core, in Rust.
-pub trait GraphHandler: Send + Sync {
+pub trait GraphHandler: Send + Sync + 'static {
     /// At a hooked function's entry: return `true` to have [`GraphHandler::ret`] called on its
     /// return. Runs with preemption disabled, possibly in NMI: must not sleep.
     fn entry(&self, e: &mut Entry<'_>) -> bool;
@@ -247,6 +247,8 @@ pub struct Slot {
     idx: AtomicUsize,
     ftrace: RawOps,
     this: *const (),
+    /// The handler's type, so that [`return_handler`] can call its own handler type directly.
+    kind: core::any::TypeId,
     entry: unsafe fn(*const (), &mut Entry<'_>) -> bool,
     ret: unsafe fn(*const (), &mut Return<'_>),
     /// The ftrace callback for this slot's handler type: `graph_entry::<H>`, in which the
@@ -299,6 +301,7 @@ impl Slot {
             idx: AtomicUsize::new(usize::MAX),
             ftrace,
             this: handler.cast(),
+            kind: core::any::TypeId::of::<H>(),
             entry: entry::<H>,
             ret: ret::<H>,
             ftrace_func: graph_entry::<H>,
@@ -1093,15 +1096,17 @@ impl Graph {
     }
 }
 
-/// Called by the return trampoline with the registers the hooked function returned with;
-/// returns the real return address.
+/// What the return trampoline calls (`ufgraph_return_handler`, instantiated where the handler
+/// type `P` is known: see `fprobe`) with the registers the hooked function returned with;
+/// returns the real return address. Return callbacks of handlers of type `P` are called
+/// directly (inlined); others through their slot.
 ///
 /// # Safety
 ///
 /// Only from the trampoline, which only runs as the return of a function whose entry installed
 /// it on the current task's stack.
-#[no_mangle]
-pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_regs) -> usize {
+#[inline(always)]
+pub unsafe fn return_handler<P: GraphHandler>(fregs: *mut bindings::ftrace_regs) -> usize {
     // The frame is popped whatever happens; only the callbacks need the recursion guard (a
     // return callback that calls a hooked function, whose own return would re-enter here).
     // Either way preemption is disabled once.
@@ -1169,9 +1174,16 @@ pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_reg
             // Nothing but the pop where RCU does not protect what callbacks would read.
             Err(Refused::Unsafe) => continue,
         }
-        let mut r = Return { func: f.func, ret_ip, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx, np };
-        // SAFETY: the slot's handler is alive while the slot is.
-        unsafe { (slot.ret)(slot.this, &mut r) };
+        // One `Return` per branch: the one handed to the slot's function pointer has to be in
+        // memory, the direct call's need not be.
+        let r = || Return { func: f.func, ret_ip, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx, np };
+        if slot.kind == core::any::TypeId::of::<P>() {
+            // SAFETY: the slot was made for a `P` (its type id says so), alive while the slot is.
+            unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
+        } else {
+            // SAFETY: the slot's handler is alive while the slot is.
+            unsafe { (slot.ret)(slot.this, &mut r()) };
+        }
     }
     // Before the frame goes: on x86_64 the slot the function returned through still holds our
     // trampoline until the trampoline's last instructions, and a task preempted after the pop

@@ -155,6 +155,19 @@ fn disabled(fp: *mut ufgraph_fprobe) -> bool {
 /// The shared graph ops' handler: probes with exit handlers.
 pub struct GraphSide;
 
+/// The return trampoline's handler. fprobe (with the kretprobe shim on it) is the graph core's
+/// main user, so the core's return path is instantiated here with fprobe's handler type: its
+/// return callback is inlined, not called through the slot.
+///
+/// # Safety
+///
+/// Only from the trampoline (see [`crate::fgraph::graph::return_handler`]).
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_regs) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe { crate::fgraph::graph::return_handler::<GraphSide>(fregs) }
+}
+
 impl GraphHandler for GraphSide {
     // Upstream's fprobe, rethook and kretprobe handlers get no call times: no clock reads.
     const WANTS_TIMES: bool = false;
@@ -184,9 +197,10 @@ impl GraphHandler for GraphSide {
     }
 }
 
-/// [`GraphSide::entry`] with several exit probes: find those on the function. Out of line, so
-/// that the single-probe path saves no registers it does not use.
-#[inline(never)]
+/// [`GraphSide::entry`] with several exit probes: find those on the function. Inline: an
+/// out-of-line call taking the `Entry` by reference would make the compiler build the whole
+/// `Entry` in memory on every path, the single-probe one included (40 instructions a call).
+#[inline(always)]
 fn graph_side_lookup(core: &Fprobes, e: &mut Entry<'_>) -> bool {
     {
         let np = e.no_preempt();
@@ -266,34 +280,34 @@ fn graph_side_ret(r: &mut Return<'_>) {
             let (sid, fp) = unsafe { ((*single).id, (*single).fp) };
             if id == Some(sid) && w + 1 == data.len() {
                 let dptr = if w > 0 { data[1..].as_ptr().cast_mut().cast::<c_void>() } else { core::ptr::null_mut() };
-                call_exit(fp, r, dptr);
+                call_exit(fp, r.func, r.ret_ip, r.regs, dptr);
                 return;
             }
         }
-        graph_side_ret_all(core, r, data);
+        graph_side_ret_all(core, r.func, r.ret_ip, r.regs, r.no_preempt(), data);
     }
 }
 
 /// Runs `fp`'s exit handler (a registered probe, found live for this return) unless the probe
 /// is disabled.
 #[inline(always)]
-fn call_exit(fp: *mut ufgraph_fprobe, r: &Return<'_>, dptr: *mut c_void) {
+fn call_exit(fp: *mut ufgraph_fprobe, func: usize, ret_ip: usize, regs: &Regs, dptr: *mut c_void) {
     if disabled(fp) {
         return;
     }
     // SAFETY: registered (the caller found it live, and unregistration waits for us).
     if let Some(h) = unsafe { (*fp).exit_handler } {
         // SAFETY: the caller's exit handler with the documented arguments.
-        unsafe { h(fp, r.func as _, r.ret_ip as _, r.regs.as_ptr(), dptr) };
+        unsafe { h(fp, func as _, ret_ip as _, regs.as_ptr(), dptr) };
     }
 }
 
 /// [`graph_side_ret`] for a call with data of several probes, or of a probe that is not the
-/// only one.
+/// only one. Takes the return's fields, not the `Return`: an out-of-line call given the
+/// `Return` by reference would make the caller build it in memory on the fast path too.
 #[inline(never)]
-fn graph_side_ret_all(core: &Fprobes, r: &mut Return<'_>, data: &[usize]) {
+fn graph_side_ret_all(core: &Fprobes, func: usize, ret_ip: usize, regs: &Regs, np: &NoPreempt, data: &[usize]) {
     {
-        let np = r.no_preempt();
         let mut off = 0;
         while off < data.len() {
             let (id, w) = fprobe_hdr::decode(data[off]);
@@ -313,7 +327,7 @@ fn graph_side_ret_all(core: &Fprobes, r: &mut Return<'_>, data: &[usize]) {
                 if let Some(l) = l {
                     // SAFETY: a `Live` found in `regs` (or published as the single one) stays
                     // allocated until a grace period after it leaves, which `np` holds off.
-                    call_exit(unsafe { (*(l as *const Live)).fp }, r, dptr);
+                    call_exit(unsafe { (*(l as *const Live)).fp }, func, ret_ip, regs, dptr);
                 }
             }
             off += 1 + w;
@@ -328,8 +342,9 @@ fn single_entry(e: &mut Entry<'_>, id: usize, fp: *mut ufgraph_fprobe) -> bool {
     if disabled(fp) {
         return false;
     }
-    // SAFETY: a registered probe (see the caller).
-    let w = unsafe { (*fp).entry_data_size }.div_ceil(8);
+    // SAFETY: a registered probe (see the caller). Registration bounds the size; the `min`
+    // tells the compiler, which then needs no overflow check below.
+    let w = unsafe { (*fp).entry_data_size }.div_ceil(8).min(fprobe_hdr::MAX_DATA_WORDS);
     let Some(data) = e.reserve((1 + w) * 8) else {
         missed(fp);
         return false;

@@ -331,15 +331,17 @@ impl<const W: usize> ShadowStack<W> {
         // are checked small first), so no word costs a check of its own.
         let words = words % (MAX_DATA_WORDS + 1);
         let new_top = top.wrapping_add(FRAME_WORDS + 2).wrapping_add(words);
+        // These two first: they bound every index below under MAX_OFFSET < W, so the compiler
+        // drops the window's own checks.
+        if top >= Self::MAX_OFFSET || new_top >= Self::MAX_OFFSET {
+            return self.overran();
+        }
         let (Some(fr), Some(head)) = (
             self.words.get(top..).and_then(|s| s.first_chunk::<{ FRAME_WORDS + 1 }>()),
             self.words.get(new_top.wrapping_sub(1)),
         ) else {
             return self.overran();
         };
-        if top >= Self::MAX_OFFSET || new_top >= Self::MAX_OFFSET {
-            return self.overran();
-        }
         let bm = top + FRAME_WORDS;
         let header = word::data(idx, words, FRAME_WORDS + 1 + words);
         // As in `push`: what an interrupt that unwinds right after `top` moves needs first (the
