@@ -9,7 +9,7 @@
 #   make stress   the long stress run (debug kernel): 1000 registration and module cycles
 #   make shell    boot the test VM to an interactive shell
 #   make bench    ufgraph against the kernel's own return hooks: tables in Documentation/benchmarks.md
-#   make bench-profile   one hooked call per hook, single-stepped: instructions per function
+#   make bench-profile   one hooked call per hook, single-stepped: instructions (and locked ones) per function
 #   make clean    remove build/ (kernel trees, tools, images)
 
 ARCH ?= x86_64

@@ -15,6 +15,9 @@
  *   attach KIND N CAP   attach one probe (ufprobe, kfprobe, ufprobe_exit, kfprobe_exit) or
  *                       one kprobe per function (kprobe) to the first N functions, then
  *                       detach; kprobes stop after CAP seconds ("capped")
+ *   second FIRST KIND N with a probe of kind FIRST on the first N functions, attach and
+ *                       detach a second probe of KIND (same API) there, timed; then count
+ *                       ftrace's patching of call sites for each step (see run_second())
  *   mem KIND P          register P probes of KIND (kfprobe_exit, kretprobe, ufprobe_exit,
  *                       ukretprobe) on the target, and keep them (kinds add up)
  *   unmem               unregister what "mem" registered
@@ -572,6 +575,145 @@ static int run_attach(const char *kind, int n, unsigned int cap_s)
 	return 0;
 }
 
+/* ---- a second probe on functions already hooked ---------------------------------------- */
+
+/*
+ * ftrace's patching, counted with kprobes on two functions of its update (6.12, x86):
+ * ftrace_update_record(), which x86's ftrace_replace_code() calls once for each call site it
+ * patches (right after queueing that site's text_poke) and never for a site it leaves alone,
+ * and ftrace_modify_all_code(), called once per update of the call sites (each walks all of
+ * ftrace's records, whether or not it patches any). ftrace_update_tot_cnt would not do: it
+ * counts the records of newly loaded code, not patching of existing call sites. A kprobe
+ * traps on every hit, so the counters are registered only around untimed repeats.
+ */
+static atomic_long_t ft_sites, ft_updates;
+static struct kprobe ft_kps[2];
+
+static int notrace ft_site_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_long_inc(&ft_sites);
+	return 0;
+}
+
+static int notrace ft_update_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_long_inc(&ft_updates);
+	return 0;
+}
+
+static int ft_count_start(void)
+{
+	struct kprobe *kps[2] = { &ft_kps[0], &ft_kps[1] };
+
+	memset(ft_kps, 0, sizeof(ft_kps));
+	ft_kps[0].symbol_name = "ftrace_update_record";
+	ft_kps[0].pre_handler = ft_site_pre;
+	ft_kps[1].symbol_name = "ftrace_modify_all_code";
+	ft_kps[1].pre_handler = ft_update_pre;
+	atomic_long_set(&ft_sites, 0);
+	atomic_long_set(&ft_updates, 0);
+	return register_kprobes(kps, 2);
+}
+
+/* The counts since the last call (or ft_count_start()). */
+static void ft_count_take(long *sites, long *updates)
+{
+	*sites = atomic_long_xchg(&ft_sites, 0);
+	*updates = atomic_long_xchg(&ft_updates, 0);
+}
+
+static void ft_count_stop(void)
+{
+	struct kprobe *kps[2] = { &ft_kps[0], &ft_kps[1] };
+
+	unregister_kprobes(kps, 2);
+}
+
+/* One probe of either API: the pair run_second() registers. */
+struct any_probe {
+	bool ufg;
+	struct ufgraph_fprobe u;
+	struct fprobe k;
+};
+static struct any_probe second_p[2];
+
+static int any_register(struct any_probe *p, bool exit, int n)
+{
+	if (p->ufg) {
+		ufp_init(&p->u, exit);
+		return ufgraph_register_fprobe_ips(&p->u, funcs, n);
+	}
+	kfp_init(&p->k, exit);
+	return register_fprobe_ips(&p->k, funcs, n);
+}
+
+static int any_unregister(struct any_probe *p)
+{
+	return p->ufg ? ufgraph_unregister_fprobe(&p->u) : unregister_fprobe(&p->k);
+}
+
+/*
+ * A second probe (KIND) on functions a first one (FIRST, the same API) already hooks: with
+ * ufgraph's shared ops the second should need no ftrace patching at all (issue #15); the
+ * kernel's fprobe gives each probe an ftrace_ops, so the call sites go from the first ops'
+ * trampoline to the list function. The first probe's registration is counted (untimed), the
+ * second's attach and detach are timed, then repeated with ftrace's patching counted.
+ */
+static int run_second(const char *first, const char *kind, int n)
+{
+	struct any_probe *p1 = &second_p[0], *p2 = &second_p[1];
+	bool ufg = !strncmp(kind, "ufprobe", 7);
+	bool exit1 = strstr(first, "_exit") != NULL, exit2 = strstr(kind, "_exit") != NULL;
+	long first_sites = -1, first_updates = -1, sites = -1, updates = -1;
+	long dsites = -1, dupdates = -1;
+	int ret, ret2 = 0, count_err;
+	u64 t0 = 0, t1 = 0, t2 = 0;
+
+	if (strncmp(first, ufg ? "ufprobe" : "kfprobe", 7) || (!ufg && strncmp(kind, "kfprobe", 7)))
+		return -EINVAL;
+	if (ufp_on || kfp_on)
+		return -EBUSY;
+	if (n <= 0 || n > nfuncs)
+		n = nfuncs;
+	if (!n)
+		return -ENOENT;
+	cnt_reset();
+	p1->ufg = p2->ufg = ufg;
+	count_err = ft_count_start();
+	ret = any_register(p1, exit1, n);
+	if (!count_err) {
+		ft_count_take(&first_sites, &first_updates);
+		ft_count_stop();
+	}
+	if (ret) {
+		emit("second kind=%s first=%s n=%d attached=0 err=%d/0 counted=0", kind, first, n, ret);
+		return 0;
+	}
+	t0 = ktime_get_ns();
+	ret = any_register(p2, exit2, n);
+	t1 = ktime_get_ns();
+	if (!ret)
+		ret2 = any_unregister(p2);
+	t2 = ktime_get_ns();
+	if (!ret && !count_err) {
+		count_err = ft_count_start();
+		if (!count_err) {
+			if (!any_register(p2, exit2, n)) {
+				ft_count_take(&sites, &updates);
+				any_unregister(p2);
+				ft_count_take(&dsites, &dupdates);
+			}
+			ft_count_stop();
+		}
+	}
+	any_unregister(p1);
+	emit("second kind=%s first=%s n=%d attached=%d err=%d/%d counted=%d count_err=%d first_sites=%ld first_updates=%ld attach_ns=%llu detach_ns=%llu sites=%ld updates=%ld detach_sites=%ld detach_updates=%ld",
+	     kind, first, n, ret ? 0 : n, ret, ret2, !count_err && sites >= 0, count_err,
+	     first_sites, first_updates, t1 - t0, t2 - t1, sites, updates, dsites, dupdates);
+	emit_counts();
+	return 0;
+}
+
 /* ---- memory ---------------------------------------------------------------------------- */
 
 static int run_mem(const char *kind, int p)
@@ -779,6 +921,8 @@ static int run_cmd(char *line)
 	} else if (!strcmp(argv[0], "attach") && argc == 4 && !kstrtouint(argv[2], 0, &a) &&
 		   !kstrtouint(argv[3], 0, &b)) {
 		ret = run_attach(argv[1], a, b);
+	} else if (!strcmp(argv[0], "second") && argc == 4 && !kstrtouint(argv[3], 0, &a)) {
+		ret = run_second(argv[1], argv[2], a);
 	} else if (!strcmp(argv[0], "mem") && argc == 3 && !kstrtouint(argv[2], 0, &a)) {
 		ret = run_mem(argv[1], a);
 	} else if (!strcmp(argv[0], "conc") && argc == 2 && !kstrtouint(argv[1], 0, &a)) {

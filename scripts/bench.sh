@@ -9,10 +9,11 @@
 #   1. with `-icount shift=0`: guest time advances one nanosecond per instruction, so the
 #      per-call figures are deterministic instruction counts (also: memory);
 #   2. without it: wall-clock per-call cost, and concurrency (both vCPUs on host threads);
-#   3. mass attach, with single-threaded TCG: with a host thread per vCPU, patching ftrace's
-#      call sites in 10000 functions while the other vCPU ran crashed the guest twice in our
-#      runs (an int3 left behind in a patched function; a jump to 0 in the idle loop right
-#      after a kprobe handler), in the kernel's own text patching, whoever asked for it.
+#   3. mass attach (and a second probe on the same functions), with single-threaded TCG:
+#      with a host thread per vCPU, patching ftrace's call sites in 10000 functions while
+#      the other vCPU ran crashed the guest twice in our runs (an int3 left behind in a
+#      patched function; a jump to 0 in the idle loop right after a kprobe handler), in the
+#      kernel's own text patching, whoever asked for it.
 #
 # Two vCPUs are given as two sockets: with QEMU 7.2's default topology (one socket, two
 # cores) SeaBIOS's MP table lists one CPU, and a kernel without ACPI then brings up one.
@@ -20,7 +21,10 @@
 #
 # --profile (only that) boots once more with QEMU's gdbstub and has gdb single-step one call
 # of the target per hook; the report lists, per hook, the instructions spent in each function
-# (Documentation/benchmarks.md, "Where the instructions go").
+# and the locked read-modify-write instructions among them (Documentation/benchmarks.md,
+# "Where the instructions go"). The Targets of the other report take that count from the
+# profile when both measured the same build (build/bench-x86_64/build-id: the sources and the
+# kernel image); a profile run refreshes them when the last full run measured its build.
 #
 # host/bench-report turns the two logs into tables in Documentation/benchmarks.md (between
 # its "bench:begin"/"bench:end" markers) and plots in Documentation/bench-*.svg, and prints
@@ -65,6 +69,12 @@ build() {
 	# The client, like the selftest clients: against the headers and ufgraph's exports.
 	cp -a "$UFG_TOP/bench/." "$bdir/src/"
 	cp -a "$bdir/ufgraph/include" "$bdir/src/include"
+	# What this build measures, before anything is built in these directories: the profile is
+	# a boot of its own, and the report uses its figures only for logs of the same build.
+	{
+		(cd "$bdir" && find ufgraph src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+		sha256sum < "$kdir/arch/x86/boot/bzImage"
+	} | sha256sum | cut -d' ' -f1 > "$bdir/build-id"
 	local log=$bdir/build.log
 	if ! ufg_kmake "$arch" "" M="$bdir/ufgraph" modules >"$log" 2>&1 ||
 		! ufg_kmake "$arch" "" M="$bdir/src" KBUILD_EXTRA_SYMBOLS="$bdir/ufgraph/Module.symvers" modules >>"$log" 2>&1; then
@@ -103,7 +113,11 @@ boot() {
 # The profile pass: QEMU with its gdbstub; for each "@@bench profile name=H target=T flag=F"
 # line the VM prints, gdb attaches, puts a hardware breakpoint on the target, sets the flag
 # the VM waits for, and single-steps the call until it is back in its caller, printing every
-# instruction address ("@pc ADDR") to profile-H.pcs. Then it detaches and the VM goes on.
+# instruction's address and its disassembly ("@pc ADDR => 0xADDR:<tab>INSN") to profile-H.pcs.
+# The disassembly is gdb's of the bytes executed (`x/i $pc`), not of vmlinux or a .ko: it holds
+# what was patched at run time (alternatives, static calls, ftrace's call sites) and the
+# trampolines ftrace and kprobes generate, which no file holds. Then gdb detaches and the VM
+# goes on.
 profile_pass() {
 	local log=$bdir/profile.log port=$((20000 + RANDOM % 20000)) n=0 line name target flag
 	command -v gdb > /dev/null || ufg_die "the profile pass needs gdb (apt-get install gdb)"
@@ -114,7 +128,8 @@ profile_pass() {
 	set $ret = *(unsigned long *)$rsp
 	set $n = 0
 	while $pc != $ret && $n < 200000
-	  printf "@pc %lx\n", $pc
+	  printf "@pc %lx ", $pc
+	  x/i $pc
 	  stepi
 	  set $n = $n + 1
 	end
@@ -122,6 +137,8 @@ profile_pass() {
 	GDB
 	local append="console=ttyS0 panic=-1 oops=panic tsc=reliable ufg.mode=bench ufg.bench=profile ufg.benchq=0"
 	ufg_log "bench: booting the profile pass (gdbstub on port $port), log in $log"
+	# Created here: the loop below reads it before the background QEMU's redirection may have.
+	: > "$log"
 	timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 -accel tcg,thread=single -cpu max \
 		-kernel "$kdir/arch/x86/boot/bzImage" -smp 2,sockets=2 -m 1024 -display none -no-reboot \
 		-monitor none -serial stdio -gdb "tcp:127.0.0.1:$port" -initrd "$bdir/initramfs.cpio.gz" \
@@ -151,12 +168,29 @@ profile_pass() {
 	grep -q "^@@bench end pass=profile" "$log" || ufg_log "bench: the profile pass did not finish (see $log)"
 }
 
+# The tables of the bench passes' logs (and the profile's summary, if of the same build).
+report() {
+	cargo run --quiet --release --manifest-path "$UFG_TOP/Cargo.toml" -p bench-report -- \
+		--source "$(cat "$bdir/bench.source" 2>/dev/null || cat "$bdir/source" 2>/dev/null || echo unknown)" \
+		--build-id "$(cat "$bdir/bench.build-id" 2>/dev/null || echo unknown)" \
+		--profile-summary "$bdir/profile.tsv" \
+		--icount "$bdir/icount.log" --wall "$bdir/wall.log" --attach "$bdir/attach.log" --text "$bdir/report.txt" "$@"
+}
+
 if [ $profile = 1 ]; then
 	build
 	profile_pass
 	cargo run --quiet --release --manifest-path "$UFG_TOP/Cargo.toml" -p bench-report -- \
 		--profile "$bdir" --system-map "$kdir/System.map" --text "$bdir/profile.txt" \
 		--doc "$UFG_TOP/Documentation/benchmarks.md"
+	# The Targets count locked instructions from this profile: write them again when the last
+	# full (not --quick) run measured this same build, so that the two orders of make bench
+	# and make bench-profile give the same document.
+	if [ -s "$bdir/profile.tsv" ] && [ "$(cat "$bdir/bench.build-id" 2>/dev/null)" = "$(cat "$bdir/build-id")" ] &&
+		grep -q '^@@bench start pass=icount quick=0 ' "$bdir/icount.log" 2>/dev/null; then
+		ufg_log "bench: the last make bench measured this build: its Targets again, with this profile"
+		report --doc "$UFG_TOP/Documentation/benchmarks.md" --svg-dir "$UFG_TOP/Documentation" > /dev/null
+	fi
 	exit 0
 fi
 
@@ -169,9 +203,11 @@ if [ $report_only = 0 ]; then
 		attach) boot attach -accel tcg,thread=single ;;
 		esac
 	done
+	# The build these logs measured (a later --profile builds again, and writes build-id).
+	cp "$bdir/build-id" "$bdir/bench.build-id"
+	cp "$bdir/source" "$bdir/bench.source"
 fi
 
 out=()
 [ $quick = 0 ] && out=(--doc "$UFG_TOP/Documentation/benchmarks.md" --svg-dir "$UFG_TOP/Documentation")
-cargo run --quiet --release --manifest-path "$UFG_TOP/Cargo.toml" -p bench-report -- \
-	--source "$(cat "$bdir/source" 2>/dev/null || echo unknown)" --icount "$bdir/icount.log" --wall "$bdir/wall.log" --attach "$bdir/attach.log" --text "$bdir/report.txt" "${out[@]}"
+report "${out[@]}"

@@ -3,7 +3,8 @@
 //! bench-report: the benchmark VM's output (scripts/bench.sh) as tables and plots.
 //!
 //! ```text
-//! bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--text OUT] [--doc FILE.md] [--svg-dir DIR]
+//! bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--build-id ID]
+//!              [--profile-summary DIR/profile.tsv] [--text OUT] [--doc FILE.md] [--svg-dir DIR]
 //! bench-report --profile DIR --system-map FILE [--text OUT] [--doc FILE.md]
 //! ```
 //!
@@ -13,7 +14,10 @@
 //! `bench-attach.svg` are written there. std only: the SVG is written by hand.
 //!
 //! With `--profile` it reports the profile pass instead (see `profile.rs`), between the
-//! `profile:begin` and `profile:end` markers.
+//! `profile:begin` and `profile:end` markers, and writes its summary to `DIR/profile.tsv`.
+//! The Targets of the first form take the locked-instruction figures from that summary when
+//! `--profile-summary` is given and its build-id is the logs' `--build-id` (the profile is a
+//! separate boot, maybe of other sources); otherwise they say that the profile is missing.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -66,7 +70,7 @@ pub fn parse(text: &str) -> Vec<Rec> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--text OUT] [--doc FILE.md] [--svg-dir DIR]");
+    eprintln!("usage: bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--build-id ID] [--profile-summary FILE] [--text OUT] [--doc FILE.md] [--svg-dir DIR]");
     eprintln!("       bench-report --profile DIR --system-map FILE [--text OUT] [--doc FILE.md]");
     exit(2)
 }
@@ -100,7 +104,8 @@ fn write_or_die(path: &str, body: &str) {
     });
 }
 
-// The profile pass: DIR holds profile.log (the VM's console), profile-HOOK.pcs and source.
+// The profile pass: DIR holds profile.log (the VM's console), profile-HOOK.pcs, source and
+// build-id (what scripts/bench.sh built). Writes DIR/profile.tsv for the `make bench` report.
 fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>) {
     let log = std::fs::read_to_string(format!("{}/profile.log", dir)).unwrap_or_default();
     let mut syms = profile::Symbols::default();
@@ -117,7 +122,8 @@ fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>)
     for r in parse(&log).iter().filter(|r| r.sec == "profile") {
         let Some(hook) = r.get("name") else { continue };
         let pcs = std::fs::read_to_string(format!("{}/profile-{}.pcs", dir, hook)).unwrap_or_default();
-        let p = profile::profile(hook, &pcs, &syms);
+        let mut p = profile::profile(hook, &pcs, &syms);
+        profile::make_readable(&mut p);
         if p.total > 0 {
             profiles.push(p);
         } else {
@@ -129,6 +135,9 @@ fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>)
         exit(1);
     }
     let source = std::fs::read_to_string(format!("{}/source", dir)).unwrap_or_else(|_| "unknown".into());
+    let build_id = std::fs::read_to_string(format!("{}/build-id", dir)).unwrap_or_else(|_| "unknown".into());
+    let summary = profile::Summary::new(&profiles, build_id.trim(), source.trim());
+    write_or_die(&format!("{}/profile.tsv", dir), &summary.to_tsv());
     let body = profile::markdown(&profiles, source.trim());
     print!("{}", body);
     if let Some(t) = text {
@@ -148,8 +157,9 @@ fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>)
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut icount, mut wall, mut kprobe, mut text, mut doc, mut svg_dir) = (None, None, None, None, None, None);
-    let (mut profile_dir, mut system_map) = (None, None);
+    let (mut profile_dir, mut system_map, mut profile_summary) = (None, None, None);
     let mut source = String::from("unknown");
+    let mut build_id = String::from("unknown");
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_else(|| usage());
         match a.as_str() {
@@ -157,6 +167,8 @@ fn main() {
             "--wall" => wall = Some(v),
             "--attach" => kprobe = Some(v),
             "--source" => source = v,
+            "--build-id" => build_id = v,
+            "--profile-summary" => profile_summary = Some(v),
             "--text" => text = Some(v),
             "--doc" => doc = Some(v),
             "--svg-dir" => svg_dir = Some(v),
@@ -180,6 +192,8 @@ fn main() {
     }
     let mut rep = report::Report::new(&ic, &wl, &kp);
     rep.source = source;
+    rep.build_id = build_id;
+    rep.profile = profile_summary.and_then(|p| std::fs::read_to_string(p).ok()).map(|t| profile::Summary::parse(&t));
     let body = rep.markdown();
     print!("{}", body);
     if let Some(t) = text {

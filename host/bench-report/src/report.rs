@@ -2,6 +2,7 @@
 
 //! The tables: per-call cost, the targets, mass attach, memory, concurrency.
 
+use crate::profile::Summary;
 use crate::svg::{Chart, HLine, Series};
 use crate::Rec;
 use std::fmt::Write as _;
@@ -34,12 +35,27 @@ const ATTACH_KINDS: &[(&str, &str)] = &[
     ("kfprobe_exit", "kernel register_fprobe_ips, with exit handler"),
 ];
 
+/// A second probe on the functions a first one hooks (`@@bench second first=F kind=K`): the
+/// first probe's kind, the second's, a short name, the table's label.
+const SECOND_KINDS: &[(&str, &str, &str, &str)] = &[
+    ("ufprobe", "ufprobe", "entry only on entry only", "ufgraph register_fprobe_ips, a second probe (entry only) on an entry-only probe's functions"),
+    ("kfprobe", "kfprobe", "entry only on entry only", "kernel register_fprobe_ips, a second probe (entry only) on an entry-only probe's functions"),
+    ("ufprobe_exit", "ufprobe_exit", "exit on exit", "ufgraph register_fprobe_ips, a second probe with exit handler on the functions of one with exit handler"),
+    ("kfprobe_exit", "kfprobe_exit", "exit on exit", "kernel register_fprobe_ips, a second probe with exit handler on the functions of one with exit handler"),
+    ("ufprobe", "ufprobe_exit", "exit on entry only", "ufgraph register_fprobe_ips, a probe with exit handler on an entry-only probe's functions"),
+    ("kfprobe", "kfprobe_exit", "exit on entry only", "kernel register_fprobe_ips, a probe with exit handler on an entry-only probe's functions"),
+];
+
 pub struct Report<'a> {
     ic: &'a [Rec],
     wl: &'a [Rec],
     kp: &'a [Rec],
     /// Where ufgraph.ko was built from (a commit, or the work tree).
     pub source: String,
+    /// What scripts/bench.sh built for these logs (sources and kernel), to match the profile's.
+    pub build_id: String,
+    /// The last profile run's summary (`profile.tsv`), if there is one.
+    pub profile: Option<Summary>,
 }
 
 /// Machine sizes the memory formulas need (from the VM's `sizes` line).
@@ -146,7 +162,7 @@ fn ms(ns: Option<f64>) -> String {
 
 impl<'a> Report<'a> {
     pub fn new(ic: &'a [Rec], wl: &'a [Rec], kp: &'a [Rec]) -> Self {
-        Report { ic, wl, kp, source: "unknown".into() }
+        Report { ic, wl, kp, source: "unknown".into(), build_id: "unknown".into(), profile: None }
     }
 
     fn find<'b>(recs: &'b [Rec], sec: &str, name: &str) -> Option<&'b Rec> {
@@ -168,6 +184,15 @@ impl<'a> Report<'a> {
 
     fn attach(&self, kind: &str) -> Vec<&'a Rec> {
         self.wl.iter().chain(self.kp.iter()).filter(|r| r.sec == "attach" && r.get("kind") == Some(kind)).collect()
+    }
+
+    /// The second-probe runs of a pair of kinds, by N.
+    fn second(&self, first: &str, kind: &str) -> Vec<&'a Rec> {
+        self.wl
+            .iter()
+            .chain(self.kp.iter())
+            .filter(|r| r.sec == "second" && r.get("first") == Some(first) && r.get("kind") == Some(kind))
+            .collect()
     }
 
     fn nfuncs(&self) -> Option<f64> {
@@ -347,8 +372,25 @@ impl<'a> Report<'a> {
                 ),
             );
         }
-        line(None, "a second probe on functions already hooked costs no ftrace patching", "no row measures it yet".into());
-        line(None, "no locked read-modify-write instruction per hooked call", "the profile does not classify instructions yet; by reading the code: none left on the fprobe paths (the return count is a plain per-CPU add since session 4), the shared registration counters are only touched on misses".into());
+        // A second probe where one already is: judged on ftrace's patching as counted (call
+        // sites patched, code updates), at the largest N measured, for every pair of kinds.
+        let (met, detail) = self.second_target();
+        line(met, "a second probe on functions already hooked costs no ftrace patching", detail);
+        // Locked instructions: from the profile pass, a boot of its own, so only when it ran on
+        // the same build as these logs.
+        let what = "no locked read-modify-write instruction per hooked call (ufgraph's hooks)";
+        match &self.profile {
+            None => line(None, what, "no profile: run `make bench-profile` (scripts/bench.sh --profile), which counts them and refreshes these Targets".into()),
+            Some(p) if p.build_id != self.build_id || self.build_id == "unknown" => line(
+                None,
+                what,
+                format!("the last profile ({}) is not of the build these logs measured: run `make bench-profile`", p.source),
+            ),
+            Some(p) => {
+                let (met, detail) = p.locked_target();
+                line(met, what, format!("{}; from the profile, \"Where the instructions go\"", detail));
+            }
+        }
         line(None, "BPF fentry/fexit and arm64 rows", "not built yet: the bench kernel has no BPF, and the bench runs on x86_64 only".into());
         // 5. memory flat.
         let mems: Vec<&Rec> = self.ic.iter().filter(|r| r.sec == "mem" && r.get("name") == Some("ufgraph")).collect();
@@ -377,6 +419,64 @@ impl<'a> Report<'a> {
         s.push('\n');
     }
 
+    /// Issue #15's "a second probe on functions that are already hooked costs no ftrace
+    /// patching": met when, at the largest N measured, no second ufgraph probe (of any pair of
+    /// kinds) made ftrace patch a call site or update its code; `None` when nothing was measured
+    /// or counted.
+    fn second_target(&self) -> (Option<bool>, String) {
+        let mut ufg = Vec::new();
+        let mut kern = Vec::new();
+        let mut met = Some(true);
+        let mut any = false;
+        let mut nmax = 0.0;
+        for (first, kind, short, _) in SECOND_KINDS {
+            let rows = self.second(first, kind);
+            let Some(r) = rows.iter().filter(|r| r.get("attached") != Some("0")).max_by(|a, b| a.num("n").unwrap_or(0.0).total_cmp(&b.num("n").unwrap_or(0.0))) else {
+                continue;
+            };
+            let n = r.num("n").unwrap_or(0.0);
+            nmax = f64::max(nmax, n);
+            let counted = r.get("counted") == Some("1");
+            let first_ms = self.attach(first).into_iter().find(|a| a.num("n") == Some(n)).and_then(|a| a.num("attach_ns"));
+            let text = if counted {
+                format!(
+                    "{}: {} call sites patched in {} ftrace updates, {} ms (its first probe: {} sites in {}, attach {} ms)",
+                    short,
+                    r.get("sites").unwrap_or("?"),
+                    r.get("updates").unwrap_or("?"),
+                    ms(r.num("attach_ns")),
+                    r.get("first_sites").unwrap_or("?"),
+                    r.get("first_updates").unwrap_or("?"),
+                    ms(first_ms)
+                )
+            } else {
+                format!("{}: patching not counted, {} ms (first probe {} ms)", short, ms(r.num("attach_ns")), ms(first_ms))
+            };
+            if kind.starts_with('u') {
+                any = true;
+                met = match (met, counted) {
+                    (Some(m), true) => Some(m && r.num("sites") == Some(0.0) && r.num("updates") == Some(0.0)),
+                    _ => None,
+                };
+                ufg.push(text);
+            } else {
+                kern.push(text);
+            }
+        }
+        if !any {
+            return (None, "not measured (no second-probe run in the attach log)".into());
+        }
+        (
+            met,
+            format!(
+                "{} functions; ufgraph: {}; the kernel's register_fprobe_ips: {}; patching counted by kprobes on ftrace_update_record (once per call site x86's ftrace_replace_code patches) and ftrace_modify_all_code (once per update of the call sites)",
+                nmax as u64,
+                ufg.join("; "),
+                if kern.is_empty() { "not measured".into() } else { kern.join("; ") }
+            ),
+        )
+    }
+
     fn attach_tables(&self, s: &mut String) {
         let _ = writeln!(s, "### Mass attach\n");
         let all = self.nfuncs();
@@ -385,7 +485,11 @@ impl<'a> Report<'a> {
             "One probe attached to, then detached from, the first N of vmlinux's {} traceable functions\n\
              (`available_filter_functions_addrs`, modules left out), wall clock in the VM (TCG). Kprobes are\n\
              registered one by one and detached with one `unregister_kprobes()`; their registration stops\n\
-             after the time cap (\"capped\").\n",
+             after the time cap (\"capped\"). The \"second probe\" rows time attaching and detaching a probe\n\
+             on the functions a first probe of the same API already hooks; their notes count ftrace's\n\
+             patching in an untimed repeat (kprobes on ftrace_update_record, called once per call site\n\
+             patched, and ftrace_modify_all_code, once per update of the call sites), for the second probe\n\
+             and for the first.\n",
             all.map(|v| v as u64).unwrap_or(0)
         );
         let z = self.sizes();
@@ -422,6 +526,44 @@ impl<'a> Report<'a> {
                             human(kernel_fprobe_pool(n as u64, &z.with_cpus(64)) as f64)
                         ));
                     }
+                }
+                let per = |k: &str| r.num(k).filter(|_| att > 0.0).map(|v| format!("{:.1}", v / 1e3 / att)).unwrap_or("-".into());
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                    nshow,
+                    label,
+                    att as u64,
+                    ms(r.num("attach_ns")),
+                    ms(r.num("detach_ns")),
+                    per("attach_ns"),
+                    per("detach_ns"),
+                    notes.join("; ")
+                );
+            }
+        }
+        for (first, kind, _, label) in SECOND_KINDS {
+            for r in self.second(first, kind) {
+                any = true;
+                let n = r.num("n").unwrap_or(0.0);
+                let nshow = if Some(n) == all || n == 0.0 { format!("all ({})", all.unwrap_or(n) as u64) } else { format!("{}", n as u64) };
+                let att = r.num("attached").unwrap_or(0.0);
+                let mut notes = Vec::new();
+                if r.get("counted") == Some("1") {
+                    notes.push(format!(
+                        "ftrace: {} call sites patched in {} updates (detach: {} in {}); the first probe's attach: {} in {}",
+                        r.get("sites").unwrap_or("?"),
+                        r.get("updates").unwrap_or("?"),
+                        r.get("detach_sites").unwrap_or("?"),
+                        r.get("detach_updates").unwrap_or("?"),
+                        r.get("first_sites").unwrap_or("?"),
+                        r.get("first_updates").unwrap_or("?")
+                    ));
+                } else {
+                    notes.push(format!("ftrace patching not counted (kprobe error {})", r.get("count_err").unwrap_or("?")));
+                }
+                if r.get("err") != Some("0/0") {
+                    notes.push(format!("errors {}", r.get("err").unwrap_or("?")));
                 }
                 let per = |k: &str| r.num(k).filter(|_| att > 0.0).map(|v| format!("{:.1}", v / 1e3 / att)).unwrap_or("-".into());
                 let _ = writeln!(
@@ -577,6 +719,12 @@ impl<'a> Report<'a> {
     fn problems(&self, s: &mut String) {
         let mut p = Vec::new();
         for (pass, recs) in [("icount", self.ic), ("wall", self.wl), ("attach", self.kp)] {
+            if let Some(c) = recs.iter().find(|r| r.sec == "start").and_then(|r| r.get("clocksource")).filter(|c| !c.starts_with("tsc")) {
+                p.push(format!(
+                    "the {} pass timed with clocksource {} (the TSC's calibration failed, the host was busy): its times are in jiffies, 4 ms steps",
+                    pass, c
+                ));
+            }
             if !recs.iter().any(|r| r.sec == "end") {
                 let last = recs.iter().rev().find(|r| r.sec != "splat" && r.sec != "start");
                 p.push(format!(
@@ -728,5 +876,48 @@ mod tests {
         assert!(md.contains("fprobe entry+exit at most 300 instructions over no hook: not measured"), "{md}");
         assert!(md.contains("the wall pass did not finish"));
         assert!(r.cost_svg().contains("bare ftrace_ops (50)"));
+    }
+
+    #[test]
+    fn second_probe_rows_and_target() {
+        let kp = crate::parse(
+            "@@bench start pass=attach quick=0 kernel=6.12 cpus=2 clocksource=refined-jiffies\n\
+             @@bench nfuncs name=all n=500\n\
+             @@bench attach kind=ufprobe n=500 tried=500 attached=500 refused=0 err=0/0 capped=0 attach_ns=40000000 detach_ns=30000000\n\
+             @@bench second kind=ufprobe first=ufprobe n=500 attached=500 err=0/0 counted=1 count_err=0 first_sites=500 first_updates=1 attach_ns=2000000 detach_ns=1000000 sites=0 updates=0 detach_sites=0 detach_updates=0\n\
+             @@bench second kind=kfprobe first=kfprobe n=500 attached=500 err=0/0 counted=1 count_err=0 first_sites=500 first_updates=1 attach_ns=30000000 detach_ns=1000000 sites=500 updates=1 detach_sites=500 detach_updates=1\n\
+             @@bench end pass=attach\n",
+        );
+        let r = Report::new(&[], &[], &kp);
+        let md = r.markdown();
+        assert!(
+            md.contains("| all (500) | ufgraph register_fprobe_ips, a second probe (entry only) on an entry-only probe's functions | 500 | 2.0 | 1.0 | 4.0 | 2.0 | ftrace: 0 call sites patched in 0 updates (detach: 0 in 0); the first probe's attach: 500 in 1 |"),
+            "{md}"
+        );
+        assert!(md.contains("costs no ftrace patching: met (500 functions; ufgraph: entry only on entry only: 0 call sites patched in 0 ftrace updates, 2.0 ms (its first probe: 500 sites in 1, attach 40.0 ms); the kernel's register_fprobe_ips: entry only on entry only: 500 call sites"), "{md}");
+        // A ufgraph pair that patches: not met; one whose patching was not counted: not measured.
+        let bad = crate::parse("@@bench second kind=ufprobe_exit first=ufprobe n=500 attached=500 err=0/0 counted=1 first_sites=500 first_updates=1 attach_ns=1 detach_ns=1 sites=500 updates=1 detach_sites=500 detach_updates=1\n");
+        assert_eq!(Report::new(&[], &[], &bad).second_target().0, Some(false));
+        let unc = crate::parse("@@bench second kind=ufprobe first=ufprobe n=500 attached=500 err=0/0 counted=0 count_err=-2 attach_ns=1 detach_ns=1\n");
+        assert_eq!(Report::new(&[], &[], &unc).second_target().0, None);
+        assert!(Report::new(&[], &[], &unc).markdown().contains("ftrace patching not counted (kprobe error -2)"));
+        assert_eq!(Report::new(&[], &[], &[]).second_target().0, None);
+        assert!(md.contains("- the attach pass timed with clocksource refined-jiffies"), "{md}");
+    }
+
+    #[test]
+    fn locked_target_needs_the_same_build() {
+        let ic = crate::parse("@@bench start pass=icount quick=0 kernel=6.12 cpus=2\n@@bench end pass=icount\n");
+        let tsv = "build-id\tb1\nsource\tthe work tree at 1234567\nhook\tufprobe\t94\t0\nhook\tufprobe_exit\t591\t0\nhook\tukretprobe\t727\t0\n\
+                   hook\tufgraph1\t490\t0\nhook\tufgraph4\t1639\t0\nhook\tkfprobe_exit\t426\t2\n\
+                   locked\tkfprobe_exit\trethook_try_get\t1\tlock cmpxchg %rdx,(%rdi)\nlocked\tkfprobe_exit\trethook_recycle\t1\tlock xadd %eax,(%rdx)\n";
+        let mut r = Report::new(&ic, &[], &[]);
+        assert!(r.markdown().contains("per hooked call (ufgraph's hooks): not measured (no profile: run `make bench-profile`"));
+        r.profile = Some(Summary::parse(tsv));
+        r.build_id = "b2".into();
+        assert!(r.markdown().contains("(ufgraph's hooks): not measured (the last profile (the work tree at 1234567) is not of the build"), "{}", r.markdown());
+        r.build_id = "b1".into();
+        let md = r.markdown();
+        assert!(md.contains("(ufgraph's hooks): met (one single-stepped call per hook; ufgraph: fprobe entry only 0, fprobe entry+exit 0, kretprobe shim 0, 1 graph ops 0, 4 graph ops 0; the kernel's: fprobe entry+exit 2 (in `rethook_try_get` 1, `rethook_recycle` 1); from the profile, \"Where the instructions go\")"), "{md}");
     }
 }
