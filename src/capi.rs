@@ -89,14 +89,145 @@ pub unsafe extern "C" fn ufgraph_register(gops: *mut ufgraph_ops) -> c_int {
         Ok(s) => s,
         Err(_) => return ENOMEM.to_errno(),
     };
-    // SAFETY: the slot lives in its box until `ufgraph_unregister` frees it after unregistering.
-    if let Err(e) = unsafe { g.register(&slot) } {
+    // SAFETY: valid (contract); only this file touches the private fields.
+    let filter = unsafe { (*gops).ufgraph_filter }.cast::<Filter>();
+    // SAFETY: the slot lives in its box until `ufgraph_unregister` frees it after unregistering;
+    // `filter` is the list `set_filter` keeps (read during the call).
+    let r = match unsafe { filter.as_ref() } {
+        Some(ips) if !ips.is_empty() => unsafe { g.register_hub(&slot, ips) },
+        // SAFETY: as above.
+        _ => unsafe { g.register(&slot) },
+    };
+    if let Err(e) = r {
         return e.to_errno();
     }
     // `gops->idx` was set by the core before the ops went live (`COps::set_index`).
     // SAFETY: valid (contract); the core never touches this field.
     unsafe { (*gops).ufgraph_slot = KBox::into_raw(slot).cast() };
     0
+}
+
+/// The functions a C ops selected with the shared filter API (`gops->ufgraph_filter`).
+type Filter = KVec<usize>;
+
+/// See include/ufgraph/fgraph.h.
+///
+/// # Safety
+///
+/// `gops` must point to a valid ops; `ips` to `cnt` addresses.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_set_filter_ips(gops: *mut ufgraph_ops, ips: *mut c_ulong, cnt: c_uint, remove: c_int, reset: c_int) -> c_int {
+    if gops.is_null() || (ips.is_null() && cnt != 0) {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the caller passes `cnt` readable addresses (contract).
+    let ips = if cnt == 0 { &[][..] } else { unsafe { core::slice::from_raw_parts(ips.cast::<usize>(), cnt as usize) } };
+    // SAFETY: a valid ops (contract).
+    match unsafe { set_filter(gops, ips, remove != 0, reset != 0) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// See include/ufgraph/fgraph.h.
+///
+/// # Safety
+///
+/// `gops` must point to a valid ops; `glob` to a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_set_filter(gops: *mut ufgraph_ops, glob: *const kernel::ffi::c_char, remove: c_int, reset: c_int) -> c_int {
+    if gops.is_null() || glob.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: a NUL-terminated string (contract), read during the call.
+    let glob = unsafe { kernel::str::CStr::from_char_ptr(glob) };
+    let r = crate::fprobe::Fprobes::resolve(&crate::fprobe::Target::Filter(glob, None))
+        // SAFETY: a valid ops (contract).
+        .and_then(|ips| unsafe { set_filter(gops, &ips, remove != 0, reset != 0) });
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The shared filter of `gops`: kept in `gops->ufgraph_filter` (so it outlives a registration,
+/// as an ftrace filter does) and, while registered on the hub, applied at once.
+///
+/// # Safety
+///
+/// `gops` must point to a valid ops that the caller does not register or unregister
+/// concurrently.
+unsafe fn set_filter(gops: *mut ufgraph_ops, ips: &[usize], remove: bool, reset: bool) -> Result {
+    // SAFETY: valid (contract); only this file touches these private fields.
+    let (slot, fp) = unsafe { ((*gops).ufgraph_slot.cast::<Slot>(), addr_of_mut!((*gops).ufgraph_filter)) };
+    if !slot.is_null() {
+        // SAFETY: the slot `ufgraph_register` made, alive while registered.
+        let slot = unsafe { &*slot };
+        if !slot.on_hub() {
+            return Err(EBUSY);
+        }
+        if reset {
+            return Err(EINVAL);
+        }
+        // SAFETY: registered, so the graph core exists.
+        let g = unsafe { graph() }.ok_or(ENODEV)?;
+        g.hub_filter(slot, ips, remove)?;
+    } else if !remove && !ips.is_empty() {
+        // Checked now, not at registration: a bad address is the caller's error here.
+        crate::sys::ksym::locations(ips)?;
+    }
+    // SAFETY: as above.
+    let cur = unsafe { *fp }.cast::<Filter>();
+    let mut list = if cur.is_null() {
+        KVec::new()
+    } else {
+        // SAFETY: the box this function leaked before; taken back (its list moved out, the box
+        // freed), and a new one leaked below.
+        let mut b = unsafe { KBox::from_raw(cur) };
+        // SAFETY: as above; no dangling pointer is left behind if what follows fails.
+        unsafe { *fp = core::ptr::null_mut() };
+        core::mem::replace(&mut *b, KVec::new())
+    };
+    if reset {
+        list = KVec::new();
+    }
+    if remove {
+        let mut keep = KVec::with_capacity(list.len(), GFP_KERNEL)?;
+        for &ip in list.iter() {
+            if !ips.contains(&ip) {
+                keep.push(ip, GFP_KERNEL)?;
+            }
+        }
+        list = keep;
+    } else {
+        list.extend_from_slice(ips, GFP_KERNEL)?;
+    }
+    let b = KBox::new(list, GFP_KERNEL)?;
+    // SAFETY: as above.
+    unsafe { *fp = KBox::into_raw(b).cast() };
+    Ok(())
+}
+
+/// See include/ufgraph/fgraph.h.
+///
+/// # Safety
+///
+/// `gops` must be null or a valid, unregistered ops.
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_free_filter(gops: *mut ufgraph_ops) {
+    if gops.is_null() {
+        return;
+    }
+    // SAFETY: valid (contract).
+    let (slot, cur) = unsafe { ((*gops).ufgraph_slot, (*gops).ufgraph_filter) };
+    if !slot.is_null() || cur.is_null() {
+        return;
+    }
+    // SAFETY: the box `set_filter` leaked; cleared so that it is freed once.
+    unsafe {
+        drop(KBox::from_raw(cur.cast::<Filter>()));
+        (*gops).ufgraph_filter = core::ptr::null_mut();
+    }
 }
 
 /// See include/ufgraph/fgraph.h.

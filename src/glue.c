@@ -228,6 +228,9 @@ bool ufg_unwind_next(void *state)
 #include <ufgraph/fgraph.h>
 EXPORT_SYMBOL_GPL(ufgraph_register);
 EXPORT_SYMBOL_GPL(ufgraph_unregister);
+EXPORT_SYMBOL_GPL(ufgraph_set_filter_ips);
+EXPORT_SYMBOL_GPL(ufgraph_set_filter);
+EXPORT_SYMBOL_GPL(ufgraph_free_filter);
 EXPORT_SYMBOL_GPL(ufgraph_reserve_data);
 EXPORT_SYMBOL_GPL(ufgraph_retrieve_data);
 EXPORT_SYMBOL_GPL(ufgraph_retrieve_parent_data);

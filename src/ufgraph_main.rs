@@ -200,6 +200,7 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
     let stacks = t.count();
     writeln!(m, "tasks_with_stack {}", stacks)?;
     writeln!(m, "shadow_stack_bytes {}", stacks * core::mem::size_of::<fgraph::tasks::TaskStack>())?;
+    writeln!(m, "hub_functions {}", g.hub_functions())?;
     writeln!(m, "skipped_frames {}", g.stats.skipped_frames.load(Relaxed))?;
     writeln!(m, "reserve_failed {}", g.stats.reserve_failed.load(Relaxed))?;
     writeln!(m, "fork_no_stack {}", t.stats.fork_failed.load(Relaxed))?;

@@ -67,9 +67,15 @@ struct ufgraph_ops {
 	ufgraph_entry_t		entryfunc;
 	ufgraph_ret_t		retfunc;
 	/*
-	 * The filter: set it with ftrace_set_filter()/ftrace_set_filter_ips() on &ops before
-	 * registering, free it with ftrace_free_filter() after unregistering. ufgraph owns
-	 * ops.func and ops.private while registered.
+	 * The filter, one of two ways:
+	 * - ufgraph_set_filter_ips()/ufgraph_set_filter() (free it with ufgraph_free_filter()
+	 *   after unregistering): the ops goes on ufgraph's shared ftrace_ops, one for every
+	 *   graph ops, which finds the task's stack once per call for all the ops hooking it;
+	 * - ftrace_set_filter()/ftrace_set_filter_ips() on &ops before registering (free it with
+	 *   ftrace_free_filter() after unregistering): the ops gets its own ftrace callback, which
+	 *   costs more per call when several ops hook a function, but takes any ftrace filter
+	 *   (and an empty one: every function).
+	 * ufgraph owns ops.func and ops.private while registered.
 	 */
 	struct ftrace_ops	ops;
 	void			*private;	/* yours */
@@ -80,6 +86,7 @@ struct ufgraph_ops {
 	int			idx;
 	/* private to ufgraph */
 	void			*ufgraph_slot;
+	void			*ufgraph_filter;
 };
 
 /*
@@ -89,6 +96,19 @@ struct ufgraph_ops {
 int ufgraph_register(struct ufgraph_ops *gops);
 /* Unregister: when this returns, neither callback runs any more. */
 void ufgraph_unregister(struct ufgraph_ops *gops);
+
+/*
+ * The shared filter (see struct ufgraph_ops): add (or with @remove, remove) the functions at
+ * @ips (start addresses or ftrace locations), @reset clearing it first. While registered,
+ * changes apply at once; @reset and removing the last function are refused (-EINVAL) then.
+ * -EBUSY for an ops registered with a filter on its own ftrace_ops.
+ */
+int ufgraph_set_filter_ips(struct ufgraph_ops *gops, unsigned long *ips, unsigned int cnt,
+			   int remove, int reset);
+/* The same for the functions matching @glob now (-ENOENT if none). */
+int ufgraph_set_filter(struct ufgraph_ops *gops, const char *glob, int remove, int reset);
+/* Frees the shared filter of an unregistered ops. */
+void ufgraph_free_filter(struct ufgraph_ops *gops);
 
 /*
  * From an entry callback: reserve @size_bytes (1..256) on the shadow stack for the return

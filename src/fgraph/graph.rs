@@ -59,6 +59,7 @@ use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion, Refused};
 #[cfg(CONFIG_PREEMPTION)]
 use crate::sys::sync::synchronize_rcu_tasks;
 use crate::sys::tracepoint::Probe;
+use super::hub::{Hub, HubState};
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use kernel::alloc::KVec;
@@ -239,6 +240,11 @@ pub trait GraphHandler: Send + Sync + 'static {
     /// promise it keeps `false`: its frame is pushed first, so that such a nested hook finds it
     /// being built and is refused.
     const RESERVES_FIRST: bool = false;
+    /// Whether a [`GraphOps`](super::GraphOps) of this handler keeps an `ftrace_ops` of its own
+    /// even when its filter is a list of functions (which would put it on the shared hub):
+    /// fprobe's ops, itself one ops for every fprobe, whose entry callback is then a direct
+    /// call.
+    const OWN_FTRACE_OPS: bool = false;
 }
 
 /// What the core knows of a registered ops. Type-erased: Rust handlers and C `ufgraph_ops` both
@@ -257,6 +263,11 @@ pub struct Slot {
     missed: unsafe fn(*const (), usize),
     set_index: unsafe fn(*const (), Option<usize>),
     wants_times: bool,
+    /// While the slot is registered on the hub: the functions it selects, sorted (the graph's
+    /// registration lock guards it: only `Graph` methods holding it touch it).
+    hub_ips: core::cell::UnsafeCell<KVec<usize>>,
+    /// Whether the slot is registered on the hub rather than on its own `ftrace_ops`.
+    on_hub: core::sync::atomic::AtomicBool,
     /// Entries that found no shadow stack (a task whose fork allocation failed).
     pub missed_nostack: AtomicU64,
     /// Entries that found the shadow stack full (deep recursion).
@@ -308,6 +319,8 @@ impl Slot {
             missed: missed::<H>,
             set_index: set_index::<H>,
             wants_times: H::WANTS_TIMES,
+            hub_ips: core::cell::UnsafeCell::new(KVec::new()),
+            on_hub: core::sync::atomic::AtomicBool::new(false),
             missed_nostack: AtomicU64::new(0),
             missed_overrun: AtomicU64::new(0),
             missed_recursion: AtomicU64::new(0),
@@ -334,6 +347,25 @@ impl Slot {
         unsafe { (self.set_index)(self.this, idx) };
     }
 
+    /// Counts a call of `ip` this slot missed, on the counter `which` picks, and tells the
+    /// handler.
+    pub(super) fn note_missed(&self, ip: usize, which: impl FnOnce(&Self) -> &AtomicU64) {
+        which(self).fetch_add(1, Relaxed);
+        // SAFETY: the slot's handler is alive while the slot is registered.
+        unsafe { (self.missed)(self.this, ip) };
+    }
+
+    /// The handler's entry callback, through the slot.
+    pub(super) fn call_entry(&self, e: &mut Entry<'_>) -> bool {
+        // SAFETY: the slot's handler is alive while the slot is registered.
+        unsafe { (self.entry)(self.this, e) }
+    }
+
+    /// Whether the slot is registered on the hub.
+    pub fn on_hub(&self) -> bool {
+        self.on_hub.load(Relaxed)
+    }
+
     /// The ftrace_ops carrying this slot's filter.
     pub fn ftrace(&self) -> RawOps {
         self.ftrace
@@ -344,6 +376,7 @@ struct RegState {
     lru: Lru<ARRAY_SIZE>,
     count: usize,
     probes: KVec<Probe>,
+    hub: HubState,
 }
 
 /// Waits until no task can still be executing the trampoline's last instructions (after its
@@ -497,6 +530,8 @@ pub struct Graph {
     module: &'static ThisModule,
     /// Registered handlers that want call times (`GraphHandler::WANTS_TIMES`).
     timed: AtomicUsize,
+    /// The shared `ftrace_ops` of the ops whose functions the core knows.
+    pub(super) hub: Hub,
     /// Counters.
     pub stats: GraphStats,
 }
@@ -531,7 +566,9 @@ impl Graph {
                 lru: Lru::new(),
                 count: 0,
                 probes: KVec::new(),
+                hub: HubState::default(),
             }),
+            hub: Hub::new(),
             tasks <- Tasks::new(),
             module,
             timed: AtomicUsize::new(0),
@@ -563,6 +600,20 @@ impl Graph {
     /// The per-task stacks.
     pub fn tasks(&self) -> &Tasks {
         &self.tasks
+    }
+
+    /// Functions on the hub's ftrace filter (0 when it is not registered).
+    pub fn hub_functions(&self) -> usize {
+        self.reg.lock().hub.filtered()
+    }
+
+    /// The slot registered at `idx`, if any. With preemption disabled (a callback): a slot stays
+    /// valid until a grace period after it leaves the array.
+    #[inline(always)]
+    pub(super) fn slot_at(&self, idx: usize) -> Option<&Slot> {
+        let p = self.array.get(idx)?.load(Acquire);
+        // SAFETY: see above; the callers are callbacks, which hold preemption disabled.
+        (!p.is_null()).then(|| unsafe { &*p })
     }
 
     /// How many ops are registered.
@@ -778,6 +829,88 @@ impl Graph {
         Ok(())
     }
 
+    /// Registers `slot` on the hub, for the functions at `ips` (not empty; start addresses or
+    /// ftrace locations): no `ftrace_ops` of its own. `ENOSPC` when 16 ops are registered,
+    /// `EINVAL` for an address that is not a traceable function; on failure nothing is left
+    /// behind.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::register`] (the slot's own `ftrace_ops` is not used).
+    pub unsafe fn register_hub(&self, slot: &Slot, ips: &[usize]) -> Result {
+        if ips.is_empty() {
+            return Err(EINVAL);
+        }
+        let mut want = sorted(&crate::sys::ksym::locations(ips)?)?;
+        let mut reg = self.reg.lock();
+        let RegState { lru, probes, .. } = &mut *reg;
+        self.tasks.attach(probes)?;
+        let Some(idx) = lru.alloc() else {
+            return Err(ENOSPC);
+        };
+        slot.assign(self, Some(idx));
+        self.array[idx].store((slot as *const Slot).cast_mut(), Release);
+        let mut dead = KVec::new();
+        if let Err(e) = self.hub.add(&mut reg.hub, idx, &want, &mut dead) {
+            self.array[idx].store(core::ptr::null_mut(), Release);
+            synchronize_rcu();
+            Hub::free_dead(&mut dead);
+            let _ = reg.lru.release(idx);
+            slot.assign(self, None);
+            return Err(e);
+        }
+        // SAFETY: the registration lock is held (the `hub_ips` invariant).
+        core::mem::swap(unsafe { &mut *slot.hub_ips.get() }, &mut want);
+        slot.on_hub.store(true, Relaxed);
+        reg.count += 1;
+        Ok(())
+    }
+
+    /// Adds (or with `remove`, removes) functions of a slot registered on the hub. Removing
+    /// the last one is refused (`EINVAL`): unregister instead.
+    pub fn hub_filter(&self, slot: &Slot, ips: &[usize], remove: bool) -> Result {
+        let change = sorted(&crate::sys::ksym::locations(ips)?)?;
+        let mut reg = self.reg.lock();
+        let idx = slot.idx();
+        if !slot.on_hub() || idx >= ARRAY_SIZE || self.array[idx].load(Relaxed) != (slot as *const Slot).cast_mut() {
+            return Err(ENOENT);
+        }
+        // SAFETY: the registration lock is held (the `hub_ips` invariant).
+        let cur = unsafe { &mut *slot.hub_ips.get() };
+        let mut dead = KVec::new();
+        if remove {
+            let mut keep = KVec::with_capacity(cur.len(), GFP_KERNEL)?;
+            for &ip in cur.iter() {
+                if change.binary_search(&ip).is_err() {
+                    keep.push(ip, GFP_KERNEL)?;
+                }
+            }
+            if keep.is_empty() {
+                return Err(EINVAL);
+            }
+            self.hub.remove(&mut reg.hub, idx, &change, &mut dead);
+            *cur = keep;
+        } else {
+            let mut new = KVec::with_capacity(change.len(), GFP_KERNEL)?;
+            for &ip in change.iter() {
+                if cur.binary_search(&ip).is_err() {
+                    new.push(ip, GFP_KERNEL)?;
+                }
+            }
+            let mut all = KVec::with_capacity(cur.len() + new.len(), GFP_KERNEL)?;
+            all.extend_from_slice(cur, GFP_KERNEL)?;
+            all.extend_from_slice(&new, GFP_KERNEL)?;
+            crate::pure::slice::sort(&mut all);
+            self.hub.add(&mut reg.hub, idx, &new, &mut dead)?;
+            *cur = all;
+        }
+        if !dead.is_empty() {
+            synchronize_rcu();
+            Hub::free_dead(&mut dead);
+        }
+        Ok(())
+    }
+
     /// Unregisters `slot`. When this returns no callback of it runs any more, and it may be freed.
     /// Frames it hooked may still be live: their returns skip it (or, if its index was reused
     /// meanwhile, call the new owner: hence the LRU order).
@@ -788,9 +921,20 @@ impl Graph {
             return Err(ENOENT);
         }
         self.array[idx].store(core::ptr::null_mut(), Release);
-        let r = slot.ftrace.unregister();
-        // Return paths that loaded the slot did so with preemption disabled.
+        let mut dead = KVec::new();
+        let r = if slot.on_hub() {
+            // SAFETY: the registration lock is held (the `hub_ips` invariant).
+            let ips = unsafe { &mut *slot.hub_ips.get() };
+            self.hub.remove(&mut reg.hub, idx, ips, &mut dead);
+            *ips = KVec::new();
+            slot.on_hub.store(false, Relaxed);
+            Ok(())
+        } else {
+            slot.ftrace.unregister()
+        };
+        // Return paths (and hub callbacks) that loaded the slot did so with preemption disabled.
         synchronize_rcu();
+        Hub::free_dead(&mut dead);
         let _ = reg.lru.release(idx);
         slot.assign(self, None);
         reg.count -= 1;
@@ -835,11 +979,26 @@ impl PinnedDrop for Graph {
         if reg.count != 0 {
             pr_err!("graph core torn down with {} ops registered\n", reg.count);
         }
+        self.hub.teardown(&mut reg.hub);
         self.release_frames();
         self.tasks.detach(&mut reg.probes);
         drop(reg);
         GRAPH.store(core::ptr::null_mut(), Release);
     }
+}
+
+/// `ips` sorted, without duplicates.
+fn sorted(ips: &[usize]) -> Result<KVec<usize>> {
+    let mut all = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
+    all.extend_from_slice(ips, GFP_KERNEL)?;
+    crate::pure::slice::sort(&mut all);
+    let mut v = KVec::with_capacity(all.len(), GFP_KERNEL)?;
+    for (i, &ip) in all.iter().enumerate() {
+        if i == 0 || all[i - 1] != ip {
+            v.push(ip, GFP_KERNEL)?;
+        }
+    }
+    Ok(v)
 }
 
 /// The ftrace callback of a graph ops whose handler is an `H`: one instance per handler type,
@@ -915,14 +1074,40 @@ impl Graph {
             Err(Refused::Unsafe) => return false,
         };
         let np = guard.no_preempt();
-        // SAFETY: valid for the call (caller).
-        let regs = unsafe { Regs::from_raw(fregs) };
         let Some(stack) = self.tasks.current(np) else {
             slot.missed_nostack.fetch_add(1, Relaxed);
             // SAFETY: the slot's handler is alive while it is registered.
             unsafe { (slot.missed)(slot.this, ip) };
             return false;
         };
+        // SAFETY: the caller's contract, and the guard is held (preemption disabled).
+        let wanted = unsafe { self.enter_locked(slot, ip, fregs, cookie, stack, np, lazy, entry) };
+        drop(guard);
+        wanted
+    }
+
+    /// [`Graph::enter_with`] once the recursion guard is held and the task's stack found:
+    /// pushes (or joins) the call's frame for `slot` and runs its entry callback. Several
+    /// slots may enter the same call one after the other under one guard (the hub).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::enter_with`]; `stack` is the current task's and `np` the held guard's.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn enter_locked<'a>(
+        &self,
+        slot: &Slot,
+        ip: usize,
+        fregs: *mut bindings::ftrace_regs,
+        cookie: usize,
+        stack: &'a Stack,
+        np: &'a NoPreempt,
+        lazy: bool,
+        entry: impl FnOnce(&mut Entry<'_>) -> bool,
+    ) -> bool {
+        // SAFETY: valid for the call (caller).
+        let regs = unsafe { Regs::from_raw(fregs) };
         let idx = slot.idx();
         // SAFETY: the return-address location of this call (caller: entry registers).
         let retp = unsafe { crate::arch::hot::fregs::retp(fregs) };
@@ -944,7 +1129,7 @@ impl Graph {
             let mut e = Entry {
                 func: ip,
                 ret_ip: old_ret,
-                depth: stack.depth() + 1,
+                depth: stack.depth().wrapping_add(1),
                 regs,
                 cookie,
                 stack,
@@ -976,7 +1161,6 @@ impl Graph {
             stack.set_bitmap(bm, 1 << idx);
             // SAFETY: the return-address location of this call (see `retp` above).
             unsafe { retp.write(tramp) };
-            drop(guard);
             return true;
         }
 
@@ -1049,7 +1233,6 @@ impl Graph {
                 unsafe { retp.write(tramp) };
             }
         }
-        drop(guard);
         wanted
     }
 

@@ -4,11 +4,13 @@
 //!
 //! - [`tasks`]: finding and owning each task's shadow stack;
 //! - [`graph`]: the ops array, the entry callback, the return handler, module pinning;
+//! - `hub`: the one `ftrace_ops` of every graph ops whose functions the core knows;
 //! - [`ops`]: [`GraphOps`], the owner type for Rust users.
 //!
 //! The shadow stack's layout is in `pure::shadow`, the return trampolines under `arch/`.
 
 pub mod graph;
+mod hub;
 pub mod ops;
 pub mod tasks;
 

@@ -8,7 +8,7 @@ use crate::sys::ftrace::RawOps;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 use core::ptr::addr_of_mut;
-use kernel::alloc::KBox;
+use kernel::alloc::{KBox, KVec};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::types::Opaque;
@@ -25,6 +25,10 @@ pub struct GraphOps<H: GraphHandler> {
     // Dropped by hand: only once the core no longer knows it.
     inner: ManuallyDrop<Pin<KBox<Inner<H>>>>,
     registered: bool,
+    /// The functions selected with [`GraphOps::set_filter_ips`] while unregistered: at
+    /// registration they put the ops on the core's hub (one `ftrace_ops` for all). `None` once
+    /// a glob was set: ftrace keeps that filter, on the ops' own `ftrace_ops`.
+    hub_ips: Option<KVec<usize>>,
 }
 
 // SAFETY: the ftrace_ops is only handed to ftrace (which locks) and the handler is Send + Sync.
@@ -47,17 +51,52 @@ impl<H: GraphHandler> GraphOps<H> {
             addr_of_mut!((*p).slot).write(Slot::new(addr_of_mut!((*p).handler), ops));
             Pin::from(b.assume_init())
         };
-        Ok(Self { inner: ManuallyDrop::new(b), registered: false })
+        Ok(Self { inner: ManuallyDrop::new(b), registered: false, hub_ips: (!H::OWN_FTRACE_OPS).then(KVec::new) })
     }
 
-    /// Selects the functions matching `glob` (replacing the filter). `EINVAL` if none match.
+    /// Selects the functions matching `glob` (replacing the filter), on the ops' own
+    /// `ftrace_ops`. `EINVAL` if none match; `EBUSY` while registered on the hub.
     pub fn set_filter(&mut self, glob: &CStr) -> Result {
-        self.inner.slot.ftrace().set_filter(glob)
+        if self.registered && self.inner.slot.on_hub() {
+            return Err(EBUSY);
+        }
+        self.inner.slot.ftrace().set_filter(glob)?;
+        self.hub_ips = None;
+        Ok(())
     }
 
-    /// Adds (or removes) the functions at `ips` to the filter; `reset` clears it first.
+    /// Adds (or removes) the functions at `ips` to the filter; `reset` clears it first. While
+    /// registered on the hub, `reset` is refused (`EINVAL`), as is removing every function.
     pub fn set_filter_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> Result {
-        self.inner.slot.ftrace().set_filter_ips(ips, remove, reset)
+        if self.registered {
+            if !self.inner.slot.on_hub() {
+                return self.inner.slot.ftrace().set_filter_ips(ips, remove, reset);
+            }
+            if reset {
+                return Err(EINVAL);
+            }
+            // SAFETY: registered, so the graph core exists.
+            let g = unsafe { graph() }.ok_or(ENODEV)?;
+            return g.hub_filter(&self.inner.slot, ips, remove);
+        }
+        let Some(cur) = self.hub_ips.as_mut() else {
+            return self.inner.slot.ftrace().set_filter_ips(ips, remove, reset);
+        };
+        if reset {
+            *cur = KVec::new();
+        }
+        if remove {
+            let mut keep = KVec::with_capacity(cur.len(), GFP_KERNEL)?;
+            for &ip in cur.iter() {
+                if !ips.contains(&ip) {
+                    keep.push(ip, GFP_KERNEL)?;
+                }
+            }
+            *cur = keep;
+        } else {
+            cur.extend_from_slice(ips, GFP_KERNEL)?;
+        }
+        Ok(())
     }
 
     /// Starts hooking. `ENOSPC` when 16 ops are registered; on failure nothing is left behind.
@@ -67,8 +106,12 @@ impl<H: GraphHandler> GraphOps<H> {
         }
         // SAFETY: API calls are made while the module (and its graph core) is loaded.
         let g = unsafe { graph() }.ok_or(ENODEV)?;
-        // SAFETY: the slot is pinned in our box and unregistered before the box is freed.
-        unsafe { g.register(&self.inner.slot) }?;
+        match self.hub_ips.as_deref() {
+            // SAFETY: the slot is pinned in our box and unregistered before the box is freed.
+            Some(ips) if !ips.is_empty() => unsafe { g.register_hub(&self.inner.slot, ips) }?,
+            // SAFETY: as above.
+            _ => unsafe { g.register(&self.inner.slot) }?,
+        }
         self.registered = true;
         Ok(())
     }

@@ -173,6 +173,7 @@ impl GraphHandler for GraphSide {
     const WANTS_TIMES: bool = false;
     // Both entry paths reserve before they call a probe's entry handler.
     const RESERVES_FIRST: bool = true;
+    const OWN_FTRACE_OPS: bool = true;
 
     #[inline(always)]
     fn entry(&self, e: &mut Entry<'_>) -> bool {
@@ -433,15 +434,6 @@ fn entry_side_lookup(core: &Fprobes, ip: usize, parent_ip: usize, regs: &Regs, n
     }
 }
 
-/// Whether `addr` is the start of the function called `name` (`name+0x0/...` to kallsyms).
-fn is_start_of(addr: usize, name: &[u8]) -> bool {
-    let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize];
-    // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
-    let n = unsafe { bindings::sprint_symbol(buf.as_mut_ptr().cast(), addr as _) };
-    let s = &buf[..n.max(0) as usize];
-    s.len() > name.len() + 4 && &s[..name.len()] == name && &s[name.len()..name.len() + 5] == b"+0x0/"
-}
-
 /// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.
 pub fn glob_match(pat: &CStr, s: &CStr) -> bool {
     // SAFETY: two NUL-terminated strings, only read.
@@ -554,36 +546,7 @@ impl Fprobes {
     pub fn resolve(t: &Target<'_>) -> Result<KVec<usize>> {
         let mut out = KVec::new();
         match t {
-            Target::Ips(ips) => {
-                let mut found: KVec<Option<usize>> = KVec::new();
-                found.extend_with(ips.len(), None, GFP_KERNEL)?;
-                // The addresses sorted (with their positions), so that each function of the
-                // list finds its candidates by binary search: mass attach passes every
-                // traceable function, and a scan of all addresses per function is quadratic.
-                let mut order: KVec<(usize, usize)> = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
-                for (i, &a) in ips.iter().enumerate() {
-                    order.push((a, i), GFP_KERNEL)?;
-                }
-                crate::pure::slice::sort(&mut order);
-                ksym::for_each_function(|f| {
-                    // A location, or the start of the function it belongs to (a few bytes
-                    // before it: ENDBR, BTI, patchable entry).
-                    let from = order.partition_point(|&(a, _)| a < f.loc.saturating_sub(16));
-                    for &(a, i) in order[from..].iter().take_while(|&&(a, _)| a <= f.loc) {
-                        if a == f.loc || is_start_of(a, f.name) {
-                            found[i] = Some(f.loc);
-                        }
-                    }
-                    true
-                })?;
-                for (i, loc) in found.iter().enumerate() {
-                    let Some(loc) = loc else {
-                        pr_err!("fprobe: {:#x} is not a traceable function\n", ips[i]);
-                        return Err(EINVAL);
-                    };
-                    out.push(*loc, GFP_KERNEL)?;
-                }
-            }
+            Target::Ips(ips) => out = ksym::locations(ips)?,
             Target::Syms(syms) => {
                 let mut found: KVec<Option<usize>> = KVec::new();
                 found.extend_with(syms.len(), None, GFP_KERNEL)?;

@@ -156,7 +156,9 @@ impl RawOps {
         to_result(unsafe { bindings::unregister_ftrace_function(self.0) })
     }
 
-    /// Frees the filter hashes ftrace allocated for an unregistered ops.
+    /// Frees the filter hashes ftrace allocated for an unregistered ops. Once, when the ops is
+    /// done with: 6.12's `ftrace_free_filter()` leaves the ops pointing at the freed hashes, so
+    /// the ops must not be filtered or registered again.
     pub fn free_filter(self) {
         // SAFETY: `self.0` is valid and (by the caller's sequencing) not registered; ftrace
         // warns and does nothing otherwise.

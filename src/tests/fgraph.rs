@@ -398,8 +398,81 @@ fn unwinding_shows_the_real_caller(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// A `Rec` on the hub: its filter given as addresses.
+fn hub_ops(t: &Test, ips: &[usize], h: Rec) -> Result<GraphOps<Rec>, Failed> {
+    let mut ops = t.check_ok(GraphOps::new(h), "GraphOps::new")?;
+    t.check_ok(ops.set_filter_ips(ips, false, false), "set_filter_ips")?;
+    Ok(ops)
+}
+
+fn hub_shares_one_ftrace_ops(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    // SAFETY: the module is loaded while its tests run.
+    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let mul_ip = bindings::ufg_test_mul as *const () as usize;
+    // Three ops on the hub and one on its own ftrace_ops hook ufg_test_add together; a fourth
+    // hub ops hooks ufg_test_mul only.
+    let mut a = hub_ops(t, &[add_ip], Rec::new(8, 1, true))?;
+    let mut b = hub_ops(t, &[add_ip, add_ip], Rec::new(24, 2, false))?;
+    let mut c = hub_ops(t, &[add_ip], Rec::new(0, 3, false))?;
+    let mut own = ops_on(t, c_str!("ufg_test_add"), Rec::new(16, 4, false))?;
+    let mut m = hub_ops(t, &[mul_ip], Rec::new(8, 5, false))?;
+    for ops in [&mut a, &mut b, &mut c, &mut own, &mut m] {
+        t.check_ok(ops.register(), "register")?;
+    }
+    kcheck_eq!(t, g.hub_functions(), 2);
+    kcheck!(t, a.slot().on_hub() && m.slot().on_hub() && !own.slot().on_hub(), "hub membership");
+    kcheck!(t, own.set_filter(c_str!("ufg_test_mul")).is_ok(), "a glob on an own-ops ops");
+    kcheck!(t, a.set_filter(c_str!("ufg_test_mul")) == Err(EBUSY), "a glob on a hub ops is refused");
+    // The own ops now hooks ufg_test_mul instead: put it back.
+    t.check_ok(own.set_filter(c_str!("ufg_test_add")), "set_filter back")?;
+    for i in 0..50 {
+        kcheck_eq!(t, add(i, 2 * i), 3 * i);
+    }
+    for i in 0..10 {
+        kcheck_eq!(t, mul(i, 3), 3 * i);
+    }
+    for (n, ops, want) in [(0, &a, 50), (1, &b, 50), (2, &c, 50), (3, &own, 50), (4, &m, 10)] {
+        let h = ops.handler();
+        kcheck!(t, h.entries.load(Relaxed) == want && h.returns.load(Relaxed) == want && h.bad.load(Relaxed) == 0,
+            "ops {}: {} entries {} returns {} bad, want {}", n, h.entries.load(Relaxed), h.returns.load(Relaxed), h.bad.load(Relaxed), want);
+    }
+    // Filter changes while registered: `a` moves from ufg_test_add to ufg_test_mul.
+    t.check_ok(a.set_filter_ips(&[mul_ip], false, false), "add mul")?;
+    t.check_ok(a.set_filter_ips(&[add_ip], true, false), "remove add")?;
+    kcheck!(t, a.set_filter_ips(&[mul_ip], true, false) == Err(EINVAL), "removing the last function is refused");
+    kcheck!(t, a.set_filter_ips(&[mul_ip], false, true) == Err(EINVAL), "reset while on the hub is refused");
+    kcheck!(t, a.set_filter_ips(&[1], false, false) == Err(EINVAL), "not a function");
+    add(1, 1);
+    mul(2, 2);
+    kcheck_eq!(t, a.handler().entries.load(Relaxed), 51);
+    kcheck_eq!(t, b.handler().entries.load(Relaxed), 51);
+    kcheck_eq!(t, m.handler().entries.load(Relaxed), 11);
+    kcheck_eq!(t, a.handler().bad.load(Relaxed), 0);
+    // Unregistering the ops on a function leaves the others on it hooked; the last one takes
+    // the function off the hub, and the hub's ftrace_ops goes with its last function.
+    t.check_ok(m.unregister(), "unregister m")?;
+    kcheck_eq!(t, g.hub_functions(), 2);
+    t.check_ok(a.unregister(), "unregister a")?;
+    kcheck_eq!(t, g.hub_functions(), 1);
+    mul(3, 3);
+    add(2, 2);
+    kcheck_eq!(t, m.handler().entries.load(Relaxed), 11);
+    kcheck_eq!(t, b.handler().entries.load(Relaxed), 52);
+    kcheck_eq!(t, b.handler().returns.load(Relaxed), 52);
+    for ops in [&mut b, &mut c, &mut own] {
+        t.check_ok(ops.unregister(), "unregister")?;
+    }
+    kcheck_eq!(t, g.hub_functions(), 0);
+    add(3, 3);
+    kcheck_eq!(t, c.handler().entries.load(Relaxed), 52);
+    core_is_idle(t)
+}
+
 kunit_suite!(FGRAPH_SUITE, "ufgraph_fgraph", [
     return_values_and_counts,
+    hub_shares_one_ftrace_ops,
     call_times_only_when_wanted,
     multiple_storage,
     seventeenth_ops_is_enospc,
