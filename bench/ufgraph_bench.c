@@ -309,11 +309,12 @@ static int hook_one(const char *kind)
 			memset(g, 0, sizeof(*g));
 			g->entryfunc = ug_entry;
 			g->retfunc = ug_ret;
-			ret = ftrace_set_filter_ip(&g->ops, addr, 0, 0);
+			/* ufgraph's shared filter: all the ops on the one hub ftrace_ops. */
+			ret = ufgraph_set_filter_ips(g, &addr, 1, 0, 0);
 			if (!ret)
 				ret = ufgraph_register(g);
 			if (ret) {
-				ftrace_free_filter(&g->ops);
+				ufgraph_free_filter(g);
 				return ret;
 			}
 		}
@@ -347,7 +348,7 @@ static void unhook_all(void)
 	}
 	for (; ug_n > 0; ug_n--) {
 		ufgraph_unregister(&ugops[ug_n - 1]);
-		ftrace_free_filter(&ugops[ug_n - 1].ops);
+		ufgraph_free_filter(&ugops[ug_n - 1]);
 	}
 	unmem_all();
 }

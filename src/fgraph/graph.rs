@@ -1081,7 +1081,7 @@ impl Graph {
             return false;
         };
         // SAFETY: the caller's contract, and the guard is held (preemption disabled).
-        let wanted = unsafe { self.enter_locked(slot, ip, fregs, cookie, stack, np, lazy, entry) };
+        let wanted = unsafe { self.enter_locked(slot, ip, fregs, cookie, stack, np, lazy, &mut None, entry) };
         drop(guard);
         wanted
     }
@@ -1104,6 +1104,7 @@ impl Graph {
         stack: &'a Stack,
         np: &'a NoPreempt,
         lazy: bool,
+        frame_out: &mut Option<(usize, usize, bool)>,
         entry: impl FnOnce(&mut Entry<'_>) -> bool,
     ) -> bool {
         // SAFETY: valid for the call (caller).
@@ -1159,6 +1160,7 @@ impl Graph {
                 },
             };
             stack.set_bitmap(bm, 1 << idx);
+            *frame_out = Some((bm, old_ret, calltime != 0));
             // SAFETY: the return-address location of this call (see `retp` above).
             unsafe { retp.write(tramp) };
             return true;
@@ -1179,16 +1181,22 @@ impl Graph {
             unsafe { (slot.missed)(slot.this, ip) };
             return false;
         }
+        // Whether the frame has its call time (for the hub's next ops: see `join_locked`).
+        let mut has_time;
         let bm = match top {
             Some(f) if old_ret == tramp && f.retp == retp as usize && f.func == ip && f.seen & (1 << idx) == 0 => {
+                has_time = f.calltime != 0;
                 // The ops that pushed the frame may not have wanted the time, this one does.
                 if slot.wants_times && f.calltime == 0 {
                     stack.set_calltime(&f, self.now());
+                    has_time = true;
                 }
                 f.start + FRAME_WORDS
             }
             _ => {
-                match stack.push(old_ret, ip, self.now(), retp as usize) {
+                let t = self.now();
+                has_time = t != 0;
+                match stack.push(old_ret, ip, t, retp as usize) {
                     Ok(bm) => {
                         fresh = true;
                         bm
@@ -1219,6 +1227,7 @@ impl Graph {
         };
         if wanted {
             stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
+            *frame_out = Some((bm, ret_ip, has_time));
         } else {
             stack.truncate(save);
         }
@@ -1232,6 +1241,47 @@ impl Graph {
                 // SAFETY: as above: the return-address location of this call.
                 unsafe { retp.write(tramp) };
             }
+        }
+        wanted
+    }
+
+    /// Another ops on a call whose frame (bitmap word at `bm`, returning to `ret_ip`, its call
+    /// time taken if `*timed`) an ops before it in the same hub callback has just pushed or
+    /// joined, and kept: the frame is known, nothing is looked for. Returns whether the return
+    /// is hooked for `slot`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::enter_locked`]; `bm` is the bitmap word of the current task's top frame
+    /// (what `enter_locked` reported), for this call.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn join_locked(
+        &self,
+        slot: &Slot,
+        ip: usize,
+        fregs: *mut bindings::ftrace_regs,
+        stack: &Stack,
+        np: &NoPreempt,
+        bm: usize,
+        ret_ip: usize,
+        timed: &mut bool,
+    ) -> bool {
+        let idx = slot.idx();
+        if slot.wants_times && !*timed {
+            stack.set_calltime_at(bm, self.now());
+            *timed = true;
+        }
+        stack.mark_seen(bm, idx);
+        let save = stack.top();
+        // SAFETY: valid for the call (caller).
+        let regs = unsafe { Regs::from_raw(fregs) };
+        let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie: 0, stack, idx, np, frame: EntryFrame::Pushed(bm) };
+        let wanted = slot.call_entry(&mut e);
+        if wanted {
+            stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
+        } else {
+            stack.truncate(save);
         }
         wanted
     }

@@ -257,10 +257,21 @@ unsafe extern "C" fn hub_entry(ip: usize, parent_ip: usize, _op: *mut bindings::
         each_slot(g, mask, |slot| slot.note_missed(ip, |s| &s.missed_nostack));
         return;
     };
-    each_slot(g, mask, |slot| {
-        // SAFETY: ftrace's entry registers for `ip`; the guard is held; the slot's handler is
-        // alive while the slot is in the array (unregistration waits a grace period).
-        unsafe { g.enter_locked(slot, ip, fregs, 0, stack, np, false, |e| slot.call_entry(e)) };
+    // The first ops that keeps the call pushes its frame; the ones after it join that frame
+    // without looking for it again.
+    let mut frame = None;
+    each_slot(g, mask, |slot| match frame {
+        // SAFETY: ftrace's entry registers for `ip`; the guard is held; `bm` is the frame an ops
+        // before this one kept for this call, still the top one (what an ops reserved sits in
+        // it; interrupts leave the stack as they found it). The slot's handler is alive while
+        // the slot is in the array (unregistration waits a grace period).
+        Some((bm, ret_ip, ref mut timed)) => unsafe {
+            g.join_locked(slot, ip, fregs, stack, np, bm, ret_ip, timed);
+        },
+        // SAFETY: as above.
+        None => unsafe {
+            g.enter_locked(slot, ip, fregs, 0, stack, np, false, &mut frame, |e| slot.call_entry(e));
+        },
     });
     drop(guard);
 }

@@ -380,6 +380,13 @@ impl<const W: usize> ShadowStack<W> {
         self.set(frame.start + CALLTIME, calltime as usize);
     }
 
+    /// Sets the entry time of the frame whose bitmap word is at `bm`.
+    pub fn set_calltime_at(&self, bm: usize, calltime: u64) {
+        if let Some(w) = bm.checked_sub(FRAME_WORDS - CALLTIME).and_then(|i| self.words.get(i)) {
+            w.store(calltime as usize, Relaxed);
+        }
+    }
+
     /// Sets the ops bitmap of the frame whose bitmap word is at `bm`.
     pub fn set_bitmap(&self, bm: usize, bits: u16) {
         self.set(bm, word::bitmap(bits, FRAME_WORDS));
