@@ -605,12 +605,17 @@ impl Events {
         Ok(def.same_probe(pdef.symbol(), texts.iter().map(|t| as_str(t))))
     }
 
+    /// The functions the definition's symbol selects. Upstream hands the symbol to
+    /// `register_fprobe()` as a filter, whether or not it has wildcards: a glob (the kernel's
+    /// `glob_match()`: `*`, `?`, `[...]`, `\`) over every traceable function, the kernel's
+    /// and the modules', so a plain name selects every function of that name. `ENOENT` when
+    /// none matches (logged as `BAD_PROBE_ADDR`, see `ProbeDef::registration_error`).
     #[inline(never)]
     fn resolve_symbol(def: &ProbeDef<'_>) -> Result<KVec<usize>> {
         let sym = cvec(def.symbol().as_bytes())?;
         // SAFETY: NUL-terminated just above, without inner NULs (a parsed symbol).
-        let name = unsafe { CStr::from_bytes_with_nul_unchecked(&sym) };
-        fprobe::Fprobes::resolve(&Target::Syms(&[name]))
+        let pattern = unsafe { CStr::from_bytes_with_nul_unchecked(&sym) };
+        fprobe::Fprobes::resolve(&Target::Filter(pattern, None))
     }
 
     #[inline(never)]

@@ -35,6 +35,12 @@ pub const SEEDS: &[&str] = &[
     "!f:grp/",
     "",
     "f vfs_read # comment\nf:e2 vfs_write $arg1\n-:e2",
+    // Globs: default names from them, %return, $retval making an exit probe.
+    "f vfs_read*",
+    "f:g/e vfs_*rea[!l]?%return r=$retval:s32 n=$arg1",
+    "f ufgt_glob_t[wh]?* $arg1 $retval",
+    "f \\*x[a-z]%return",
+    "-:e vfs_read*",
     // Upstream's selftest cases.
     "f100 vfs_read",
     "f1a111 vfs_read",
@@ -90,8 +96,8 @@ pub const TOKENS: &[&str] = &[
     "+u0(", "-u4(", "++1(", "+-1(", ")", "(", ":", "::", "u8", "s16", "x32", "u64", "char",
     "string", "ustring", "symstr", "symbol", "%pd", "%pD", ":%pd", ":%pD", "b4@2/8", "b1@0/64", "[",
     "]", "[4]", "[64]", "[65]", "\\", "\\\"", "\"", "\\1", "\\-1", "=", "x=", "arg1=", "/", ".",
-    " ", "  ", "\t", "\n", "\0", "#", "*", "_", "-", "+", "0x", "é", "\u{a0}", "common_pid",
-    "__probe_ip", "grp/", "ev", "vfs_read", "vfs_read%return",
+    " ", "  ", "\t", "\n", "\0", "#", "*", "?", "[!", "[a-z]", "_", "-", "+", "0x", "é", "\u{a0}",
+    "common_pid", "__probe_ip", "grp/", "ev", "vfs_read", "vfs_read%return",
 ];
 
 /// Numbers around upstream's limits.

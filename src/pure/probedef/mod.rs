@@ -11,6 +11,7 @@
 //!   t[:[GRP/][EVENT]] TRACEPOINT [FETCHARGS]             probe on a tracepoint
 //!   -:[GRP/][EVENT] [SYM [NAME=FETCHARG...]]             remove matching events
 //!
+//!   SYM:      a function name, or a glob of them: vfs_read*, vfs_rea?, vfs_[rw]*
 //!   FETCHARG: [NAME=]EXPR[:TYPE]
 //!   EXPR:     $argN $retval $stackN $stack $comm @ADDR @SYM[+|-OFFS]
 //!             +|-[u]OFFS(EXPR) \IMM \"STRING"
@@ -35,8 +36,9 @@
 //! `CONFIG_PROBE_EVENTS_BTF_ARGS`. Where it cannot follow:
 //!
 //! - no BTF: bare names (`file`, `$arg*`) fail with `NOSUP_BTFARG`, as on such a kernel;
-//! - errors that depend on the running system are the caller's (an unknown symbol or
-//!   tracepoint, a clash with existing events): [`ProbeDef::registration_error`],
+//! - errors that depend on the running system are the caller's (a symbol or glob that matches
+//!   no traceable function, an unknown tracepoint, a clash with existing events):
+//!   [`ProbeDef::registration_error`],
 //!   [`ProbeDef::diff_probe_type`], [`ProbeDef::diff_arg_types`] and [`ProbeDef::same_probe`]
 //!   build them at upstream's positions;
 //! - the line is a `&str`: byte 0xa0, which the kernel's `isspace()` counts as a separator, is
@@ -182,7 +184,9 @@ pub fn commands(buf: &str) -> impl Iterator<Item = &str> {
 /// A probe definition: `f`/`t` lines.
 ///
 /// Borrows the command line. [`fmt::Display`] writes it as upstream lists it in
-/// `dynamic_events`, every default made explicit; parsing that gives the same definition.
+/// `dynamic_events`, every default made explicit; parsing that gives the same definition,
+/// except where upstream's own listing does not parse either: a default event name that is no
+/// identifier, as a glob's (`f vfs_rea?` lists as `f:fprobes/vfs_rea?__entry vfs_rea?`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProbeDef<'a> {
     cmd: &'a str,
@@ -383,7 +387,11 @@ impl<'a> ProbeDef<'a> {
         matches!(self.event, EventName::Given(_))
     }
 
-    /// The function (a name or glob, as `register_fprobe()` takes it) or the tracepoint.
+    /// The function or the tracepoint. For an fprobe it is what upstream passes to
+    /// `register_fprobe()` as its filter: a glob (the kernel's `glob_match()`: `*`, `?`,
+    /// `[...]`, `\`) over the names of traceable functions, a plain name being a glob that
+    /// matches itself. The parser takes any word here, as upstream does; what it matches is the
+    /// caller's business ([`ProbeDef::registration_error`] logs an empty match).
     pub fn symbol(&self) -> &'a str {
         self.symbol
     }
@@ -445,8 +453,13 @@ impl<'a> ProbeDef<'a> {
     }
 
     /// The error upstream logs when registering the probe fails with `errno` (negative, as the
-    /// kernel returns it): `BAD_INSN_BNDRY` for `-EILSEQ`, `BAD_PROBE_ADDR` for `-ENOENT`
-    /// (unknown symbol), none for `-ENOMEM` and `-EEXIST`, `FAIL_REG_PROBE` for the rest.
+    /// kernel returns it): `BAD_INSN_BNDRY` for `-EILSEQ`, `BAD_PROBE_ADDR` for `-ENOENT`, none
+    /// for `-ENOMEM` and `-EEXIST`, `FAIL_REG_PROBE` for the rest.
+    ///
+    /// A symbol or glob that matches no traceable function is `-ENOENT` here, as in upstream
+    /// from v6.14 (its `register_fprobe()` matches the glob itself). 6.12's hands the glob to
+    /// `ftrace_set_filter()`, which fails with `-EINVAL` on an empty match, and so logs
+    /// `FAIL_REG_PROBE`, at the same place.
     pub fn registration_error(&self, errno: i32) -> Option<ProbeError> {
         const EILSEQ: i32 = -84;
         let errno = Errno::from_kernel(errno);

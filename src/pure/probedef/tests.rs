@@ -287,6 +287,74 @@ fn head_and_defaults() {
     assert_eq!(def(&cmd).event(), &cmd[2..64]);
 }
 
+/// Globs in the symbol, as upstream 6.12 takes them (checked against its own fprobe events):
+/// the glob is the symbol, whole; default event names keep what sanitize_event_name() keeps.
+#[test]
+fn globs() {
+    let d = def("f vfs_read*");
+    assert_eq!((d.symbol(), d.event(), d.is_return()), ("vfs_read*", "vfs_read___entry", false));
+    let d = def("f vfs_read*%return r=$retval");
+    assert_eq!((d.symbol(), d.event(), d.is_return()), ("vfs_read*", "vfs_read___exit", true));
+    // '?', '[', ']' and '!' stay in the name; a leading '*' too (the first byte is not looked at).
+    assert_eq!(def("f vfs_rea?").event(), "vfs_rea?__entry");
+    assert_eq!(def("f vfs_rea[d]").event(), "vfs_rea[d]__entry");
+    assert_eq!(def("f vfs_*rea[!l]").event(), "vfs__rea[!l]__entry");
+    assert_eq!(def("f *_read").event(), "*_read__entry");
+    assert_eq!(def("f \\x*").event(), "\\x___entry");
+    let d = def("f:grp/ vfs_read*");
+    assert_eq!((d.group(), d.event(), d.event_given()), ("grp", "vfs_read___entry", false));
+    let d = def("f:g/e ufgt_glob_t[wh]?*%return r=$retval:s32 n=$arg1:s32");
+    assert_eq!((d.event(), d.symbol()), ("e", "ufgt_glob_t[wh]?*"));
+    // $retval makes an exit probe of a glob too, and $argN at exit is saved at entry.
+    let d = def("f vfs_write* $arg3 $retval $arg1");
+    assert!(d.is_return());
+    assert_eq!((d.event(), d.entry_args()), ("vfs_write___exit", &[2u16, 0][..]));
+    // Neither a module prefix nor a '!' is special to the parser: the symbol is the whole word.
+    assert_eq!(def("f ext4:ext4_*").symbol(), "ext4:ext4_*");
+    assert_eq!(def("f ext4:ext4_*").event(), "ext4_ext4____entry");
+    assert_eq!(def("f !vfs_read").symbol(), "!vfs_read");
+    // A suffix other than %return is refused at the '%' whatever the glob.
+    check_error("f vfs_read*^%ret", ErrCode::BadAddrSuffix);
+    // Tracepoint names are identifiers: no globs there.
+    check_error("t sched_^*", ErrCode::BadTpName);
+
+    // A glob that matches nothing: upstream's entry at the symbol.
+    for marked in ["f ^ufgt_nomatch_*", "f:g/e ^vfs_[xyz]*%return $retval"] {
+        let cmd = marked.replace('^', "");
+        let e = def(&cmd).registration_error(Errno::NoEnt.to_kernel()).unwrap();
+        assert_eq!(
+            (e.code, e.pos, e.index, e.offset),
+            (ErrCode::BadProbeAddr, marked.find('^').unwrap(), 1, 0)
+        );
+        let log = e.log(&cmd, &CFG, 0).to_string();
+        assert!(log.contains("trace_fprobe: error: Invalid probed address or symbol\n"), "{log}");
+        assert!(log.contains(&format!("  Command: {cmd}\n")), "{log}");
+    }
+
+    // Two globs on one event: not the same probe unless the globs are equal.
+    let a = def("f:g/e vfs_read* n=$arg3");
+    let b = def("f:g/e vfs_write* n=$arg3");
+    let comms: Vec<String> = a.args().map(|x| x.comm.to_string()).collect();
+    assert_eq!(b.diff_arg_types(a.args().map(|x| x.sig())), None);
+    assert_eq!(b.same_probe(a.symbol(), comms.iter().map(String::as_str)), None);
+    assert!(a.same_probe(a.symbol(), comms.iter().map(String::as_str)).is_some());
+
+    // Removal compares the glob as text.
+    let none: [(&str, &str); 0] = [];
+    assert!(remove("-:e vfs_read*").matches("g", "e", "vfs_read*", none));
+    assert!(!remove("-:e vfs_read").matches("g", "e", "vfs_read*", none));
+    assert!(!remove("-:e vfs_read*").matches("g", "e", "vfs_read", none));
+
+    // Listing: the glob as given. A default name with '?' (or '[', '!'...) is no identifier, so
+    // the listing does not parse back, as upstream's does not.
+    let d = def("f vfs_read*%return $retval");
+    assert_eq!(d.to_string(), "f:fprobes/vfs_read___exit vfs_read*%return arg1=$retval");
+    assert!(same(&d, &def(&d.to_string())));
+    let d = def("f vfs_rea?");
+    assert_eq!(d.to_string(), "f:fprobes/vfs_rea?__entry vfs_rea?");
+    assert_eq!(err(&d.to_string()).code, ErrCode::BadEventName);
+}
+
 #[test]
 fn tracepoints() {
     let d = def("t sched_switch $arg1 $arg2:u32");

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Module functions for the glob event tests (tests/65-event-globs.sh): ufgt_glob_one, _two and
+ * _three, which the test's globs select, and ufgt_globx_four, which they must not. Writing N to
+ * the "run" parameter calls each once with N, through volatile pointers so that no call is
+ * folded away, and leaves the sum of their results in "sum": the callers' view of the return
+ * values while they are hooked.
+ */
+#include <linux/kernel.h>
+#include <linux/module.h>
+
+int ufgt_glob_one(int x);
+int ufgt_glob_two(int x);
+int ufgt_glob_three(int x);
+int ufgt_globx_four(int x);
+
+noinline int ufgt_glob_one(int x)
+{
+	return x + 1;
+}
+
+noinline int ufgt_glob_two(int x)
+{
+	return x * 2;
+}
+
+noinline int ufgt_glob_three(int x)
+{
+	return x + 300;
+}
+
+noinline int ufgt_globx_four(int x)
+{
+	return x - 4;
+}
+
+static int (*volatile glob_fns[])(int) = {
+	ufgt_glob_one, ufgt_glob_two, ufgt_glob_three, ufgt_globx_four
+};
+
+static int sum;
+module_param(sum, int, 0444);
+
+static int run_set(const char *val, const struct kernel_param *kp)
+{
+	int n, i, s = 0;
+	int ret = kstrtoint(val, 0, &n);
+
+	if (ret)
+		return ret;
+	for (i = 0; i < ARRAY_SIZE(glob_fns); i++)
+		s += glob_fns[i](n);
+	WRITE_ONCE(sum, s);
+	return 0;
+}
+static const struct kernel_param_ops run_ops = { .set = run_set };
+module_param_cb(run, &run_ops, NULL, 0200);
+
+MODULE_DESCRIPTION("ufgraph tests: module functions for glob events");
+MODULE_LICENSE("GPL");
