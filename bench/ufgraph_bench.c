@@ -789,6 +789,15 @@ static int run_mem(const char *kind, int p)
 	return ret;
 }
 
+/* The architecture, as the report names it. */
+#if defined(CONFIG_X86_64)
+#define UTS_MACHINE_NAME "x86_64"
+#elif defined(CONFIG_ARM64)
+#define UTS_MACHINE_NAME "arm64"
+#else
+#define UTS_MACHINE_NAME "unknown"
+#endif
+
 /*
  * The sizes behind the kernel's pools (6.12): a rethook node is struct rethook_node; an
  * fprobe's node adds entry_ip and entry_parent_ip (struct fprobe_rethook_node, private to
@@ -797,8 +806,9 @@ static int run_mem(const char *kind, int p)
  */
 static void run_sizes(void)
 {
-	emit("sizes possible_cpus=%u nr_cpu_ids=%u online_cpus=%u page=%lu rethook=%zu rethook_node=%zu fprobe_node=%zu kretprobe_instance=%zu objpool_slot=%zu kretprobe=%zu fprobe=%zu ufgraph_fprobe=%zu ufgraph_kretprobe=%zu kmalloc_rethook=%zu",
-	     num_possible_cpus(), nr_cpu_ids, num_online_cpus(), PAGE_SIZE, sizeof(struct rethook),
+	emit("sizes arch=%s kfprobe=%d possible_cpus=%u nr_cpu_ids=%u online_cpus=%u page=%lu rethook=%zu rethook_node=%zu fprobe_node=%zu kretprobe_instance=%zu objpool_slot=%zu kretprobe=%zu fprobe=%zu ufgraph_fprobe=%zu ufgraph_kretprobe=%zu kmalloc_rethook=%zu",
+	     UTS_MACHINE_NAME, IS_ENABLED(CONFIG_FPROBE), num_possible_cpus(), nr_cpu_ids,
+	     num_online_cpus(), PAGE_SIZE, sizeof(struct rethook),
 	     sizeof(struct rethook_node), sizeof(struct rethook_node) + 2 * sizeof(long),
 	     sizeof(struct kretprobe_instance), sizeof(struct objpool_slot),
 	     sizeof(struct kretprobe), sizeof(struct fprobe), sizeof(struct ufgraph_fprobe),

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `make bench`: ufgraph against the kernel's own return hooks, measured in one run.
 #
-#   scripts/bench.sh [--quick] [--report-only] [--profile]
+#   scripts/bench.sh [--arch x86_64|arm64] [--quick] [--report-only] [--profile]
 #
 # Builds the non-debug x86_64 test kernel (if needed), ufgraph.ko and the benchmark client
-# bench/ufgraph_bench.ko, then boots the VM twice (TCG, two vCPUs; KVM is never used):
+# bench/ufgraph_bench.ko, then boots the VM three times (TCG, two vCPUs; KVM is never used):
 #
 #   1. with `-icount shift=0`: guest time advances one nanosecond per instruction, so the
 #      per-call figures are deterministic instruction counts (also: memory);
@@ -26,7 +26,15 @@
 # profile when both measured the same build (build/bench-x86_64/build-id: the sources and the
 # kernel image); a profile run refreshes them when the last full run measured its build.
 #
-# host/bench-report turns the two logs into tables in Documentation/benchmarks.md (between
+# --arch arm64 (`make bench-arm64`, under a minute; `make bench` runs it first): the arm64 test
+# kernel in qemu-system-aarch64 -M virt, as scripts/vm.sh boots it, for the icount and wall
+# passes' per-call cost only (6.12 has no kernel fprobe on arm64, so those rows are absent, and
+# so are memory and concurrency, which compare with it; no attach pass), into the
+# "bench-arm64" markers of Documentation/benchmarks.md. Logs in build/bench-arm64/. The
+# x86_64 report's Targets read build/bench-arm64/icount.log for their arm64 line.
+# --profile is x86_64 only.
+#
+# host/bench-report turns the logs into tables in Documentation/benchmarks.md (between
 # its "bench:begin"/"bench:end" markers) and plots in Documentation/bench-*.svg, and prints
 # the tables. Logs: build/bench-x86_64/{icount,wall,attach}.log.
 set -euo pipefail
@@ -36,14 +44,26 @@ arch=x86_64
 quick=0
 report_only=0
 profile=0
-for a in "$@"; do
-	case "$a" in
+usage="usage: scripts/bench.sh [--arch x86_64|arm64] [--quick] [--report-only] [--profile]"
+while [ $# -gt 0 ]; do
+	case "$1" in
 	--quick) quick=1 ;;
 	--report-only) report_only=1 ;;
 	--profile) profile=1 ;;
-	*) ufg_die "usage: scripts/bench.sh [--quick] [--report-only] [--profile]" ;;
+	--arch) [ $# -ge 2 ] || ufg_die "$usage"; arch=$2; shift ;;
+	--arch=*) arch=${1#--arch=} ;;
+	*) ufg_die "$usage" ;;
 	esac
+	shift
 done
+case "$arch" in
+x86_64) image=arch/x86/boot/bzImage ;;
+arm64)
+	image=arch/arm64/boot/Image
+	[ $profile = 0 ] || ufg_die "--profile is x86_64 only (its gdb script steps x86_64 code)"
+	;;
+*) ufg_die "$usage" ;;
+esac
 bdir=$UFG_BUILD/bench-$arch
 kdir=$(ufg_kdir "$arch" "")
 timeout_s=${UFG_BENCH_TIMEOUT:-480}
@@ -73,7 +93,7 @@ build() {
 	# a boot of its own, and the report uses its figures only for logs of the same build.
 	{
 		(cd "$bdir" && find ufgraph src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
-		sha256sum < "$kdir/arch/x86/boot/bzImage"
+		sha256sum < "$kdir/$image"
 	} | sha256sum | cut -d' ' -f1 > "$bdir/build-id"
 	local log=$bdir/build.log
 	if ! ufg_kmake "$arch" "" M="$bdir/ufgraph" modules >"$log" 2>&1 ||
@@ -92,14 +112,26 @@ build() {
 boot() {
 	local pass=$1 log=$bdir/$1.log
 	shift
-	# tsc=reliable: with two sockets and no invariant-TSC flag the kernel would find the TSCs
-	# "unsynchronized" and fall back to jiffies, which do not advance with interrupts off.
-	local append="console=ttyS0 panic=-1 oops=panic tsc=reliable ufg.mode=bench ufg.bench=$pass ufg.benchq=$quick"
-	ufg_log "bench: booting the $pass pass (time limit ${timeout_s}s), log in $log"
+	local append="panic=-1 oops=panic ufg.mode=bench ufg.bench=$pass ufg.benchq=$quick" machine
+	case "$arch" in
+	x86_64)
+		# tsc=reliable: with two sockets and no invariant-TSC flag the kernel would find the
+		# TSCs "unsynchronized" and fall back to jiffies, which do not advance with interrupts off.
+		machine=(qemu-system-x86_64 "$@" -cpu max -smp 2,sockets=2)
+		append="console=ttyS0 tsc=reliable $append"
+		;;
+	arm64)
+		# As scripts/vm.sh boots it. The clock is the arch timer (62.5 MHz in QEMU: under
+		# -icount shift=0 it ticks every 16 instructions, 0.008 per call over a chunk of 2000).
+		machine=(qemu-system-aarch64 "$@" -M virt -cpu max -smp 2)
+		append="console=ttyAMA0 $append"
+		;;
+	esac
+	ufg_log "bench: booting the $arch $pass pass (time limit ${timeout_s}s), log in $log"
 	local start=$SECONDS
 	set +e
-	timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 "$@" -cpu max \
-		-kernel "$kdir/arch/x86/boot/bzImage" -smp 2,sockets=2 -m 1024 -display none -no-reboot \
+	timeout --kill-after=10 "$timeout_s" "${machine[@]}" \
+		-kernel "$kdir/$image" -m 1024 -display none -no-reboot \
 		-monitor none -serial stdio -initrd "$bdir/initramfs.cpio.gz" -append "$append" \
 		</dev/null 2>&1 | tee "$log" | grep --line-buffered -E '^@@bench (start|end|error)|WARNING|BUG|Oops|panic'
 	local qrc=${PIPESTATUS[0]}
@@ -168,12 +200,24 @@ profile_pass() {
 	grep -q "^@@bench end pass=profile" "$log" || ufg_log "bench: the profile pass did not finish (see $log)"
 }
 
-# The tables of the bench passes' logs (and the profile's summary, if of the same build).
+# The tables of the bench passes' logs (and the profile's summary, if of the same build). On
+# x86_64 the Targets also say whether the arm64 rows were measured (the last arm64 run's log,
+# if there is one: `make bench` runs it first).
 report() {
+	local src
+	src=$(cat "$bdir/bench.source" 2>/dev/null || cat "$bdir/source" 2>/dev/null || echo unknown)
+	if [ "$arch" = arm64 ]; then
+		cargo run --quiet --release --manifest-path "$UFG_TOP/Cargo.toml" -p bench-report -- \
+			--arch arm64 --source "$src" --icount "$bdir/icount.log" --wall "$bdir/wall.log" \
+			--text "$bdir/report.txt" "$@"
+		return
+	fi
+	local a64=$UFG_BUILD/bench-arm64 arm=()
+	[ -s "$a64/icount.log" ] && arm=(--arm64 "$a64/icount.log" --arm64-source "$(cat "$a64/bench.source" 2>/dev/null || echo unknown)")
 	cargo run --quiet --release --manifest-path "$UFG_TOP/Cargo.toml" -p bench-report -- \
-		--source "$(cat "$bdir/bench.source" 2>/dev/null || cat "$bdir/source" 2>/dev/null || echo unknown)" \
+		--source "$src" \
 		--build-id "$(cat "$bdir/bench.build-id" 2>/dev/null || echo unknown)" \
-		--profile-summary "$bdir/profile.tsv" \
+		--profile-summary "$bdir/profile.tsv" "${arm[@]}" \
 		--icount "$bdir/icount.log" --wall "$bdir/wall.log" --attach "$bdir/attach.log" --text "$bdir/report.txt" "$@"
 }
 
@@ -196,11 +240,17 @@ fi
 
 if [ $report_only = 0 ]; then
 	build
-	for pass in ${UFG_BENCH_PASSES:-icount wall attach}; do
+	default_passes="icount wall attach"
+	[ "$arch" = arm64 ] && default_passes="icount wall"
+	for pass in ${UFG_BENCH_PASSES:-$default_passes}; do
 		case $pass in
 		icount) boot icount -accel tcg -icount shift=0 ;;
 		wall) boot wall -accel tcg ;;
-		attach) boot attach -accel tcg,thread=single ;;
+		attach)
+			[ "$arch" = x86_64 ] || ufg_die "the attach pass is x86_64 only"
+			boot attach -accel tcg,thread=single
+			;;
+		*) ufg_die "unknown pass $pass (icount, wall, attach)" ;;
 		esac
 	done
 	# The build these logs measured (a later --profile builds again, and writes build-id).
@@ -209,5 +259,8 @@ if [ $report_only = 0 ]; then
 fi
 
 out=()
-[ $quick = 0 ] && out=(--doc "$UFG_TOP/Documentation/benchmarks.md" --svg-dir "$UFG_TOP/Documentation")
+if [ $quick = 0 ]; then
+	out=(--doc "$UFG_TOP/Documentation/benchmarks.md")
+	[ "$arch" = x86_64 ] && out+=(--svg-dir "$UFG_TOP/Documentation")
+fi
 report "${out[@]}"

@@ -4,7 +4,9 @@
 //!
 //! ```text
 //! bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--build-id ID]
-//!              [--profile-summary DIR/profile.tsv] [--text OUT] [--doc FILE.md] [--svg-dir DIR]
+//!              [--profile-summary DIR/profile.tsv] [--arm64 LOG [--arm64-source TEXT]]
+//!              [--text OUT] [--doc FILE.md] [--svg-dir DIR]
+//! bench-report --arch arm64 --icount LOG [--wall LOG] [--source TEXT] [--text OUT] [--doc FILE.md]
 //! bench-report --profile DIR --system-map FILE [--text OUT] [--doc FILE.md]
 //! ```
 //!
@@ -18,11 +20,17 @@
 //! The Targets of the first form take the locked-instruction figures from that summary when
 //! `--profile-summary` is given and its build-id is the logs' `--build-id` (the profile is a
 //! separate boot, maybe of other sources); otherwise they say that the profile is missing.
+//! `--arm64 LOG` (the last arm64 icount log; `--arm64-source`, what that run built ufgraph
+//! from) gives the Targets' arm64 line.
+//!
+//! With `--arch arm64` it reports an arm64 run instead (see `arm64.rs`): the per-call table,
+//! between the `bench-arm64:begin` and `bench-arm64:end` markers.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::exit;
 
+mod arm64;
 mod profile;
 mod report;
 mod svg;
@@ -70,7 +78,8 @@ pub fn parse(text: &str) -> Vec<Rec> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--build-id ID] [--profile-summary FILE] [--text OUT] [--doc FILE.md] [--svg-dir DIR]");
+    eprintln!("usage: bench-report --icount LOG --wall LOG [--attach LOG] [--source TEXT] [--build-id ID] [--profile-summary FILE] [--arm64 LOG [--arm64-source TEXT]] [--text OUT] [--doc FILE.md] [--svg-dir DIR]");
+    eprintln!("       bench-report --arch arm64 --icount LOG [--wall LOG] [--source TEXT] [--text OUT] [--doc FILE.md]");
     eprintln!("       bench-report --profile DIR --system-map FILE [--text OUT] [--doc FILE.md]");
     exit(2)
 }
@@ -157,7 +166,9 @@ fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>)
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut icount, mut wall, mut kprobe, mut text, mut doc, mut svg_dir) = (None, None, None, None, None, None);
-    let (mut profile_dir, mut system_map, mut profile_summary) = (None, None, None);
+    let (mut profile_dir, mut system_map, mut profile_summary, mut arm64_log) = (None, None, None, None);
+    let mut arch = String::from("x86_64");
+    let mut arm64_source = String::from("unknown");
     let mut source = String::from("unknown");
     let mut build_id = String::from("unknown");
     while let Some(a) = args.next() {
@@ -174,6 +185,9 @@ fn main() {
             "--svg-dir" => svg_dir = Some(v),
             "--profile" => profile_dir = Some(v),
             "--system-map" => system_map = Some(v),
+            "--arch" => arch = v,
+            "--arm64" => arm64_log = Some(v),
+            "--arm64-source" => arm64_source = v,
             _ => usage(),
         }
     }
@@ -185,6 +199,35 @@ fn main() {
     let read = |p: &Option<String>| p.as_ref().map(|p| std::fs::read_to_string(p).unwrap_or_default()).unwrap_or_default();
     let ic = parse(&read(&icount));
     let wl = parse(&read(&wall));
+    match arch.as_str() {
+        "x86_64" => {}
+        "arm64" => {
+            if ic.is_empty() && wl.is_empty() {
+                eprintln!("bench-report: no @@bench lines in the arm64 logs");
+                exit(1);
+            }
+            let body = arm64::markdown(&ic, &wl, &source);
+            print!("{}", body);
+            if let Some(t) = text {
+                write_or_die(&t, &body);
+            }
+            if let Some(d) = doc {
+                let old = std::fs::read_to_string(&d).unwrap_or_else(|e| {
+                    eprintln!("bench-report: {}: {}", d, e);
+                    exit(1)
+                });
+                let Some(new) = splice_at(&old, "bench-arm64", &body) else {
+                    eprintln!("bench-report: {} has no <!-- bench-arm64:begin --> ... <!-- bench-arm64:end --> markers", d);
+                    exit(1)
+                };
+                write_or_die(&d, &new);
+                eprintln!("bench-report: arm64 results written to {}", d);
+            }
+            return;
+        }
+        _ => usage(),
+    }
+    let a64 = parse(&read(&arm64_log));
     let kp = parse(&read(&kprobe));
     if ic.is_empty() && wl.is_empty() && kp.is_empty() {
         eprintln!("bench-report: no @@bench lines in the logs");
@@ -193,6 +236,8 @@ fn main() {
     let mut rep = report::Report::new(&ic, &wl, &kp);
     rep.source = source;
     rep.build_id = build_id;
+    rep.arm64 = &a64;
+    rep.arm64_source = arm64_source;
     rep.profile = profile_summary.and_then(|p| std::fs::read_to_string(p).ok()).map(|t| profile::Summary::parse(&t));
     let body = rep.markdown();
     print!("{}", body);

@@ -47,8 +47,8 @@ const SECOND_KINDS: &[(&str, &str, &str, &str)] = &[
 ];
 
 pub struct Report<'a> {
-    ic: &'a [Rec],
-    wl: &'a [Rec],
+    pub(crate) ic: &'a [Rec],
+    pub(crate) wl: &'a [Rec],
     kp: &'a [Rec],
     /// Where ufgraph.ko was built from (a commit, or the work tree).
     pub source: String,
@@ -56,6 +56,10 @@ pub struct Report<'a> {
     pub build_id: String,
     /// The last profile run's summary (`profile.tsv`), if there is one.
     pub profile: Option<Summary>,
+    /// The last arm64 run's icount log (`make bench-arm64`), and what it built ufgraph from,
+    /// for the Targets' arm64 line.
+    pub arm64: &'a [Rec],
+    pub arm64_source: String,
 }
 
 /// Machine sizes the memory formulas need (from the VM's `sizes` line).
@@ -162,17 +166,17 @@ fn ms(ns: Option<f64>) -> String {
 
 impl<'a> Report<'a> {
     pub fn new(ic: &'a [Rec], wl: &'a [Rec], kp: &'a [Rec]) -> Self {
-        Report { ic, wl, kp, source: "unknown".into(), build_id: "unknown".into(), profile: None }
+        Report { ic, wl, kp, source: "unknown".into(), build_id: "unknown".into(), profile: None, arm64: &[], arm64_source: "unknown".into() }
     }
 
-    fn find<'b>(recs: &'b [Rec], sec: &str, name: &str) -> Option<&'b Rec> {
+    pub(crate) fn find<'b>(recs: &'b [Rec], sec: &str, name: &str) -> Option<&'b Rec> {
         recs.iter().find(|r| r.sec == sec && r.get("name") == Some(name))
     }
 
     /// ns per call of a hook in a pass: in the icount pass instructions, the median chunk (all
     /// chunks are equal but for the odd hash or cache effect); in the wall pass the fastest
     /// chunk, since the host's noise (other VMs, builds) only ever adds time.
-    fn cost(recs: &[Rec], name: &str) -> Option<f64> {
+    pub(crate) fn cost(recs: &[Rec], name: &str) -> Option<f64> {
         let r = Self::find(recs, "cost", name)?;
         let icount = recs.iter().any(|r| r.sec == "start" && r.get("pass") == Some("icount"));
         r.num(if icount { "median_ps" } else { "min_ps" }).map(|p| p / 1000.0)
@@ -202,7 +206,7 @@ impl<'a> Report<'a> {
     pub fn markdown(&self) -> String {
         let mut s = String::new();
         self.header(&mut s);
-        self.cost_table(&mut s);
+        self.cost_table(&mut s, "Per-call cost", COST_ROWS);
         self.targets(&mut s);
         self.attach_tables(&mut s);
         self.memory_tables(&mut s);
@@ -240,8 +244,8 @@ impl<'a> Report<'a> {
         s.push('\n');
     }
 
-    fn cost_table(&self, s: &mut String) {
-        let _ = writeln!(s, "### Per-call cost\n");
+    pub(crate) fn cost_table(&self, s: &mut String, title: &str, rows: &[(&str, &str)]) {
+        let _ = writeln!(s, "### {}\n", title);
         let _ = writeln!(s, "One noinline function in the benchmark module, called in a loop; the hook's handlers only count.");
         let _ = writeln!(s, "Instructions are from the `-icount shift=0` pass (deterministic); wall-clock ns from the other");
         let _ = writeln!(s, "pass, under TCG emulation. Ratios are to the bare ftrace_ops of the same pass.\n");
@@ -250,7 +254,7 @@ impl<'a> Report<'a> {
         let base_i = Self::cost(self.ic, "none");
         let ref_i = Self::cost(self.ic, "ftrace_ops");
         let ref_w = Self::cost(self.wl, "ftrace_ops");
-        for (name, label) in COST_ROWS {
+        for (name, label) in rows {
             let i = Self::cost(self.ic, name);
             let w = Self::cost(self.wl, name);
             if i.is_none() && w.is_none() {
@@ -280,7 +284,7 @@ impl<'a> Report<'a> {
     /// Whether every handler counter of a cost row reached the number of timed calls (the
     /// counts include the warm-up chunk), in both passes: "yes", "no", or "-" when the hook has
     /// no handler of ours (none, the function_graph tracer).
-    fn hooked(&self, name: &str) -> &'static str {
+    pub(crate) fn hooked(&self, name: &str) -> &'static str {
         const COUNTERS: &[&str] = &["bare", "kfp_entry", "kfp_exit", "kretprobe", "ufp_entry", "ufp_exit", "ukretprobe", "ug_entry", "ug_exit"];
         let mut seen = false;
         for recs in [self.ic, self.wl] {
@@ -391,7 +395,9 @@ impl<'a> Report<'a> {
                 line(met, what, format!("{}; from the profile, \"Where the instructions go\"", detail));
             }
         }
-        line(None, "BPF fentry/fexit and arm64 rows", "not built yet: the bench kernel has no BPF, and the bench runs on x86_64 only".into());
+        line(None, "BPF fentry/fexit rows", "not built yet: the bench kernel has no BPF".into());
+        let (met, detail) = crate::arm64::rows_target(self.arm64, &self.arm64_source);
+        line(met, "arm64 rows: ufgraph against the kernel's kretprobe and function_graph", detail);
         // 5. memory flat.
         let mems: Vec<&Rec> = self.ic.iter().filter(|r| r.sec == "mem" && r.get("name") == Some("ufgraph")).collect();
         // Bytes per task with a shadow stack, at each P (the task count itself moves with the
@@ -717,13 +723,19 @@ impl<'a> Report<'a> {
     }
 
     fn problems(&self, s: &mut String) {
+        self.problems_in(s, &[("icount", self.ic), ("wall", self.wl), ("attach", self.kp)]);
+    }
+
+    /// What went wrong in the given passes' logs (a pass with an empty log did not finish).
+    pub(crate) fn problems_in(&self, s: &mut String, passes: &[(&str, &[Rec])]) {
         let mut p = Vec::new();
-        for (pass, recs) in [("icount", self.ic), ("wall", self.wl), ("attach", self.kp)] {
-            if let Some(c) = recs.iter().find(|r| r.sec == "start").and_then(|r| r.get("clocksource")).filter(|c| !c.starts_with("tsc")) {
-                p.push(format!(
-                    "the {} pass timed with clocksource {} (the TSC's calibration failed, the host was busy): its times are in jiffies, 4 ms steps",
-                    pass, c
-                ));
+        for &(pass, recs) in passes {
+            let start = recs.iter().find(|r| r.sec == "start");
+            // x86_64 times with the TSC, arm64 with the arch timer; anything else is jiffies.
+            let arm64 = start.and_then(|r| r.get("arch")) == Some("arm64");
+            let (want, what) = if arm64 { ("arch_sys_counter", "the arch timer was not used") } else { ("tsc", "the TSC's calibration failed, the host was busy") };
+            if let Some(c) = start.and_then(|r| r.get("clocksource")).filter(|c| !c.starts_with(want)) {
+                p.push(format!("the {} pass timed with clocksource {} ({}): its times are in jiffies, 4 ms steps", pass, c, what));
             }
             if !recs.iter().any(|r| r.sec == "end") {
                 let last = recs.iter().rev().find(|r| r.sec != "splat" && r.sec != "start");
