@@ -15,6 +15,8 @@
 
 static char *func = "version_proc_show";
 module_param(func, charp, 0444);
+static bool shared;
+module_param(shared, bool, 0444);
 
 static atomic_t entries, returns, data_ok, data_bad, clock_back, reserve_null;
 /* gops->idx as seen by the first entry that ran before ufgraph_register() returned. */
@@ -84,12 +86,19 @@ static int __init client_init(void)
 {
 	int ret;
 
-	ret = ftrace_set_filter(&client_ops.ops, func, strlen(func), 0);
+	/* shared=1: ufgraph's shared filter (the hub); else a filter on our own ftrace_ops. */
+	if (shared)
+		ret = ufgraph_set_filter(&client_ops, func, 0, 0);
+	else
+		ret = ftrace_set_filter(&client_ops.ops, func, strlen(func), 0);
 	if (ret)
 		return ret;
 	ret = ufgraph_register(&client_ops);
 	if (ret) {
-		ftrace_free_filter(&client_ops.ops);
+		if (shared)
+			ufgraph_free_filter(&client_ops);
+		else
+			ftrace_free_filter(&client_ops.ops);
 		return ret;
 	}
 	WRITE_ONCE(registered, true);
@@ -106,7 +115,10 @@ static int __init client_init(void)
 static void __exit client_exit(void)
 {
 	ufgraph_unregister(&client_ops);
-	ftrace_free_filter(&client_ops.ops);
+	if (shared)
+		ufgraph_free_filter(&client_ops);
+	else
+		ftrace_free_filter(&client_ops.ops);
 	if (atomic_read(&data_bad))
 		pr_info("ufgraph_client: first bad data: d=%s size=%d func=%pS/%pS magic=%lx depth=%d reserve_null=%d\n",
 			bad_d ? "yes" : "NULL", bad_size, (void *)bad_func, (void *)bad_trace_func,
