@@ -17,6 +17,8 @@ count_of() {
 load() { insmod "$KO/ufgraph.ko" "$@" || fail "insmod ufgraph.ko $* failed"; }
 unload() { rmmod ufgraph || fail "rmmod ufgraph failed: $(cat $DBG/ufgraph/stats 2>/dev/null)"; }
 loaded() { grep -q "^$1 " /proc/modules; }
+# The address (hex, no 0x) of function $1 from /proc/kallsyms (the kernel's or a module's).
+sym_addr() { awk -v f="$1" '$3 == f && ($2 == "t" || $2 == "T") { print $1; exit }' /proc/kallsyms; }
 
 # Start a background workload that keeps calling vfs_read/vfs_write; print its pid.
 busy_io() {

@@ -132,13 +132,17 @@ pub unsafe extern "C" fn ufgraph_fprobe_count_ips_from_filter(filter: *const c_c
     }
 }
 
-/// Drops a going module's functions from every probe (a module notifier, registered while this
+/// Drops a going module's functions from every probe, and tells `sys::ksym` that the traceable
+/// functions changed when a module comes or goes (a module notifier, registered while this
 /// lives).
 pub struct ModuleWatch {
     nb: Pin<KBox<Opaque<bindings::notifier_block>>>,
 }
 
 unsafe extern "C" fn on_module(_nb: *mut bindings::notifier_block, action: c_ulong, data: *mut c_void) -> c_int {
+    if action == bindings::module_state_MODULE_STATE_COMING as c_ulong || action == bindings::module_state_MODULE_STATE_GOING as c_ulong {
+        crate::sys::ksym::modules_changed();
+    }
     if action == bindings::module_state_MODULE_STATE_GOING as c_ulong {
         if let Some(core) = fprobes() {
             let m = data.cast::<bindings::module>();
@@ -157,6 +161,8 @@ impl ModuleWatch {
         let nb = KBox::pin(Opaque::new(nb), GFP_KERNEL)?;
         // SAFETY: the block is pinned and unregistered in `drop` before it is freed.
         kernel::error::to_result(unsafe { bindings::register_module_notifier(nb.get()) })?;
+        // Modules are watched from here on: the list of traceable functions may be kept.
+        crate::sys::ksym::watch(true);
         Ok(Self { nb })
     }
 }
@@ -165,6 +171,7 @@ impl Drop for ModuleWatch {
     fn drop(&mut self) {
         // SAFETY: registered in `new`; the notifier chain waits for running callbacks.
         unsafe { bindings::unregister_module_notifier(self.nb.get()) };
+        crate::sys::ksym::watch(false);
     }
 }
 

@@ -18,7 +18,9 @@
 
 use crate::bindings;
 use crate::pure::funclist::{self, Func};
-use kernel::alloc::KVec;
+use crate::sys::sync::{synchronize_rcu, NoPreempt};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::*};
+use kernel::alloc::{flags::GFP_ATOMIC, KBox, KVVec, KVec};
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -173,47 +175,145 @@ pub fn hooker(addr: usize) -> crate::pure::handback::Hooker {
     crate::pure::ksymname::hooker(&buf[..n.clamp(0, buf.len() as _) as usize])
 }
 
-/// The ftrace locations of the functions at `ips` (each a function's ftrace location or its
-/// start), in the same order: what ftrace callbacks report as `ip` for them. `EINVAL` (with a
-/// log line) for an address that is neither. One pass over the function list.
-pub fn locations(ips: &[usize]) -> Result<KVec<usize>> {
-    let mut found: KVec<Option<usize>> = KVec::new();
-    found.extend_with(ips.len(), None, GFP_KERNEL)?;
-    // The addresses sorted (with their positions), so that each function of the list finds its
-    // candidates by binary search: mass attach passes every traceable function, and a scan of
-    // all addresses per function is quadratic.
-    let mut order: KVec<(usize, usize)> = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
-    for (i, &a) in ips.iter().enumerate() {
-        order.push((a, i), GFP_KERNEL)?;
+/// ftrace's locations, sorted: read once from `available_filter_functions_addrs` and kept while
+/// no module comes or goes (the module notifier, `fprobe::capi::ModuleWatch`, says when). Reading
+/// the file costs tens of milliseconds (ftrace prints a symbol name for each of its records), the
+/// fixed cost of every registration by address without it.
+struct LocCache {
+    /// [`GEN`] when the list was read.
+    gen: usize,
+    locs: KVVec<usize>,
+}
+
+/// The current list (or null), replaced whole; an old one is freed a grace period after it was
+/// replaced (readers search it with preemption disabled).
+static CACHE: AtomicPtr<LocCache> = AtomicPtr::new(core::ptr::null_mut());
+/// Bumped by the module notifier when a module comes or goes: a list read before is stale.
+static GEN: AtomicUsize = AtomicUsize::new(0);
+/// Whether a module notifier is watching: without one, no list is kept.
+static WATCHED: AtomicBool = AtomicBool::new(false);
+
+/// Starts (or stops) keeping the location list; stopping frees it. From the module notifier's
+/// owner, which watches for modules while the list is kept.
+pub fn watch(on: bool) {
+    WATCHED.store(on, SeqCst);
+    if !on {
+        drop_cache();
     }
-    crate::pure::slice::sort(&mut order);
-    for_each_function(|f| {
-        // A location, or the start of the function it belongs to (a few bytes before it: ENDBR,
-        // BTI, patchable entry).
-        let from = order.partition_point(|&(a, _)| a < f.loc.saturating_sub(16));
-        for &(a, i) in order[from..].iter().take_while(|&&(a, _)| a <= f.loc) {
-            if a == f.loc || is_start_of(a, f.name) {
-                found[i] = Some(f.loc);
+}
+
+/// The module notifier: a module came or is going, so the traceable functions change.
+pub fn modules_changed() {
+    GEN.fetch_add(1, SeqCst);
+}
+
+fn drop_cache() {
+    let old = CACHE.swap(core::ptr::null_mut(), AcqRel);
+    if !old.is_null() {
+        synchronize_rcu();
+        // SAFETY: unpublished, and no reader is left after the grace period.
+        drop(unsafe { KBox::from_raw(old) });
+    }
+}
+
+/// Runs `f` on the current location list, reading it first if there is none or it is stale.
+/// `f` runs with preemption disabled: it must not sleep.
+fn with_locations<R>(f: impl FnOnce(&[usize]) -> R) -> Result<R> {
+    if WATCHED.load(SeqCst) {
+        let gen = GEN.load(SeqCst);
+        let np = NoPreempt::new();
+        let p = CACHE.load(Acquire);
+        // SAFETY: a published list is freed only a grace period after it is replaced, which
+        // `np` holds off.
+        if let Some(c) = (!p.is_null()).then(|| unsafe { &*p }).filter(|c| c.gen == gen) {
+            return Ok(f(&c.locs));
+        }
+        drop(np);
+        // Read it (the generation first: a module that comes meanwhile makes it stale at once).
+        let mut locs = KVVec::new();
+        for_each_function(|func| locs.push(func.loc, GFP_KERNEL).is_ok())?;
+        crate::pure::slice::sort(&mut locs);
+        let c = KBox::new(LocCache { gen, locs }, GFP_KERNEL)?;
+        let r = f(&c.locs);
+        if WATCHED.load(SeqCst) {
+            let old = CACHE.swap(KBox::into_raw(c), AcqRel);
+            if !old.is_null() {
+                synchronize_rcu();
+                // SAFETY: unpublished, and no reader is left after the grace period.
+                drop(unsafe { KBox::from_raw(old) });
             }
         }
-        true
-    })?;
+        return Ok(r);
+    }
+    let mut locs = KVVec::new();
+    for_each_function(|func| locs.push(func.loc, GFP_KERNEL).is_ok())?;
+    crate::pure::slice::sort(&mut locs);
+    Ok(f(&locs))
+}
+
+/// The ftrace locations of the functions at `ips` (each a function's ftrace location or its
+/// start), in the same order: what ftrace callbacks report as `ip` for them. `EINVAL` (with a
+/// log line) for an address that is neither.
+pub fn locations(ips: &[usize]) -> Result<KVec<usize>> {
     let mut out = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
-    for (i, loc) in found.iter().enumerate() {
-        let Some(loc) = loc else {
+    // Which of `ips` are starts, not locations: checked outside the list's read section (the
+    // check looks symbols up).
+    let mut starts: KVec<(usize, usize)> = KVec::new();
+    let mut bad = None;
+    with_locations(|locs| {
+        for (i, &a) in ips.iter().enumerate() {
+            // The first location at or after `a`: `a` itself, or the location a few bytes into
+            // the function `a` starts (ENDBR, BTI, patchable entry).
+            let at = locs.partition_point(|&l| l < a);
+            match locs.get(at) {
+                Some(&l) if l == a => {}
+                Some(&l) if l - a <= 16 => {
+                    if starts.push((i, l), GFP_ATOMIC).is_err() {
+                        bad = Some((i, ENOMEM));
+                        return;
+                    }
+                }
+                _ => {
+                    bad = Some((i, EINVAL));
+                    return;
+                }
+            }
+            if out.push(a, GFP_ATOMIC).is_err() {
+                bad = Some((i, ENOMEM));
+                return;
+            }
+        }
+    })?;
+    if let Some((i, e)) = bad {
+        if e == EINVAL {
+            pr_err!("ufgraph: {:#x} is not a traceable function\n", ips[i]);
+        }
+        return Err(e);
+    }
+    for &(i, l) in starts.iter() {
+        if !same_function_start(ips[i], l) {
             pr_err!("ufgraph: {:#x} is not a traceable function\n", ips[i]);
             return Err(EINVAL);
-        };
-        out.push(*loc, GFP_KERNEL)?;
+        }
+        out[i] = l;
     }
     Ok(out)
 }
 
-/// Whether `addr` is the start of the function called `name` (`name+0x0/...` to kallsyms).
-fn is_start_of(addr: usize, name: &[u8]) -> bool {
-    let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize];
-    // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
-    let n = unsafe { bindings::sprint_symbol(buf.as_mut_ptr().cast(), addr as _) };
-    let s = &buf[..n.max(0) as usize];
-    s.len() > name.len() + 4 && &s[..name.len()] == name && &s[name.len()..name.len() + 5] == b"+0x0/"
+/// Whether `addr` is the start of the function whose ftrace location is `loc`.
+fn same_function_start(addr: usize, loc: usize) -> bool {
+    let (mut a, mut b) = ([0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize], [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize]);
+    // SAFETY: each buffer has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
+    let (na, nb) = unsafe {
+        (bindings::sprint_symbol(a.as_mut_ptr().cast(), addr as _), bindings::sprint_symbol(b.as_mut_ptr().cast(), loc as _))
+    };
+    let (a, b) = (&a[..na.max(0) as usize], &b[..nb.max(0) as usize]);
+    // `name+0x0/size` and `name+0x4/size`: the same name, `addr` at offset 0.
+    fn name(s: &[u8]) -> Option<&[u8]> {
+        s.iter().position(|&c| c == b'+').map(|p| &s[..p])
+    }
+    match (name(a), name(b)) {
+        (Some(x), Some(y)) => x == y && a[x.len()..].starts_with(b"+0x0/"),
+        _ => false,
+    }
 }
