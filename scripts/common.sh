@@ -33,8 +33,18 @@ ufg_kdir() {
 }
 
 # The make command line every kernel and module build uses.
+# bindgen loads libclang at run time and takes the newest it finds, which need not be the
+# clang the kernel is built with: with Debian's libclang-19 installed beside clang 14, the
+# bindings fail on flags only clang 14 knows (issue #18). Pin it to the compiler's own.
+ufg_libclang() {
+	local major
+	major=$(clang -dumpversion 2>/dev/null | cut -d. -f1)
+	[ -n "$major" ] && [ -d "/usr/lib/llvm-$major/lib" ] && echo "/usr/lib/llvm-$major/lib"
+}
+
 ufg_kmake() {
 	local arch=$1 flavour=$2; shift 2
+	LIBCLANG_PATH=${LIBCLANG_PATH:-$(ufg_libclang)} \
 	make -C "$UFG_SRC" O="$(ufg_kdir "$arch" "$flavour")" ARCH="$arch" \
 		LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc \
 		BINDGEN="$UFG_BINDGEN" -j"$UFG_JOBS" "$@"
