@@ -37,7 +37,7 @@ use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::{self, Ops, Regs};
 use crate::sys::ksym;
 use crate::sys::rcutable::RcuTable;
-use crate::sys::sync::{synchronize_rcu, NoPreempt};
+use crate::sys::sync::{synchronize_rcu, NoPreempt, Work};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 use kernel::alloc::{KBox, KVec};
@@ -104,6 +104,9 @@ struct Reg {
     /// Registered probes with an exit handler, and without.
     exit_probes: usize,
     entry_probes: usize,
+    /// Replaced `IpEntry`s waiting for a grace period, freed by `Fprobes::reaper`: a
+    /// registration does not wait for readers to leave the entries it replaced.
+    garbage: KVec<usize>,
 }
 
 /// The fprobe core: one per module instance.
@@ -119,6 +122,9 @@ pub struct Fprobes {
     single_entry: AtomicPtr<Live>,
     #[pin]
     reg: Mutex<Reg>,
+    /// Frees `Reg::garbage` a grace period after it was replaced.
+    #[pin]
+    reaper: Work,
 }
 
 static FPROBES: AtomicPtr<Fprobes> = AtomicPtr::new(core::ptr::null_mut());
@@ -531,7 +537,9 @@ impl Fprobes {
                 entry_ips: 0,
                 exit_probes: 0,
                 entry_probes: 0,
+                garbage: KVec::new(),
             }),
+            reaper <- Work::new(reap),
         })
     }
 
@@ -713,7 +721,8 @@ impl Fprobes {
         // The path's single-probe shortcut assumes its filter holds only that probe's
         // functions: drop it, and wait for the callbacks that may be using it, before the
         // filter grows.
-        if self.single(has_exit).swap(core::ptr::null_mut(), AcqRel) != core::ptr::null_mut() {
+        // A probe on functions the path hooks already does not grow the filter: no need to wait.
+        if self.single(has_exit).swap(core::ptr::null_mut(), AcqRel) != core::ptr::null_mut() && !path_new.is_empty() {
             synchronize_rcu();
         }
         if let Err(e) = self.update_path(&mut reg, has_exit, &path_new, false) {
@@ -747,8 +756,14 @@ impl Fprobes {
         unsafe { (*fp).hlist_array = KBox::into_raw(private).cast() };
         if has_exit { reg.exit_probes += 1 } else { reg.entry_probes += 1 }
         self.settle_single(&reg, has_exit);
-        drop(reg);
+        // The entries replaced go after a grace period, without this registration waiting for
+        // it (a second probe on 10000 hooked functions replaces 10000 entries).
         if !old_entries.is_empty() {
+            if reg.garbage.extend_from_slice(&old_entries, GFP_KERNEL).is_ok() {
+                self.reaper.schedule();
+                return Ok(());
+            }
+            drop(reg);
             synchronize_rcu();
             for &o in old_entries.iter() {
                 // SAFETY: unpublished; readers are gone after the grace period.
@@ -914,10 +929,35 @@ impl Fprobes {
     }
 }
 
+/// `Fprobes::reaper`: frees the replaced entries once no reader can hold them.
+unsafe extern "C" fn reap(work: *mut bindings::work_struct) {
+    // SAFETY: the work item is `Fprobes::reaper`, inside a live `Fprobes` (its drop cancels
+    // the work, waiting for this, before the rest goes).
+    let this = unsafe { &*kernel::container_of!(work.cast::<Work>(), Fprobes, reaper) };
+    this.reap_now();
+}
+
+impl Fprobes {
+    fn reap_now(&self) {
+        let list = core::mem::replace(&mut self.reg.lock().garbage, KVec::new());
+        if list.is_empty() {
+            return;
+        }
+        synchronize_rcu();
+        for &o in list.iter() {
+            // SAFETY: replaced (unpublished) before it was queued; readers are gone after the
+            // grace period.
+            drop(unsafe { KBox::from_raw(o as *mut IpEntry) });
+        }
+    }
+}
+
 #[pinned_drop]
 impl PinnedDrop for Fprobes {
     fn drop(self: Pin<&mut Self>) {
         FPROBES.store(core::ptr::null_mut(), Release);
+        self.reaper.cancel_sync();
+        self.reap_now();
         let mut reg = self.reg.lock();
         // Probes of other modules keep this module loaded; the module's own users (events)
         // unregistered before. Anything left is leaked on purpose rather than freed under a
