@@ -94,6 +94,7 @@ pub unsafe extern "C" fn ufgraph_register(gops: *mut ufgraph_ops) -> c_int {
     // SAFETY: the slot lives in its box until `ufgraph_unregister` frees it after unregistering;
     // `filter` is the list `set_filter` keeps (read during the call).
     let r = match unsafe { filter.as_ref() } {
+        // SAFETY: as above.
         Some(ips) if !ips.is_empty() => unsafe { g.register_hub(&slot, ips) },
         // SAFETY: as above.
         _ => unsafe { g.register(&slot) },

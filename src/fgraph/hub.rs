@@ -260,11 +260,12 @@ unsafe extern "C" fn hub_entry(ip: usize, parent_ip: usize, _op: *mut bindings::
     // The first ops that keeps the call pushes its frame; the ones after it join that frame
     // without looking for it again.
     let mut frame = None;
+    // `bm` is the frame an ops before this one kept for this call, still the top one (what an
+    // ops reserved sits in it; interrupts leave the stack as they found it). The slot's handler
+    // is alive while the slot is in the array (unregistration waits a grace period).
     each_slot(g, mask, |slot| match frame {
-        // SAFETY: ftrace's entry registers for `ip`; the guard is held; `bm` is the frame an ops
-        // before this one kept for this call, still the top one (what an ops reserved sits in
-        // it; interrupts leave the stack as they found it). The slot's handler is alive while
-        // the slot is in the array (unregistration waits a grace period).
+        // SAFETY: ftrace's entry registers for `ip`, the guard held, `bm` this call's top frame
+        // (above).
         Some((bm, ret_ip, ref mut timed)) => unsafe {
             g.join_locked(slot, ip, fregs, stack, np, bm, ret_ip, timed);
         },

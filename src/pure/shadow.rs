@@ -671,6 +671,12 @@ mod tests {
             b.set_bitmap(bm2, 1 << idx);
             let f = b.top_frame().unwrap();
             assert_eq!((f.ret, f.func, f.calltime, f.retp, f.bitmap, f.seen), (0x1111, 0xf00, 42, 0x6000, 1 << idx, 1 << idx));
+            // The call time through the bitmap word's index (the hub's joins), data untouched.
+            b.set_calltime_at(bm2, 77);
+            assert_eq!(b.top_frame().unwrap().calltime, 77);
+            assert_eq!(b.data_on_top(idx), Some(d2));
+            b.set_calltime_at(1, 5); // below any frame's bitmap word: ignored, no panic
+            b.set_calltime_at(usize::MAX, 5);
             assert!(!f.building);
             b.unpush(bm2);
             assert_eq!(b.depth(), 1);
