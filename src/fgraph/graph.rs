@@ -106,6 +106,18 @@ fn reserve_failed(bytes: usize) {
     }
 }
 
+/// Counts a call whose frame did not fit, on the one-step path ([`EntryFrame::Lazy`]), in its
+/// ops' `missed_overrun` (the handler reports the miss to its users itself).
+#[cold]
+fn lazy_overrun(idx: usize) {
+    // SAFETY: callbacks run only while the graph core exists.
+    let Some(g) = (unsafe { graph() }) else { return };
+    let Some(p) = g.array.get(idx).map(|a| a.load(Acquire)).filter(|p| !p.is_null()) else { return };
+    // SAFETY: a slot in the array stays valid until a grace period after it is removed, and the
+    // entry callback runs with preemption disabled.
+    unsafe { &*p }.missed_overrun.fetch_add(1, Relaxed);
+}
+
 impl<'a> Entry<'a> {
     /// Reserves `bytes` (1..=256) on the shadow stack for this ops' return callback, once per
     /// entry. `None` if out of range, already reserved, or the stack is full.
@@ -115,10 +127,18 @@ impl<'a> Entry<'a> {
             EntryFrame::Lazy { ret, retp, calltime } if (1..=crate::pure::shadow::MAX_DATA_BYTES).contains(&bytes) => {
                 let words = bytes.div_ceil(core::mem::size_of::<usize>());
                 // The frame and the data in one step (one move of the stack top).
-                self.stack.push_with_data(ret, self.func, calltime, retp, self.idx, words).ok().map(|(bm, d)| {
-                    self.frame = EntryFrame::Pushed(bm);
-                    d
-                })
+                match self.stack.push_with_data(ret, self.func, calltime, retp, self.idx, words) {
+                    Ok((bm, d)) => {
+                        self.frame = EntryFrame::Pushed(bm);
+                        Some(d)
+                    }
+                    Err(_) => {
+                        // No frame for this call: an overrun of this ops, as when the frame is
+                        // pushed first (not a refused reservation on a pushed frame).
+                        lazy_overrun(self.idx);
+                        return None;
+                    }
+                }
             }
             EntryFrame::Lazy { .. } => None,
             EntryFrame::Pushed(_) => self.stack.reserve_data(self.idx, bytes),
