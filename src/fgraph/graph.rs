@@ -1039,6 +1039,13 @@ impl Graph {
             }
         };
         stack.mark_seen(bm, idx);
+        // While this entry callback runs the frame is being built again, joined or not: a hook
+        // made from inside it for this call (the rethook API from an fprobe's entry handler)
+        // finds it so and is refused, as on a frame this entry pushed. Joined, it would put its
+        // data above ours and its bit in the bitmap, and a declining callback would then drop
+        // the data and leave the bit: a hook reported made whose handler never runs.
+        let bits = stack.bitmap(bm);
+        stack.set_building(bm);
 
         // The real return address: what the slot held, unless it is our trampoline (a frame
         // joined, or a tail call), in which case the frame below knows it.
@@ -1053,14 +1060,14 @@ impl Graph {
         } else {
             entry(&mut e)
         };
-        if wanted {
-            stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
-        } else {
+        let bits = if wanted { bits | (1 << idx) } else { bits };
+        if !wanted {
             stack.truncate(save);
         }
+        stack.set_bitmap(bm, bits);
 
         if fresh {
-            if stack.bitmap(bm) == 0 {
+            if bits == 0 {
                 if let Some(f) = stack.top_frame() {
                     stack.pop(&f);
                 }

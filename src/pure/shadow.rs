@@ -385,6 +385,13 @@ impl<const W: usize> ShadowStack<W> {
         self.set(bm, word::bitmap(bits, FRAME_WORDS));
     }
 
+    /// Puts the frame whose bitmap word is at `bm` back in the reserved state (being built):
+    /// an ops that joins a frame another pushed rebuilds it while its entry callback runs, then
+    /// sets the bitmap (read first with [`Self::bitmap`]) again with [`Self::set_bitmap`].
+    pub fn set_building(&self, bm: usize) {
+        self.set(bm, word::reserved(FRAME_WORDS));
+    }
+
     /// Records that ops `idx` ran its entry callback for the frame whose bitmap word is at `bm`.
     pub fn mark_seen(&self, bm: usize, idx: usize) {
         let at = bm - FRAME_WORDS + SEEN;
