@@ -107,6 +107,18 @@ fn reserve_failed(bytes: usize) {
     }
 }
 
+/// Counts a call whose frame did not fit, on the one-step path ([`EntryFrame::Lazy`]), in its
+/// ops' `missed_overrun` (the handler reports the miss to its users itself).
+#[cold]
+fn lazy_overrun(idx: usize) {
+    // SAFETY: callbacks run only while the graph core exists.
+    let Some(g) = (unsafe { graph() }) else { return };
+    let Some(p) = g.array.get(idx).map(|a| a.load(Acquire)).filter(|p| !p.is_null()) else { return };
+    // SAFETY: a slot in the array stays valid until a grace period after it is removed, and the
+    // entry callback runs with preemption disabled.
+    unsafe { &*p }.missed_overrun.fetch_add(1, Relaxed);
+}
+
 impl<'a> Entry<'a> {
     /// Reserves `bytes` (1..=256) on the shadow stack for this ops' return callback, once per
     /// entry. `None` if out of range, already reserved, or the stack is full.
@@ -116,10 +128,18 @@ impl<'a> Entry<'a> {
             EntryFrame::Lazy { ret, retp, calltime } if (1..=crate::pure::shadow::MAX_DATA_BYTES).contains(&bytes) => {
                 let words = bytes.div_ceil(core::mem::size_of::<usize>());
                 // The frame and the data in one step (one move of the stack top).
-                self.stack.push_with_data(ret, self.func, calltime, retp, self.idx, words).ok().map(|(bm, d)| {
-                    self.frame = EntryFrame::Pushed(bm);
-                    d
-                })
+                match self.stack.push_with_data(ret, self.func, calltime, retp, self.idx, words) {
+                    Ok((bm, d)) => {
+                        self.frame = EntryFrame::Pushed(bm);
+                        Some(d)
+                    }
+                    Err(_) => {
+                        // No frame for this call: an overrun of this ops, as when the frame is
+                        // pushed first (not a refused reservation on a pushed frame).
+                        lazy_overrun(self.idx);
+                        return None;
+                    }
+                }
             }
             EntryFrame::Lazy { .. } => None,
             EntryFrame::Pushed(_) => self.stack.reserve_data(self.idx, bytes),
@@ -1211,6 +1231,13 @@ impl Graph {
             }
         };
         stack.mark_seen(bm, idx);
+        // While this entry callback runs the frame is being built again, joined or not: a hook
+        // made from inside it for this call (the rethook API from an fprobe's entry handler)
+        // finds it so and is refused, as on a frame this entry pushed. Joined, it would put its
+        // data above ours and its bit in the bitmap, and a declining callback would then drop
+        // the data and leave the bit: a hook reported made whose handler never runs.
+        let bits = stack.bitmap(bm);
+        stack.set_building(bm);
 
         // The real return address: what the slot held, unless it is our trampoline (a frame
         // joined, or a tail call), in which case the frame below knows it.
@@ -1225,15 +1252,16 @@ impl Graph {
         } else {
             entry(&mut e)
         };
+        let bits = if wanted { bits | (1 << idx) } else { bits };
         if wanted {
-            stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
             *frame_out = Some((bm, ret_ip, has_time));
         } else {
             stack.truncate(save);
         }
+        stack.set_bitmap(bm, bits);
 
         if fresh {
-            if stack.bitmap(bm) == 0 {
+            if bits == 0 {
                 if let Some(f) = stack.top_frame() {
                     stack.pop(&f);
                 }
@@ -1273,16 +1301,18 @@ impl Graph {
             *timed = true;
         }
         stack.mark_seen(bm, idx);
+        // Being built while this entry callback runs, as in `enter_locked`.
+        let bits = stack.bitmap(bm);
+        stack.set_building(bm);
         let save = stack.top();
         // SAFETY: valid for the call (caller).
         let regs = unsafe { Regs::from_raw(fregs) };
         let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie: 0, stack, idx, np, frame: EntryFrame::Pushed(bm) };
         let wanted = slot.call_entry(&mut e);
-        if wanted {
-            stack.set_bitmap(bm, stack.bitmap(bm) | (1 << idx));
-        } else {
+        if !wanted {
             stack.truncate(save);
         }
+        stack.set_bitmap(bm, if wanted { bits | (1 << idx) } else { bits });
         wanted
     }
 

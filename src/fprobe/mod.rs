@@ -229,9 +229,12 @@ fn graph_side_lookup(core: &Fprobes, e: &mut Entry<'_>) -> bool {
             return false;
         }
         let Some(data) = e.reserve(words.min(32) * 8) else {
+            // The probes this call would have run: entry-only probes ran (from the other
+            // shared ops), disabled ones would not have.
             for p in ent.probes.iter() {
                 let fp = p.fp.load(Acquire);
-                if !fp.is_null() {
+                // SAFETY: as above.
+                if !fp.is_null() && unsafe { (*fp).exit_handler.is_some() } && !disabled(fp) {
                     missed(fp);
                 }
             }
@@ -379,7 +382,7 @@ fn missed_at(func: usize, exit: bool) {
         for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
             let fp = p.fp.load(Acquire);
             // SAFETY: as in `GraphSide::entry`.
-            if !fp.is_null() && unsafe { (*fp).exit_handler.is_some() } == exit {
+            if !fp.is_null() && unsafe { (*fp).exit_handler.is_some() } == exit && !disabled(fp) {
                 missed(fp);
             }
         }

@@ -392,6 +392,13 @@ impl<const W: usize> ShadowStack<W> {
         self.set(bm, word::bitmap(bits, FRAME_WORDS));
     }
 
+    /// Puts the frame whose bitmap word is at `bm` back in the reserved state (being built):
+    /// an ops that joins a frame another pushed rebuilds it while its entry callback runs, then
+    /// sets the bitmap (read first with [`Self::bitmap`]) again with [`Self::set_bitmap`].
+    pub fn set_building(&self, bm: usize) {
+        self.set(bm, word::reserved(FRAME_WORDS));
+    }
+
     /// Records that ops `idx` ran its entry callback for the frame whose bitmap word is at `bm`.
     pub fn mark_seen(&self, bm: usize, idx: usize) {
         let at = bm - FRAME_WORDS + SEEN;
@@ -527,13 +534,19 @@ impl<const W: usize> ShadowStack<W> {
             top = self.frame_below(top)?.start;
         }
         let frame = self.frame_below(top)?;
+        // Data lies between the frame's bitmap word and `top`; a header claiming more words
+        // than that (a corrupt stack) ends the search rather than wrapping below the frame.
+        let floor = frame.start + FRAME_WORDS + 1;
         let mut i = top;
-        while i > frame.start + FRAME_WORDS + 1 {
+        while i > floor {
             let w = self.w(i - 1);
             if word::kind(w) != WordType::Data {
                 break;
             }
             let n = word::data_words(w);
+            if n + 1 > i - floor {
+                break;
+            }
             if word::data_index(w) == idx {
                 return Some(DataRef { start: i - 1 - n, words: n });
             }
@@ -891,5 +904,55 @@ mod tests {
         s.set_word(s.top() - 1, 0); // offset 0 cannot be a frame
         assert!(s.top_frame().is_none());
         assert_eq!(s.frames().count(), 0);
+    }
+
+    /// Whatever `top` and the words hold (a corrupt stack), no walk, lookup or push panics or
+    /// reads outside the stack: the return path and unwinders run these on every hooked return.
+    #[test]
+    fn corrupt_stack_never_panics() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let tops = |r: u64| -> usize {
+            match r % 6 {
+                0 => usize::MAX - (r as usize >> 8) % 4,
+                1 => 512 + (r as usize >> 8) % 8,
+                2 => S::MAX_OFFSET - 2 + (r as usize >> 8) % 5,
+                _ => (r as usize >> 8) % 520,
+            }
+        };
+        for _ in 0..20_000 {
+            let s = stack();
+            for i in 0..512 {
+                let r = rnd();
+                // Mostly plausible words: data/bitmap/reserved with small offsets.
+                let w = match r % 4 {
+                    0 => r as usize,
+                    1 => word::data((r >> 8) as usize % 16, 1 + (r >> 16) as usize % 32, (r >> 24) as usize % 1024),
+                    2 => word::bitmap((r >> 8) as u16, (r >> 24) as usize % 1024),
+                    _ => word::reserved((r >> 24) as usize % 1024),
+                };
+                s.set_word(i, w);
+            }
+            let top = tops(rnd());
+            s.top.store(top, Relaxed);
+            let idx = rnd() as usize % 16;
+            let _ = s.top_frame();
+            let _ = s.frames().take(1000).count();
+            let _ = s.data_on_top(idx);
+            for d in 0..4 {
+                let _ = s.retrieve_data(idx, d);
+            }
+            if let Ok((bm, d)) = s.push_with_data(1, 2, 3, 4, idx, 1 + rnd() as usize % 32) {
+                assert!(d.start + d.words < S::MAX_OFFSET);
+                let _ = s.data_on_top(idx);
+                let _ = s.retrieve_data(idx, 0);
+                s.unpush(bm);
+            }
+        }
     }
 }

@@ -286,6 +286,46 @@ fn recursion_and_nmissed(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// A full shadow stack with several probes on the function (the lookup path): only the probes
+/// with an exit handler miss, each once per call that found no room, and the graph ops counts
+/// those calls as overruns (fgraph.md). An entry-only probe on the same function ran its handler
+/// on every call and missed nothing; a disabled exit probe was not called and missed nothing.
+fn overrun_misses_only_exit_probes(t: &mut Test) -> CaseResult {
+    reset();
+    // SAFETY: the module is loaded.
+    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph")))?;
+    let overruns = || {
+        let mut n = 0u64;
+        let _ = g.for_each_slot(|_, s| -> core::result::Result<(), ()> {
+            n += s.missed_overrun.load(Relaxed);
+            Ok(())
+        });
+        n
+    };
+    let mut a = probe(true, true, 8);
+    let mut b = probe(true, true, 8);
+    let mut c = probe(true, false, 0);
+    let mut d = probe(true, true, 8);
+    for fp in [&mut a, &mut b, &mut c, &mut d] {
+        reg(t, fp, Target::Syms(&[c_str!("ufg_test_recurse")]))?;
+    }
+    d.flags |= bindings::UFGRAPH_FPROBE_FL_DISABLED;
+    let before = overruns();
+    // SAFETY: a plain C fixture; 150 levels are well within the kernel stack.
+    kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(150) }, 150);
+    let missed = a.nmissed as usize;
+    kcheck!(t, missed > 0, "nothing missed at depth 150");
+    kcheck_eq!(t, b.nmissed as usize, missed);
+    kcheck_eq!(t, c.nmissed as usize, 0);
+    kcheck_eq!(t, d.nmissed as usize, 0);
+    // a and b on the calls that fit, c on all 151.
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 2 * (151 - missed) + 151);
+    kcheck_eq!(t, EXITS.load(Relaxed), 2 * (151 - missed));
+    kcheck_eq!(t, BAD.load(Relaxed), 0);
+    kcheck_eq!(t, (overruns() - before) as usize, missed);
+    Ok(())
+}
+
 fn mass_attach_everything(t: &mut Test) -> CaseResult {
     reset();
     let c = core(t)?;
@@ -318,6 +358,7 @@ kunit_suite!(FPROBE_SUITE, "ufgraph_fprobe", [
     several_probes_on_one_function,
     disable_and_skip,
     recursion_and_nmissed,
+    overrun_misses_only_exit_probes,
     mass_attach_everything,
 ]);
 
