@@ -275,7 +275,8 @@ impl<const W: usize> ShadowStack<W> {
     /// Pushes a frame in the reserved state and returns the index of its bitmap word.
     pub fn push(&self, ret: usize, func: usize, calltime: u64, retp: usize) -> Result<usize, PushError> {
         let top = self.top();
-        if top + FRAME_WORDS + 1 >= Self::MAX_OFFSET {
+        // `top` first, so that a corrupt one cannot overflow the sum.
+        if top >= Self::MAX_OFFSET || top + FRAME_WORDS + 1 >= Self::MAX_OFFSET {
             self.overrun.fetch_add(1, Relaxed);
             return Err(PushError::Overrun);
         }
@@ -437,7 +438,7 @@ impl<const W: usize> ShadowStack<W> {
         }
         let words = bytes.div_ceil(core::mem::size_of::<usize>());
         let top = self.top();
-        if top == 0 {
+        if top == 0 || top > Self::MAX_OFFSET {
             return None;
         }
         let below = self.w(top - 1);
@@ -952,6 +953,15 @@ mod tests {
                 let _ = s.data_on_top(idx);
                 let _ = s.retrieve_data(idx, 0);
                 s.unpush(bm);
+            }
+            // The general path's push and reservation too.
+            s.top.store(top, Relaxed);
+            let _ = s.reserve_data(idx, 8 * (1 + rnd() as usize % 32));
+            s.top.store(top, Relaxed);
+            if let Ok(bm) = s.push(1, 2, 3, 4) {
+                let _ = s.reserve_data(idx, 16);
+                s.set_bitmap(bm, 1);
+                let _ = s.top_frame();
             }
         }
     }
