@@ -267,14 +267,23 @@ pub trait GraphHandler: Send + Sync + 'static {
     const OWN_FTRACE_OPS: bool = false;
 }
 
+/// A slot's return callback for handler type `H` (`Slot::ret`), at module level so that
+/// [`return_handler`] can tell a slot of its own handler type by this function's address.
+///
+/// # Safety
+///
+/// `this` must be the `H` the slot was made for, alive.
+unsafe fn slot_ret<H: GraphHandler>(this: *const (), r: &mut Return<'_>) {
+    // SAFETY: the caller's contract.
+    unsafe { &*this.cast::<H>() }.ret(r)
+}
+
 /// What the core knows of a registered ops. Type-erased: Rust handlers and C `ufgraph_ops` both
 /// sit behind it.
 pub struct Slot {
     idx: AtomicUsize,
     ftrace: RawOps,
     this: *const (),
-    /// The handler's type, so that [`return_handler`] can call its own handler type directly.
-    kind: core::any::TypeId,
     entry: unsafe fn(*const (), &mut Entry<'_>) -> bool,
     ret: unsafe fn(*const (), &mut Return<'_>),
     /// The ftrace callback for this slot's handler type: `graph_entry::<H>`, in which the
@@ -316,10 +325,6 @@ impl Slot {
             // SAFETY: `this` is the `H` the slot was made for (`Slot::new`'s contract).
             unsafe { &*this.cast::<H>() }.entry(e)
         }
-        unsafe fn ret<H: GraphHandler>(this: *const (), r: &mut Return<'_>) {
-            // SAFETY: as above.
-            unsafe { &*this.cast::<H>() }.ret(r)
-        }
         unsafe fn missed<H: GraphHandler>(this: *const (), func: usize) {
             // SAFETY: as above.
             unsafe { &*this.cast::<H>() }.missed(func)
@@ -332,9 +337,8 @@ impl Slot {
             idx: AtomicUsize::new(usize::MAX),
             ftrace,
             this: handler.cast(),
-            kind: core::any::TypeId::of::<H>(),
             entry: entry::<H>,
-            ret: ret::<H>,
+            ret: slot_ret::<H>,
             ftrace_func: graph_entry::<H>,
             missed: missed::<H>,
             set_index: set_index::<H>,
@@ -1440,8 +1444,12 @@ pub unsafe fn return_handler<P: GraphHandler>(fregs: *mut bindings::ftrace_regs)
         // One `Return` per branch: the one handed to the slot's function pointer has to be in
         // memory, the direct call's need not be.
         let r = || Return { func: f.func, ret_ip, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx, np };
-        if slot.kind == core::any::TypeId::of::<P>() {
-            // SAFETY: the slot was made for a `P` (its type id says so), alive while the slot is.
+        // A slot whose return callback is `slot_ret::<P>` was made for a `P` (one instance of it
+        // in the module: the kernel builds Rust as one codegen unit; were two identical
+        // instances merged, calling one for the other would do the same), so its callback is
+        // inlined here. Any other goes through the slot.
+        if core::ptr::fn_addr_eq(slot.ret, slot_ret::<P> as unsafe fn(*const (), &mut Return<'_>)) {
+            // SAFETY: the slot was made for a `P` (above), alive while the slot is.
             unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
         } else {
             // SAFETY: the slot's handler is alive while the slot is.

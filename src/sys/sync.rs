@@ -167,8 +167,10 @@ impl Drop for Recursion {
         crate::arch::hot::preempt_enable();
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
         let bits = crate::arch::hot::current().wrapping_add(crate::bindings::UFG_TASK_TRACE_RECURSION as usize) as *mut usize;
+        // `bit` is below 64 by construction; the mask tells the compiler, which then needs no
+        // overflow check for the shift.
         // SAFETY: the current task's `trace_recursion` (see `try_lock`).
-        unsafe { bits.write_volatile(bits.read_volatile() & !(1 << self.bit)) };
+        unsafe { bits.write_volatile(bits.read_volatile() & !(1usize << (self.bit as u32 & 63))) };
     }
 }
 
