@@ -1133,7 +1133,9 @@ impl Graph {
     ) -> bool {
         // SAFETY: valid for the call (caller).
         let regs = unsafe { Regs::from_raw(fregs) };
-        let idx = slot.idx();
+        // Below 16 while the slot is registered (its callbacks run only then); the remainder
+        // tells the compiler, which then needs no check for the shifts.
+        let idx = slot.idx() % ARRAY_SIZE;
         // SAFETY: the return-address location of this call (caller: entry registers).
         let retp = unsafe { crate::arch::hot::fregs::retp(fregs) };
         // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
@@ -1299,7 +1301,9 @@ impl Graph {
         ret_ip: usize,
         timed: &mut bool,
     ) -> bool {
-        let idx = slot.idx();
+        // Below 16 while the slot is registered (its callbacks run only then); the remainder
+        // tells the compiler, which then needs no check for the shifts.
+        let idx = slot.idx() % ARRAY_SIZE;
         if slot.wants_times && !*timed {
             stack.set_calltime_at(bm, self.now());
             *timed = true;
