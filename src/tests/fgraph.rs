@@ -470,9 +470,43 @@ fn hub_shares_one_ftrace_ops(t: &mut Test) -> CaseResult {
     core_is_idle(t)
 }
 
+/// Refused hub registrations leave nothing: no index taken, no function on the hub, and the
+/// ops registers fine once the cause is gone.
+fn hub_refusals_leave_nothing(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    // SAFETY: the module is loaded while its tests run.
+    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    // An address that is no traceable function, beside a good one.
+    let mut bad = hub_ops(t, &[add_ip, 1], Rec::new(8, 1, true))?;
+    kcheck!(t, bad.register() == Err(EINVAL), "a bad address is refused");
+    kcheck_eq!(t, g.registered(), 0);
+    kcheck_eq!(t, g.hub_functions(), 0);
+    kcheck!(t, bad.idx().is_none());
+    add(1, 1);
+    kcheck_eq!(t, bad.handler().entries.load(Relaxed), 0);
+    // A 17th ops, on the hub, while 16 own-ftrace_ops ops are registered.
+    let all = fill(t, ARRAY_SIZE)?;
+    let mut extra = hub_ops(t, &[add_ip], Rec::new(8, 2, true))?;
+    kcheck!(t, extra.register() == Err(ENOSPC), "a 17th ops on the hub is refused");
+    kcheck_eq!(t, g.hub_functions(), 0);
+    kcheck_eq!(t, g.registered(), ARRAY_SIZE);
+    drop(all);
+    t.check_ok(extra.register(), "register with room again")?;
+    kcheck_eq!(t, g.hub_functions(), 1);
+    kcheck_eq!(t, add(2, 3), 5);
+    let h = extra.handler();
+    kcheck!(t, h.entries.load(Relaxed) == 1 && h.returns.load(Relaxed) == 1 && h.bad.load(Relaxed) == 0,
+        "after the refusals: {} entries {} returns {} bad", h.entries.load(Relaxed), h.returns.load(Relaxed), h.bad.load(Relaxed));
+    t.check_ok(extra.unregister(), "unregister")?;
+    kcheck_eq!(t, g.hub_functions(), 0);
+    core_is_idle(t)
+}
+
 kunit_suite!(FGRAPH_SUITE, "ufgraph_fgraph", [
     return_values_and_counts,
     hub_shares_one_ftrace_ops,
+    hub_refusals_leave_nothing,
     call_times_only_when_wanted,
     multiple_storage,
     seventeenth_ops_is_enospc,
