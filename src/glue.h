@@ -149,6 +149,7 @@ int ufg_test_recurse(int n);
 long ufg_test_inner(long x);
 long ufg_test_outer(long x);
 int ufg_test_caller(int a);
+unsigned long ufg_test_retaddr(void);
 
 /*
  * Teardown (src/fgraph/graph.rs) looks at other tasks' kernel stacks under stop_machine and

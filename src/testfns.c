@@ -50,3 +50,12 @@ noinline int ufg_test_caller(int a)
 	barrier();
 	return r + 1;
 }
+
+/*
+ * The function's own return address as it sees it: ufgraph's return trampoline while its return
+ * is hooked, the real call site otherwise.
+ */
+noinline unsigned long ufg_test_retaddr(void)
+{
+	return (unsigned long)__builtin_return_address(0);
+}

@@ -28,6 +28,8 @@ echo 'f:ufgt/flt vfs_read s=+0($arg3):string n=+0($arg3):u64' >> $DE || fail "de
 [ "$(grep -c . $DE)" = 4 ] || fail "dynamic_events: $(cat $DE)"
 
 echo 1 > $T/events/ufgt/enable || fail "enable ufgt"
+# rd (entry only) and rdret (exit) share fprobe's one ftrace_ops: one callback on vfs_read.
+grep -q '^vfs_read (1) ' $T/enabled_functions || fail "vfs_read: $(grep '^vfs_read ' $T/enabled_functions)"
 echo 1 > $T/tracing_on
 dd if=/proc/version of=/dev/null bs=37 count=1 2>/dev/null
 dd if=/proc/version of=/dev/null bs=17 count=1 2>/dev/null

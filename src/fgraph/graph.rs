@@ -77,7 +77,8 @@ pub struct Entry<'a> {
     pub depth: usize,
     /// Arguments, stack pointer.
     pub regs: &'a Regs,
-    /// What the hooking code passed (the rethook API: its `ufgraph_rethook`); 0 from ftrace.
+    /// What the hooking code passed (the rethook API: its `ufgraph_rethook`); from the
+    /// handler's own `ftrace_ops`, what its [`GraphHandler::pre_entry`] returned; 0 on the hub.
     pub cookie: usize,
     stack: &'a Stack,
     idx: usize,
@@ -265,6 +266,22 @@ pub trait GraphHandler: Send + Sync + 'static {
     /// fprobe's ops, itself one ops for every fprobe, whose entry callback is then a direct
     /// call.
     const OWN_FTRACE_OPS: bool = false;
+    /// For a call from the handler's own `ftrace_ops`, under the recursion guard and before the
+    /// task's shadow stack is looked for: work that needs no frame (fprobe's entry-only
+    /// probes, which share fprobe's one `ftrace_ops` with its exit probes). `None`: the call
+    /// is done, nothing is pushed; `Some(c)`: go on to [`GraphHandler::entry`], whose
+    /// [`Entry::cookie`] is then `c` (fprobe hands over the probes it found). Not called on the
+    /// hub, nor for hooks made through [`Graph::enter`].
+    #[inline(always)]
+    fn pre_entry(&self, _ip: usize, _parent_ip: usize, _regs: &Regs, _np: &NoPreempt) -> Option<usize> {
+        Some(0)
+    }
+    /// The recursion guard refused a call from the handler's own `ftrace_ops`: nothing of it
+    /// ran, [`GraphHandler::pre_entry`]'s work included. Other misses (no stack, a full one)
+    /// come after `pre_entry` and go to [`GraphHandler::missed`].
+    fn missed_recursion(&self, func: usize) {
+        self.missed(func)
+    }
 }
 
 /// A slot's return callback for handler type `H` (`Slot::ret`), at module level so that
@@ -1045,8 +1062,23 @@ unsafe extern "C" fn graph_entry<H: GraphHandler>(
     // SAFETY: the slot was made for an `H` (`Slot::new::<H>` set this callback), alive while
     // the slot is registered.
     let h = unsafe { &*slot.this.cast::<H>() };
+    // As in `Graph::enter_with`, with the handler's own recursion miss and its `pre_entry`.
+    let guard = match Recursion::try_lock(ip, parent_ip) {
+        Ok(g) => g,
+        Err(Refused::Recursion) => {
+            slot.missed_recursion.fetch_add(1, Relaxed);
+            h.missed_recursion(ip);
+            return;
+        }
+        Err(Refused::Unsafe) => return,
+    };
+    let np = guard.no_preempt();
     // SAFETY: ftrace passes valid registers for the duration of the callback.
-    unsafe { g.enter_with(slot, ip, parent_ip, fregs, 0, H::RESERVES_FIRST, |e| h.entry(e)) };
+    let regs = unsafe { Regs::from_raw(fregs) };
+    let Some(cookie) = h.pre_entry(ip, parent_ip, regs, np) else { return };
+    // SAFETY: as above; the guard is held.
+    unsafe { g.enter_guarded(slot, ip, fregs, cookie, np, H::RESERVES_FIRST, |e| h.entry(e)) };
+    drop(guard);
 }
 
 impl Graph {
@@ -1097,7 +1129,30 @@ impl Graph {
             }
             Err(Refused::Unsafe) => return false,
         };
-        let np = guard.no_preempt();
+        // SAFETY: the caller's contract, and the guard is held.
+        let wanted = unsafe { self.enter_guarded(slot, ip, fregs, cookie, guard.no_preempt(), lazy, entry) };
+        drop(guard);
+        wanted
+    }
+
+    /// [`Graph::enter_with`] once the recursion guard is held (`np` is its): finds the task's
+    /// stack and enters the call.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::enter_with`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn enter_guarded(
+        &self,
+        slot: &Slot,
+        ip: usize,
+        fregs: *mut bindings::ftrace_regs,
+        cookie: usize,
+        np: &NoPreempt,
+        lazy: bool,
+        entry: impl FnOnce(&mut Entry<'_>) -> bool,
+    ) -> bool {
         let Some(stack) = self.tasks.current(np) else {
             slot.missed_nostack.fetch_add(1, Relaxed);
             // SAFETY: the slot's handler is alive while it is registered.
@@ -1105,9 +1160,7 @@ impl Graph {
             return false;
         };
         // SAFETY: the caller's contract, and the guard is held (preemption disabled).
-        let wanted = unsafe { self.enter_locked(slot, ip, fregs, cookie, stack, np, lazy, &mut None, entry) };
-        drop(guard);
-        wanted
+        unsafe { self.enter_locked(slot, ip, fregs, cookie, stack, np, lazy, &mut None, entry) }
     }
 
     /// [`Graph::enter_with`] once the recursion guard is held and the task's stack found:

@@ -12,18 +12,38 @@
 //!   live (table):      | fprobe -> fprobe          |   registered probes (API checks)
 //!                      +---------------------------+
 //!
-//!   probes with an exit handler --> one shared graph ops (filter: their ips)
-//!        entry: for each probe on ip: entry_handler, then a header (registration id, size) +
-//!               entry data on the shadow stack (one reservation per call, pure::fprobe_hdr)
-//!        return: for each recorded registration still in `regs`: exit_handler(entry data)
-//!   entry-only probes --> one shared ftrace_ops (filter: their ips), no shadow stack
+//!   every probe --> one shared graph ops with its own ftrace_ops (filter: every probed ip)
+//!     pre_entry (no shadow stack yet): entry-only probes on ip: entry_handler; done unless
+//!               a probe on ip has an exit handler
+//!     entry:    for each probe with an exit handler: entry_handler, then a header
+//!               (registration id, size) + entry data on the shadow stack (one reservation
+//!               per call, pure::fprobe_hdr)
+//!     return:   for each recorded registration still in `regs`: exit_handler(entry data)
 //! ```
 //!
-//! Registering a probe on N functions updates the filter of one shared ops once (one
-//! `ftrace_set_filter_ips` call with the ips that are new to it), publishes the N entries, and
-//! waits one RCU grace period to free the entries it replaced. Unregistering clears the probe
-//! from its entries in place (readers skip it), removes it from `live`, updates the filter once
-//! and waits one grace period: after that no handler of it runs.
+//! One ftrace_ops for both kinds of probe: an exit probe added on functions entry-only probes
+//! hook already (or the other way round) patches no call site, and a function with both kinds
+//! is one ftrace callback per call. An entry-only call never looks for the task's stack.
+//!
+//! Which path a call takes is decided by three words, so that the common cases need no lookup:
+//!
+//! ```text
+//!   single_entry  set: exactly one probe, entry-only     -> run it, done
+//!   lookup_entry  clear: no entry-only probe             -> entry: single_exit, or look up
+//!                 set: entry-only probes exist           -> look up ip in pre_entry; entry
+//!                                                           gets the entry found (cookie)
+//!   single_exit   set: exactly one exit probe            -> entry (no cookie): run it
+//! ```
+//!
+//! A shortcut read in a callback is right for the functions the filter held when it was
+//! published. Before the filter grows, a registration that invalidates one clears it and waits
+//! a grace period; an unregistration shrinks the filter, waits, then publishes what is now true.
+//!
+//! Registering a probe on N functions updates the filter of the shared ops once (one
+//! `ftrace_set_filter_ips` call with the ips that are new to it) and publishes the N entries;
+//! the entries it replaced are freed after a grace period by a work item. Unregistering clears
+//! the probe from its entries in place (readers skip it), removes it from `live`, updates the
+//! filter once and waits one grace period: after that no handler of it runs.
 //!
 //! A module that holds probed functions can go: a module notifier drops its addresses from
 //! every probe when it starts going away.
@@ -34,12 +54,12 @@ use crate::bindings::{self, ufgraph_fprobe};
 use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
 use crate::pure::fprobe_hdr;
 use crate::pure::tasktable::Counts;
-use crate::sys::ftrace::{self, Ops, Regs};
+use crate::sys::ftrace::Regs;
 use crate::sys::ksym;
 use crate::sys::rcutable::RcuTable;
 use crate::sys::sync::{synchronize_rcu, NoPreempt, Work};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::*};
 use kernel::alloc::{KBox, KVec};
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -97,10 +117,10 @@ struct Reg {
     regs_counts: Counts,
     /// The id the next registration gets (never reused).
     next_id: usize,
+    /// The shared ops of every probe, registered while `graph_ips` (the functions in its
+    /// filter: those with a probe) is not 0.
     graph: Option<GraphOps<GraphSide>>,
     graph_ips: usize,
-    entry: Option<Ops<EntrySide>>,
-    entry_ips: usize,
     /// Registered probes with an exit handler, and without.
     exit_probes: usize,
     entry_probes: usize,
@@ -115,11 +135,14 @@ pub struct Fprobes {
     ips: RcuTable,
     live: RcuTable,
     regs: RcuTable,
-    /// The one registered probe with an exit handler, when there is exactly one (else null):
-    /// the shared graph ops' filter then holds only its functions, so a call needs no lookup.
+    /// The one registered probe with an exit handler, when there is exactly one (else null).
+    /// While `lookup_entry` is clear the filter holds only its functions: a call needs no lookup.
     single_exit: AtomicPtr<Live>,
-    /// The same for entry-only probes and their shared ftrace_ops.
+    /// The one registered probe, when it is the only one and entry-only (else null).
     single_entry: AtomicPtr<Live>,
+    /// Whether entry-only probes are registered: calls then look their function up before the
+    /// shadow stack (`GraphSide::pre_entry`).
+    lookup_entry: AtomicBool,
     #[pin]
     reg: Mutex<Reg>,
     /// Frees `Reg::garbage` a grace period after it was replaced.
@@ -182,8 +205,40 @@ impl GraphHandler for GraphSide {
     const OWN_FTRACE_OPS: bool = true;
 
     #[inline(always)]
+    fn pre_entry(&self, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt) -> Option<usize> {
+        let core = core_ref()?;
+        let single = core.single_entry.load(Acquire);
+        if !single.is_null() {
+            // Published while its probe is the only one, entry-only (the filter then holds only
+            // its functions), and freed a grace period after it is cleared.
+            // SAFETY: a live `Live`: this callback runs with preemption disabled, which holds
+            // that grace period off.
+            let fp = unsafe { (*single).fp };
+            if !disabled(fp) {
+                // SAFETY: `fp` is the registered probe found above; its handler is read once.
+                if let Some(h) = unsafe { (*fp).entry_handler } {
+                    // SAFETY: the caller's handler, for its registered probe, with the documented
+                    // arguments and no entry data.
+                    unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
+                }
+            }
+            return None;
+        }
+        if !core.lookup_entry.load(Acquire) {
+            return Some(0);
+        }
+        entry_side_lookup(core, ip, parent_ip, regs, np)
+    }
+
+    #[inline(always)]
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         let Some(core) = core_ref() else { return false };
+        if e.cookie != 0 {
+            // SAFETY: `pre_entry` found this entry under the recursion guard still held: it
+            // stays valid until a grace period after it is replaced.
+            let ent = unsafe { &*(e.cookie as *const IpEntry) };
+            return graph_side_probes(e, ent);
+        }
         let single = core.single_exit.load(Acquire);
         if !single.is_null() {
             // SAFETY: published while its probe is the only exit probe; freed a grace period
@@ -199,8 +254,13 @@ impl GraphHandler for GraphSide {
         graph_side_ret(r)
     }
 
+    // No stack, or a full one: the entry-only probes ran (in `pre_entry`).
     fn missed(&self, func: usize) {
-        missed_at(func, true);
+        missed_at(func, Some(true));
+    }
+
+    fn missed_recursion(&self, func: usize) {
+        missed_at(func, None);
     }
 }
 
@@ -209,11 +269,16 @@ impl GraphHandler for GraphSide {
 /// `Entry` in memory on every path, the single-probe one included (40 instructions a call).
 #[inline(always)]
 fn graph_side_lookup(core: &Fprobes, e: &mut Entry<'_>) -> bool {
+    let Some(ent) = core.ips.lookup(e.func, ip_key, e.no_preempt()) else { return false };
+    // SAFETY: a published entry stays valid until a grace period after it is replaced, which
+    // the entry's preemption-disabled section holds off.
+    graph_side_probes(e, unsafe { &*(ent as *const IpEntry) })
+}
+
+/// The exit probes of `ent` (the called function's entry) at a call's entry.
+#[inline(always)]
+fn graph_side_probes(e: &mut Entry<'_>, ent: &IpEntry) -> bool {
     {
-        let np = e.no_preempt();
-        let Some(ent) = core.ips.lookup(e.func, ip_key, np) else { return false };
-        // SAFETY: a published entry stays valid until a grace period after it is replaced.
-        let ent = unsafe { &*(ent as *const IpEntry) };
         // One reservation for all exit probes here: header + data words each, up to 32 words.
         let mut words = 0;
         for p in ent.probes.iter() {
@@ -371,10 +436,11 @@ fn single_entry(e: &mut Entry<'_>, id: usize, fp: *mut ufgraph_fprobe) -> bool {
     !skip
 }
 
-/// Counts a missed call of `func` on its probes with (`exit`) or without an exit handler: the
-/// call found no shadow stack, or a full one, or the recursion guard refused it. Calls nothing
-/// traceable (it may run in a context the recursion guard turned away).
-fn missed_at(func: usize, exit: bool) {
+/// Counts a missed call of `func` on its probes with (`Some(true)`) or without an exit handler,
+/// or on all of them (`None`): the call found no shadow stack, or a full one (the entry-only
+/// probes ran), or the recursion guard refused it (nothing ran). Calls nothing traceable (it
+/// may run in a context the recursion guard turned away).
+fn missed_at(func: usize, exit: Option<bool>) {
     let Some(core) = core_ref() else { return };
     let np = NoPreempt::new();
     if let Some(ent) = core.ips.lookup(func, ip_key, &np) {
@@ -382,65 +448,43 @@ fn missed_at(func: usize, exit: bool) {
         for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
             let fp = p.fp.load(Acquire);
             // SAFETY: as in `GraphSide::entry`.
-            if !fp.is_null() && unsafe { (*fp).exit_handler.is_some() } == exit && !disabled(fp) {
+            if !fp.is_null() && exit.is_none_or(|x| unsafe { (*fp).exit_handler.is_some() } == x) && !disabled(fp) {
                 missed(fp);
             }
         }
     }
 }
 
-/// The shared ftrace ops' handler: entry-only probes.
-pub struct EntrySide;
-
-impl ftrace::Handler for EntrySide {
-    #[inline(always)]
-    fn call(&self, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt) {
-        let Some(core) = core_ref() else { return };
-        let single = core.single_entry.load(Acquire);
-        if !single.is_null() {
-            // The shortcut is published while its probe is the only entry-only probe (the shared
-            // ops' filter then holds only its functions), and freed a grace period after it is
-            // cleared.
-            // SAFETY: a live `Live`: this callback runs with preemption disabled, which holds
-            // that grace period off.
-            let fp = unsafe { (*single).fp };
-            if !disabled(fp) {
-                // SAFETY: `fp` is the registered probe found above; its handler is read once.
-                if let Some(h) = unsafe { (*fp).entry_handler } {
-                    // SAFETY: the caller's handler, for its registered probe, with the documented
-                    // arguments and no entry data.
-                    unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
-                }
-            }
-            return;
-        }
-        entry_side_lookup(core, ip, parent_ip, regs, np);
-    }
-
-    fn missed(&self, ip: usize) {
-        missed_at(ip, false);
-    }
-}
-
-/// [`EntrySide::call`] with several entry-only probes: find those on `ip`. Out of line, so that
-/// the single-probe path saves no registers it does not use.
+/// [`GraphSide::pre_entry`] while entry-only probes are registered (and not alone): runs those
+/// on `ip`, and returns the function's entry if a probe on it has an exit handler (the call
+/// then goes on to the shadow stack, and `GraphSide::entry` needs no second lookup). Out of
+/// line, so that the shortcut paths save no registers they do not use.
 #[inline(never)]
-fn entry_side_lookup(core: &Fprobes, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt) {
-    {
-        let Some(ent) = core.ips.lookup(ip, ip_key, np) else { return };
+fn entry_side_lookup(core: &Fprobes, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt) -> Option<usize> {
+    let e = core.ips.lookup(ip, ip_key, np)?;
+    // SAFETY: as in `GraphSide::entry`.
+    let ent = unsafe { &*(e as *const IpEntry) };
+    let mut exit = false;
+    for p in ent.probes.iter() {
+        let fp = p.fp.load(Acquire);
+        if fp.is_null() {
+            continue;
+        }
         // SAFETY: as in `GraphSide::entry`.
-        for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
-            let fp = p.fp.load(Acquire);
-            // SAFETY: as in `GraphSide::entry`.
-            if fp.is_null() || unsafe { (*fp).exit_handler.is_some() } || disabled(fp) {
-                continue;
-            }
+        if unsafe { (*fp).exit_handler.is_some() } {
+            exit = true;
+            continue;
+        }
+        if disabled(fp) {
+            continue;
+        }
+        // SAFETY: as above.
+        if let Some(h) = unsafe { (*fp).entry_handler } {
             // SAFETY: the caller's handler, documented arguments, no entry data.
-            if let Some(h) = unsafe { (*fp).entry_handler } {
-                unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
-            }
+            unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
         }
     }
+    exit.then_some(e)
 }
 
 /// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.
@@ -449,64 +493,34 @@ pub fn glob_match(pat: &CStr, s: &CStr) -> bool {
     unsafe { bindings::ufg_glob_match(pat.as_char_ptr(), s.as_char_ptr()) }
 }
 
-/// The shared ops of one path: the graph ops of probes with an exit handler, or the plain
-/// ftrace_ops of entry-only probes.
-trait Path: Sized {
-    fn create() -> Result<Self>;
-    fn filter_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> Result;
-    fn start(&mut self) -> Result;
-
-    // Adds (or removes) `ips`, `count` being how many the filter holds: registers the ops with
-    // its first functions and unregisters it (drops it) before its last one goes, as an empty
-    // ftrace filter would trace every function.
-    fn update(ops: &mut Option<Self>, count: &mut usize, ips: &[usize], remove: bool) -> Result {
+impl Reg {
+    /// Adds (or removes) `ips` to the shared ops' filter, `graph_ips` being how many it holds:
+    /// registers the ops with its first functions and unregisters it (drops it) before its last
+    /// one goes, as an empty ftrace filter would trace every function.
+    fn update_filter(&mut self, ips: &[usize], remove: bool) -> Result {
         if ips.is_empty() {
             return Ok(());
         }
         if remove {
-            *count -= ips.len();
-            if *count == 0 {
-                *ops = None;
-            } else if let Some(o) = ops.as_mut() {
-                o.filter_ips(ips, true, false)?;
+            self.graph_ips -= ips.len();
+            if self.graph_ips == 0 {
+                self.graph = None;
+            } else if let Some(o) = self.graph.as_mut() {
+                o.set_filter_ips(ips, true, false)?;
             }
             return Ok(());
         }
-        match ops.as_mut() {
-            Some(o) => o.filter_ips(ips, false, false)?,
+        match self.graph.as_mut() {
+            Some(o) => o.set_filter_ips(ips, false, false)?,
             None => {
-                let mut o = Self::create()?;
-                o.filter_ips(ips, false, true)?;
-                o.start()?;
-                *ops = Some(o);
+                let mut o = GraphOps::new(GraphSide)?;
+                o.set_filter_ips(ips, false, true)?;
+                o.register()?;
+                self.graph = Some(o);
             }
         }
-        *count += ips.len();
+        self.graph_ips += ips.len();
         Ok(())
-    }
-}
-
-impl Path for GraphOps<GraphSide> {
-    fn create() -> Result<Self> {
-        GraphOps::new(GraphSide)
-    }
-    fn filter_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> Result {
-        self.set_filter_ips(ips, remove, reset)
-    }
-    fn start(&mut self) -> Result {
-        self.register()
-    }
-}
-
-impl Path for Ops<EntrySide> {
-    fn create() -> Result<Self> {
-        Ops::new(EntrySide, 0)
-    }
-    fn filter_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> Result {
-        self.set_filter_ips(ips, remove, reset)
-    }
-    fn start(&mut self) -> Result {
-        self.register()
     }
 }
 
@@ -529,6 +543,7 @@ impl Fprobes {
             regs: RcuTable::new(),
             single_exit: AtomicPtr::new(core::ptr::null_mut()),
             single_entry: AtomicPtr::new(core::ptr::null_mut()),
+            lookup_entry: AtomicBool::new(false),
             reg <- new_mutex!(Reg {
                 ips_counts: Counts::default(),
                 live_counts: Counts::default(),
@@ -536,8 +551,6 @@ impl Fprobes {
                 next_id: 1,
                 graph: None,
                 graph_ips: 0,
-                entry: None,
-                entry_ips: 0,
                 exit_probes: 0,
                 entry_probes: 0,
                 garbage: KVec::new(),
@@ -625,15 +638,6 @@ impl Fprobes {
         Ok(out)
     }
 
-    // Adds (or removes) `ips` to the filter of the shared ops of one path.
-    fn update_path(&self, reg: &mut Reg, exit: bool, ips: &[usize], remove: bool) -> Result {
-        if exit {
-            Path::update(&mut reg.graph, &mut reg.graph_ips, ips, remove)
-        } else {
-            Path::update(&mut reg.entry, &mut reg.entry_ips, ips, remove)
-        }
-    }
-
     /// Registers `fp` on `t`. On failure nothing is left behind.
     ///
     /// # Safety
@@ -688,6 +692,7 @@ impl Fprobes {
         // Everything that can fail first: the new entries, room in both tables, the private
         // record. Then the filter update (which can fail too, and is undone by not publishing).
         let mut fresh: KVec<KBox<IpEntry>> = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
+        // The functions new to the filter.
         let mut path_new: KVec<usize> = KVec::new();
         for &ip in ips.iter() {
             let old = self.ips.lookup_w(&reg.ips_counts, ip, ip_key).map(|e| {
@@ -707,8 +712,7 @@ impl Fprobes {
                 entry_only = o.entry_only;
             }
             probes.push(ProbeRef { fp: AtomicPtr::new(fp), id }, GFP_KERNEL)?;
-            let before = if has_exit { exit } else { entry_only };
-            if before == 0 {
+            if old.is_none() {
                 path_new.push(ip, GFP_KERNEL)?;
             }
             if has_exit { exit += 1 } else { entry_only += 1 }
@@ -721,15 +725,22 @@ impl Fprobes {
         let live = KBox::new(Live { id, fp }, GFP_KERNEL)?;
         let private = KBox::new(Private { ips, exit: has_exit, live: core::ptr::null_mut() }, GFP_KERNEL)?;
         let mut old_entries: KVec<usize> = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
-        // The path's single-probe shortcut assumes its filter holds only that probe's
-        // functions: drop it, and wait for the callbacks that may be using it, before the
-        // filter grows.
-        // A probe on functions the path hooks already does not grow the filter: no need to wait.
-        if self.single(has_exit).swap(core::ptr::null_mut(), AcqRel) != core::ptr::null_mut() && !path_new.is_empty() {
+        // The shortcuts this probe makes wrong: the single entry-only probe (any new probe),
+        // the single exit probe (a second one), and no lookup before the stack (a first
+        // entry-only probe). A callback may have read the old word and be about to act on it
+        // for a function the filter is about to gain: wait for those callbacks before it
+        // grows. A probe on functions hooked already does not grow it: no need to wait.
+        let mut changed = !self.single_entry.swap(core::ptr::null_mut(), AcqRel).is_null();
+        if has_exit {
+            changed |= !self.single_exit.swap(core::ptr::null_mut(), AcqRel).is_null();
+        } else {
+            changed |= !self.lookup_entry.swap(true, AcqRel);
+        }
+        if changed && !path_new.is_empty() {
             synchronize_rcu();
         }
-        if let Err(e) = self.update_path(&mut reg, has_exit, &path_new, false) {
-            self.settle_single(&reg, has_exit);
+        if let Err(e) = reg.update_filter(&path_new, false) {
+            self.settle(&reg);
             return Err(e);
         }
 
@@ -758,7 +769,7 @@ impl Fprobes {
         // SAFETY: the probe is ours to annotate while registered (the field is private to us).
         unsafe { (*fp).hlist_array = KBox::into_raw(private).cast() };
         if has_exit { reg.exit_probes += 1 } else { reg.entry_probes += 1 }
-        self.settle_single(&reg, has_exit);
+        self.settle(&reg);
         // The entries replaced go after a grace period, without this registration waiting for
         // it (a second probe on 10000 hooked functions replaces 10000 entries).
         if !old_entries.is_empty() {
@@ -796,7 +807,8 @@ impl Fprobes {
         // SAFETY: the registration's `Live`, allocated at registration and freed only here.
         let id = unsafe { (*private.live).id };
         // Not the single probe any more: callbacks look it up (and find it gone) from now on.
-        let _ = self.single(private.exit).compare_exchange(private.live, core::ptr::null_mut(), AcqRel, Relaxed);
+        let single = if private.exit { &self.single_exit } else { &self.single_entry };
+        let _ = single.compare_exchange(private.live, core::ptr::null_mut(), AcqRel, Relaxed);
         if private.exit { reg.exit_probes -= 1 } else { reg.entry_probes -= 1 }
         self.regs.remove(&mut reg.regs_counts, id, reg_key);
         // Freed after the grace period below: the return side may be reading it.
@@ -815,15 +827,13 @@ impl Fprobes {
             }
             let n = if private.exit { &mut ent.exit } else { &mut ent.entry_only };
             *n -= 1;
-            if *n == 0 {
-                let _ = path_gone.push(ip, GFP_KERNEL);
-            }
             if ent.exit == 0 && ent.entry_only == 0 {
+                let _ = path_gone.push(ip, GFP_KERNEL);
                 self.ips.remove(&mut reg.ips_counts, ip, ip_key);
                 let _ = dead.push(e, GFP_KERNEL);
             }
         }
-        if let Err(e) = self.update_path(&mut reg, private.exit, &path_gone, true) {
+        if let Err(e) = reg.update_filter(&path_gone, true) {
             // The probe is gone from every entry: a stale filter only costs callbacks that find
             // nothing.
             pr_warn!("fprobe: filter update on unregister failed: {:?}\n", e);
@@ -835,31 +845,28 @@ impl Fprobes {
             drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
         }
         drop(live);
-        // The filter has settled: if one probe is left on the path, it is the single one again.
+        // The filter has settled: publish the shortcuts that are true again.
         let reg = self.reg.lock();
-        self.settle_single(&reg, private.exit);
+        self.settle(&reg);
         Ok(())
     }
 
-    fn single(&self, exit: bool) -> &AtomicPtr<Live> {
-        if exit { &self.single_exit } else { &self.single_entry }
-    }
-
-    // Publishes the single-probe shortcut of a path if exactly one probe is on it, else clears it.
-    // Under `reg`, with the path's filter holding exactly that probe's functions.
-    fn settle_single(&self, reg: &Reg, exit: bool) {
-        let n = if exit { reg.exit_probes } else { reg.entry_probes };
-        let mut only: *mut Live = core::ptr::null_mut();
-        if n == 1 {
+    // Publishes the dispatch words (see the module's diagram) that the registered probes make
+    // true. Under `reg`, with the filter holding exactly the registered probes' functions (and
+    // no callback still acting on a larger filter: after a grace period if it shrank).
+    fn settle(&self, reg: &Reg) {
+        let (mut exit, mut entry) = (core::ptr::null_mut(), core::ptr::null_mut());
+        if reg.exit_probes == 1 || reg.entry_probes == 1 {
             self.live.for_each(|fp| {
                 // SAFETY: registered probes carry our private record, and we hold `reg`.
                 let p = unsafe { &*(*(fp as *mut ufgraph_fprobe)).hlist_array.cast::<Private>() };
-                if p.exit == exit {
-                    only = p.live;
-                }
+                if p.exit { exit = p.live } else { entry = p.live }
             });
         }
-        self.single(exit).store(only, Release);
+        self.lookup_entry.store(reg.entry_probes > 0, Release);
+        self.single_exit.store(if reg.exit_probes == 1 { exit } else { core::ptr::null_mut() }, Release);
+        let alone = reg.entry_probes == 1 && reg.exit_probes == 0;
+        self.single_entry.store(if alone { entry } else { core::ptr::null_mut() }, Release);
     }
 
     /// Calls the registered probes missed, all together (`nmissed`: no shadow stack, a full
@@ -893,7 +900,7 @@ impl Fprobes {
         if doomed.is_empty() {
             return;
         }
-        let (mut exit_gone, mut entry_gone): (KVec<usize>, KVec<usize>) = (KVec::new(), KVec::new());
+        let mut gone: KVec<usize> = KVec::new();
         for &e in doomed.iter() {
             // SAFETY: writers own the entries.
             let ent = unsafe { &*(e as *const IpEntry) };
@@ -912,16 +919,10 @@ impl Fprobes {
                 }
                 private.ips = kept;
             }
-            if ent.exit > 0 {
-                let _ = exit_gone.push(ent.ip, GFP_KERNEL);
-            }
-            if ent.entry_only > 0 {
-                let _ = entry_gone.push(ent.ip, GFP_KERNEL);
-            }
+            let _ = gone.push(ent.ip, GFP_KERNEL);
             self.ips.remove(&mut reg.ips_counts, ent.ip, ip_key);
         }
-        let _ = self.update_path(&mut reg, true, &exit_gone, true);
-        let _ = self.update_path(&mut reg, false, &entry_gone, true);
+        let _ = reg.update_filter(&gone, true);
         drop(reg);
         synchronize_rcu();
         for &e in doomed.iter() {
@@ -970,7 +971,6 @@ impl PinnedDrop for Fprobes {
             return;
         }
         reg.graph = None;
-        reg.entry = None;
         let Reg { ips_counts, live_counts, regs_counts, .. } = &mut *reg;
         self.ips.free(ips_counts);
         self.live.free(live_counts);

@@ -158,19 +158,80 @@ fn entry_exit_with_data(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+fn retaddr() -> usize {
+    // SAFETY: a plain C fixture.
+    unsafe { bindings::ufg_test_retaddr() as usize }
+}
+
+/// An entry-only probe leaves the call alone: the function sees its real return address, not
+/// the trampoline. The control: with an exit probe added on the same function, it sees the
+/// trampoline.
 fn entry_only_skips_the_shadow_stack(t: &mut Test) -> CaseResult {
     reset();
-    // SAFETY: the module is loaded.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph")))?;
+    let tramp = crate::fgraph::graph::trampoline();
     let mut fp = probe(true, false, 0);
-    reg(t, &mut fp, Target::Filter(c_str!("ufg_test_add"), None))?;
-    kcheck_eq!(t, g.registered(), 0);
-    for i in 0..20 {
-        add(i, i);
+    reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_retaddr")]))?;
+    for _ in 0..20 {
+        kcheck!(t, retaddr() != tramp, "an entry-only probe hooked the return");
     }
-    t.check_ok(core(t)?.unregister(&mut *fp), "unregister")?;
-    kcheck_eq!(t, ENTRIES.load(Relaxed), 20);
-    kcheck_eq!(t, EXITS.load(Relaxed), 0);
+    let mut x = probe(false, true, 0);
+    reg(t, &mut x, Target::Syms(&[c_str!("ufg_test_retaddr")]))?;
+    kcheck_eq!(t, retaddr(), tramp);
+    let cr = core(t)?;
+    t.check_ok(cr.unregister(&mut *x), "unregister exit probe")?;
+    kcheck!(t, retaddr() != tramp, "the return is still hooked after the exit probe went");
+    t.check_ok(cr.unregister(&mut *fp), "unregister")?;
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 22);
+    kcheck_eq!(t, EXITS.load(Relaxed), 1);
+    Ok(())
+}
+
+/// Entry-only and exit probes share one ftrace_ops, and a call takes one of three paths
+/// (fprobe/mod.rs): the only probe entry-only, the only exit probe, or a lookup while both
+/// kinds are registered. Every transition between them, with exact handler counts: a stale
+/// shortcut would run a probe on a function it does not hook, or skip one.
+fn both_kinds_share_one_ops(t: &mut Test) -> CaseResult {
+    reset();
+    let cr = core(t)?;
+    let mul = |a, b| {
+        // SAFETY: a plain C fixture.
+        unsafe { bindings::ufg_test_mul(a, b) }
+    };
+    let counts = || (ENTRIES.load(Relaxed), EXITS.load(Relaxed));
+    // Entry-only A on add: the single entry-only shortcut.
+    let mut a = probe(true, false, 0);
+    reg(t, &mut a, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    add(1, 2);
+    mul(3, 4);
+    kcheck_eq!(t, counts(), (1, 0));
+    // Exit probe B on add and mul: both kinds, the lookup path; mul has only B.
+    let mut b = probe(true, true, 0);
+    reg(t, &mut b, Target::Syms(&[c_str!("ufg_test_add"), c_str!("ufg_test_mul")]))?;
+    kcheck_eq!(t, add(2, 2), 4);
+    kcheck_eq!(t, mul(3, 4), 12);
+    kcheck_eq!(t, counts(), (1 + 2 + 1, 1 + 1));
+    // A goes: B is the single exit probe.
+    t.check_ok(cr.unregister(&mut *a), "unregister a")?;
+    add(1, 1);
+    mul(1, 1);
+    kcheck_eq!(t, counts(), (4 + 2, 2 + 2));
+    // Entry-only C on mul: both kinds again; add has only B, mul both.
+    let mut c = probe(true, false, 0);
+    reg(t, &mut c, Target::Syms(&[c_str!("ufg_test_mul")]))?;
+    add(1, 1);
+    mul(1, 1);
+    kcheck_eq!(t, counts(), (6 + 1 + 2, 4 + 1 + 1));
+    // B goes: C is the only probe, entry-only; add is hooked no more.
+    t.check_ok(cr.unregister(&mut *b), "unregister b")?;
+    kcheck_eq!(t, add(5, 5), 10);
+    kcheck_eq!(t, mul(5, 5), 25);
+    kcheck_eq!(t, counts(), (9 + 1, 6));
+    t.check_ok(cr.unregister(&mut *c), "unregister c")?;
+    add(1, 1);
+    mul(1, 1);
+    kcheck_eq!(t, counts(), (10, 6));
+    kcheck_eq!(t, BAD.load(Relaxed), 0);
+    kcheck_eq!(t, (a.nmissed, b.nmissed, c.nmissed), (0, 0, 0));
     Ok(())
 }
 
@@ -286,6 +347,42 @@ fn recursion_and_nmissed(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+// An entry handler that calls a hooked function (ufg_test_mul).
+unsafe extern "C" fn on_entry_calls_mul(_fp: *mut ufgraph_fprobe, _ip: c_ulong, _ret_ip: c_ulong, _fregs: *mut bindings::ftrace_regs, _data: *mut c_void) -> c_int {
+    ENTRIES.fetch_add(1, Relaxed);
+    // SAFETY: a plain C fixture.
+    unsafe { bindings::ufg_test_mul(2, 3) };
+    0
+}
+
+/// A hooked call made from inside a handler is refused by the recursion guard before any probe
+/// on it runs: entry-only and exit probes alike count it missed, once per call. As ftrace's own
+/// guard does, ours lets one nested level through (it cannot tell it from a context transition
+/// that has not updated the preempt count yet): the handler on add calls mul, whose probes run;
+/// the entry-only probe's handler on mul calls mul again, and that call is refused.
+fn recursion_misses_both_kinds(t: &mut Test) -> CaseResult {
+    reset();
+    let mut outer = probe(true, false, 0);
+    outer.entry_handler = Some(on_entry_calls_mul);
+    reg(t, &mut outer, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    let mut y = probe(true, false, 0);
+    y.entry_handler = Some(on_entry_calls_mul);
+    reg(t, &mut y, Target::Syms(&[c_str!("ufg_test_mul")]))?;
+    let mut z = probe(true, true, 0);
+    reg(t, &mut z, Target::Syms(&[c_str!("ufg_test_mul")]))?;
+    for i in 0..3 {
+        kcheck_eq!(t, add(i, 1), i + 1);
+    }
+    // Per add: outer, then (nested once) y and z on mul, z's exit; y's own mul call refused.
+    kcheck_eq!(t, (ENTRIES.load(Relaxed), EXITS.load(Relaxed)), (9, 3));
+    kcheck_eq!(t, (outer.nmissed, y.nmissed, z.nmissed), (0, 3, 3));
+    let cr = core(t)?;
+    for p in [&mut outer, &mut y, &mut z] {
+        t.check_ok(cr.unregister(&mut **p), "unregister")?;
+    }
+    Ok(())
+}
+
 /// A full shadow stack with several probes on the function (the lookup path): only the probes
 /// with an exit handler miss, each once per call that found no room, and the graph ops counts
 /// those calls as overruns (fgraph.md). An entry-only probe on the same function ran its handler
@@ -353,6 +450,8 @@ fn mass_attach_everything(t: &mut Test) -> CaseResult {
 kunit_suite!(FPROBE_SUITE, "ufgraph_fprobe", [
     entry_exit_with_data,
     entry_only_skips_the_shadow_stack,
+    both_kinds_share_one_ops,
+    recursion_misses_both_kinds,
     filter_and_notfilter,
     bad_registrations_leave_nothing,
     several_probes_on_one_function,
