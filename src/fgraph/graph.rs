@@ -268,13 +268,27 @@ pub trait GraphHandler: Send + Sync + 'static {
     const OWN_FTRACE_OPS: bool = false;
     /// For a call from the handler's own `ftrace_ops`, under the recursion guard and before the
     /// task's shadow stack is looked for: work that needs no frame (fprobe's entry-only
-    /// probes, which share fprobe's one `ftrace_ops` with its exit probes). `None`: the call
-    /// is done, nothing is pushed; `Some(c)`: go on to [`GraphHandler::entry`], whose
-    /// [`Entry::cookie`] is then `c` (fprobe hands over the probes it found). Not called on the
-    /// hub, nor for hooks made through [`Graph::enter`].
+    /// probes, which share fprobe's one `ftrace_ops` with its exit probes). Calling
+    /// `enter(ip, regs, np, c)` with the arguments it was given (at most once, last) goes on to
+    /// the shadow stack and [`GraphHandler::entry`], whose [`Entry::cookie`] is then `c` (fprobe
+    /// hands over the probes it found); not calling it ends the call with nothing pushed. A
+    /// continuation that is handed the call back, rather than a return value: nothing of the
+    /// caller then stays live across the handler's own calls, so a call that ends here runs in
+    /// a small frame (an entry-only fprobe: 20 instructions fewer). Called only while
+    /// [`GraphHandler::wants_pre_entry`] says so; not on the hub, nor for hooks made through
+    /// [`Graph::enter`].
     #[inline(always)]
-    fn pre_entry(&self, _ip: usize, _parent_ip: usize, _regs: &Regs, _np: &NoPreempt) -> Option<usize> {
-        Some(0)
+    fn pre_entry(&self, ip: usize, _parent_ip: usize, regs: &Regs, np: &NoPreempt, enter: impl FnOnce(usize, &Regs, &NoPreempt, usize)) {
+        enter(ip, regs, np, 0)
+    }
+    /// Whether calls from the handler's own `ftrace_ops` go through
+    /// [`GraphHandler::pre_entry`] now: read before the recursion guard is taken, so it must be
+    /// a plain read of the handler's state (fprobe: whether entry-only probes are registered).
+    /// When it says no, the ftrace callback goes straight (a jump) to the shadow-stack path,
+    /// with a cookie of 0.
+    #[inline(always)]
+    fn wants_pre_entry() -> bool {
+        false
     }
     /// The recursion guard refused a call from the handler's own `ftrace_ops`: nothing of it
     /// ran, [`GraphHandler::pre_entry`]'s work included. Other misses (no stack, a full one)
@@ -1051,14 +1065,42 @@ unsafe extern "C" fn graph_entry<H: GraphHandler>(
     op: *mut bindings::ftrace_ops,
     fregs: *mut bindings::ftrace_regs,
 ) {
+    // Both paths are tail calls with this callback's own arguments: it makes no frame and moves
+    // no register.
+    // SAFETY: ftrace's callback arguments, passed on.
+    unsafe {
+        if H::wants_pre_entry() {
+            graph_entry_pre::<H>(ip, parent_ip, op, fregs)
+        } else {
+            graph_entry_direct::<H>(ip, parent_ip, op, fregs)
+        }
+    }
+}
+
+/// The slot of `op`, a registered graph ops' `ftrace_ops`.
+///
+/// # Safety
+///
+/// `op` must be the `ftrace_ops` ftrace called a [`graph_entry`] with.
+#[inline(always)]
+unsafe fn op_slot<'a>(op: *mut bindings::ftrace_ops) -> &'a Slot {
+    // SAFETY: `private` is the slot set by `Graph::register`, alive while the ops is registered,
+    // and ftrace does not call us after unregistering.
+    unsafe { &*(*op).private.cast::<Slot>() }
+}
+
+/// [`graph_entry`] for a handler that wants its [`GraphHandler::pre_entry`].
+///
+/// # Safety
+///
+/// As for [`graph_entry`]: ftrace's callback arguments for a graph ops made for an `H`.
+#[inline(never)]
+unsafe fn graph_entry_pre<H: GraphHandler>(ip: usize, parent_ip: usize, op: *mut bindings::ftrace_ops, fregs: *mut bindings::ftrace_regs) {
     if fregs.is_null() {
         return;
     }
-    // SAFETY: `private` is the slot set by `Graph::register`, alive while the ops is registered,
-    // and ftrace does not call us after unregistering.
-    let slot = unsafe { &*(*op).private.cast::<Slot>() };
-    // SAFETY: registered ops exist only while the graph core does.
-    let Some(g) = (unsafe { graph() }) else { return };
+    // SAFETY: the caller's contract.
+    let slot = unsafe { op_slot(op) };
     // SAFETY: the slot was made for an `H` (`Slot::new::<H>` set this callback), alive while
     // the slot is registered.
     let h = unsafe { &*slot.this.cast::<H>() };
@@ -1075,10 +1117,62 @@ unsafe extern "C" fn graph_entry<H: GraphHandler>(
     let np = guard.no_preempt();
     // SAFETY: ftrace passes valid registers for the duration of the callback.
     let regs = unsafe { Regs::from_raw(fregs) };
-    let Some(cookie) = h.pre_entry(ip, parent_ip, regs, np) else { return };
-    // SAFETY: as above; the guard is held.
-    unsafe { g.enter_guarded(slot, ip, fregs, cookie, np, H::RESERVES_FIRST, |e| h.entry(e)) };
+    // The continuation takes `op`, not the slot: a call that ends in `pre_entry` then does not
+    // load it.
+    h.pre_entry(ip, parent_ip, regs, np, move |ip, regs, np, cookie| {
+        // SAFETY: as above: this call's ops and registers, the guard held.
+        unsafe { graph_enter::<H>(op_slot(op), ip, regs.as_ptr(), cookie, np) }
+    });
     drop(guard);
+}
+
+/// [`graph_entry`] for a handler that wants no [`GraphHandler::pre_entry`] now: the guard, the
+/// stack, the entry callback, in one frame. Reached by a tail call, so that the ftrace callback
+/// adds no frame of its own.
+///
+/// # Safety
+///
+/// As for [`graph_entry_pre`].
+#[inline(never)]
+unsafe fn graph_entry_direct<H: GraphHandler>(ip: usize, parent_ip: usize, op: *mut bindings::ftrace_ops, fregs: *mut bindings::ftrace_regs) {
+    if fregs.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let slot = unsafe { op_slot(op) };
+    // SAFETY: registered ops exist only while the graph core does.
+    let Some(g) = (unsafe { graph() }) else { return };
+    // SAFETY: the slot was made for an `H`, alive while it is registered.
+    let h = unsafe { &*slot.this.cast::<H>() };
+    let guard = match Recursion::try_lock(ip, parent_ip) {
+        Ok(g) => g,
+        Err(Refused::Recursion) => {
+            slot.missed_recursion.fetch_add(1, Relaxed);
+            h.missed_recursion(ip);
+            return;
+        }
+        Err(Refused::Unsafe) => return,
+    };
+    // SAFETY: the caller's contract; the guard is held.
+    unsafe { g.enter_guarded(slot, ip, fregs, 0, guard.no_preempt(), H::RESERVES_FIRST, |e| h.entry(e)) };
+    drop(guard);
+}
+
+/// The shadow-stack part of [`graph_entry`] after a [`GraphHandler::pre_entry`]. Out of line: a call `pre_entry` finishes (an
+/// entry-only fprobe) then runs in a small frame that saves few registers, and only a call that
+/// goes on pays for the registers this part needs.
+///
+/// # Safety
+///
+/// As for [`Graph::enter_guarded`], with `slot` made for an `H`.
+#[inline(never)]
+unsafe fn graph_enter<H: GraphHandler>(slot: &Slot, ip: usize, fregs: *mut bindings::ftrace_regs, cookie: usize, np: &NoPreempt) {
+    // SAFETY: registered ops exist only while the graph core does.
+    let Some(g) = (unsafe { graph() }) else { return };
+    // SAFETY: the slot was made for an `H`, alive while it is registered.
+    let h = unsafe { &*slot.this.cast::<H>() };
+    // SAFETY: the caller's contract.
+    unsafe { g.enter_guarded(slot, ip, fregs, cookie, np, H::RESERVES_FIRST, |e| h.entry(e)) };
 }
 
 impl Graph {

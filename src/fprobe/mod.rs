@@ -25,14 +25,17 @@
 //! hook already (or the other way round) patches no call site, and a function with both kinds
 //! is one ftrace callback per call. An entry-only call never looks for the task's stack.
 //!
-//! Which path a call takes is decided by three words, so that the common cases need no lookup:
+//! Which path a call takes is decided by two words, so that the common cases need no lookup:
 //!
 //! ```text
-//!   single_entry  set: exactly one probe, entry-only     -> run it, done
-//!   lookup_entry  clear: no entry-only probe             -> entry: single_exit, or look up
-//!                 set: entry-only probes exist           -> look up ip in pre_entry; entry
-//!                                                           gets the entry found (cookie)
-//!   single_exit   set: exactly one exit probe            -> entry (no cookie): run it
+//!   DISPATCH     0: no entry-only probe                 -> on to entry (cookie 0)
+//!                LOOKUP: entry-only probes              -> look ip up in pre_entry, run its
+//!                                                          entry-only probes; on to entry
+//!                                                          (cookie: the ip's entry) if it
+//!                                                          has exit probes
+//!                a `Live`: the only probe, entry-only   -> run it, done
+//!   single_exit  set: exactly one exit probe            -> entry with cookie 0: run it,
+//!                                                          no lookup
 //! ```
 //!
 //! A shortcut read in a callback is right for the functions the filter held when it was
@@ -59,7 +62,7 @@ use crate::sys::ksym;
 use crate::sys::rcutable::RcuTable;
 use crate::sys::sync::{synchronize_rcu, NoPreempt, Work};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::*};
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 use kernel::alloc::{KBox, KVec};
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -136,13 +139,8 @@ pub struct Fprobes {
     live: RcuTable,
     regs: RcuTable,
     /// The one registered probe with an exit handler, when there is exactly one (else null).
-    /// While `lookup_entry` is clear the filter holds only its functions: a call needs no lookup.
+    /// While `DISPATCH` is 0 the filter holds only its functions: a call needs no lookup.
     single_exit: AtomicPtr<Live>,
-    /// The one registered probe, when it is the only one and entry-only (else null).
-    single_entry: AtomicPtr<Live>,
-    /// Whether entry-only probes are registered: calls then look their function up before the
-    /// shadow stack (`GraphSide::pre_entry`).
-    lookup_entry: AtomicBool,
     #[pin]
     reg: Mutex<Reg>,
     /// Frees `Reg::garbage` a grace period after it was replaced.
@@ -151,6 +149,15 @@ pub struct Fprobes {
 }
 
 static FPROBES: AtomicPtr<Fprobes> = AtomicPtr::new(core::ptr::null_mut());
+
+/// What `GraphSide::pre_entry` does (the diagram above): 0 while no entry-only probe is
+/// registered; the `Live` of the only probe when it is entry-only; else `LOOKUP`. One word, so
+/// that a call reads one; a static (one fprobe core per module), so that reading it needs no
+/// pointer to the core first. Written under `Fprobes::reg`.
+static DISPATCH: AtomicUsize = AtomicUsize::new(0);
+
+/// `DISPATCH`: look the function up (a `Live` is at least word-aligned: never 1).
+const LOOKUP: usize = 1;
 
 fn core_ref<'a>() -> Option<&'a Fprobes> {
     let p = FPROBES.load(Acquire);
@@ -205,15 +212,22 @@ impl GraphHandler for GraphSide {
     const OWN_FTRACE_OPS: bool = true;
 
     #[inline(always)]
-    fn pre_entry(&self, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt) -> Option<usize> {
-        let core = core_ref()?;
-        let single = core.single_entry.load(Acquire);
-        if !single.is_null() {
+    fn pre_entry(&self, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt, enter: impl FnOnce(usize, &Regs, &NoPreempt, usize)) {
+        let d = DISPATCH.load(Acquire);
+        if d <= LOOKUP {
+            if d == 0 {
+                // Entry-only probes went since `wants_pre_entry` looked.
+                return enter(ip, regs, np, 0);
+            }
+            let Some(core) = core_ref() else { return };
+            return entry_side_lookup(core, ip, parent_ip, regs, np, enter);
+        }
+        {
             // Published while its probe is the only one, entry-only (the filter then holds only
-            // its functions), and freed a grace period after it is cleared.
+            // its functions), and freed a grace period after it is unpublished.
             // SAFETY: a live `Live`: this callback runs with preemption disabled, which holds
             // that grace period off.
-            let fp = unsafe { (*single).fp };
+            let fp = unsafe { (*(d as *const Live)).fp };
             if !disabled(fp) {
                 // SAFETY: `fp` is the registered probe found above; its handler is read once.
                 if let Some(h) = unsafe { (*fp).entry_handler } {
@@ -222,29 +236,32 @@ impl GraphHandler for GraphSide {
                     unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
                 }
             }
-            return None;
         }
-        if !core.lookup_entry.load(Acquire) {
-            return Some(0);
-        }
-        entry_side_lookup(core, ip, parent_ip, regs, np)
     }
 
     #[inline(always)]
+    fn wants_pre_entry() -> bool {
+        DISPATCH.load(Relaxed) != 0
+    }
+
+    // The cookie is the function's entry if `pre_entry` found it, else 0.
+    #[inline(always)]
     fn entry(&self, e: &mut Entry<'_>) -> bool {
-        let Some(core) = core_ref() else { return false };
         if e.cookie != 0 {
             // SAFETY: `pre_entry` found this entry under the recursion guard still held: it
             // stays valid until a grace period after it is replaced.
             let ent = unsafe { &*(e.cookie as *const IpEntry) };
             return graph_side_probes(e, ent);
         }
+        let Some(core) = core_ref() else { return false };
         let single = core.single_exit.load(Acquire);
         if !single.is_null() {
-            // SAFETY: published while its probe is the only exit probe; freed a grace period
-            // after it is cleared, which this preemption-disabled callback holds off.
+            // Published while its probe is the only exit probe (and, while no entry-only probe
+            // is registered, the filter holds only its functions).
+            // SAFETY: freed a grace period after it is cleared, which this preemption-disabled
+            // callback holds off.
             let (id, fp) = unsafe { ((*single).id, (*single).fp) };
-            return single_entry(e, id, fp);
+            return only_exit_probe(e, id, fp);
         }
         graph_side_lookup(core, e)
     }
@@ -413,7 +430,7 @@ fn graph_side_ret_all(core: &Fprobes, func: usize, ret_ip: usize, regs: &Regs, n
 /// The entry of a call when exactly one probe with an exit handler is registered (`fp`,
 /// registration `id`): no lookup, one probe.
 #[inline(always)]
-fn single_entry(e: &mut Entry<'_>, id: usize, fp: *mut ufgraph_fprobe) -> bool {
+fn only_exit_probe(e: &mut Entry<'_>, id: usize, fp: *mut ufgraph_fprobe) -> bool {
     if disabled(fp) {
         return false;
     }
@@ -456,12 +473,12 @@ fn missed_at(func: usize, exit: Option<bool>) {
 }
 
 /// [`GraphSide::pre_entry`] while entry-only probes are registered (and not alone): runs those
-/// on `ip`, and returns the function's entry if a probe on it has an exit handler (the call
-/// then goes on to the shadow stack, and `GraphSide::entry` needs no second lookup). Out of
-/// line, so that the shortcut paths save no registers they do not use.
+/// on `ip`, and goes on to the shadow stack with the function's entry (`GraphSide::entry` then
+/// needs no second lookup) if a probe on it has an exit handler. Out of line, so that the
+/// shortcut paths save no registers they do not use.
 #[inline(never)]
-fn entry_side_lookup(core: &Fprobes, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt) -> Option<usize> {
-    let e = core.ips.lookup(ip, ip_key, np)?;
+fn entry_side_lookup(core: &Fprobes, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt, enter: impl FnOnce(usize, &Regs, &NoPreempt, usize)) {
+    let Some(e) = core.ips.lookup(ip, ip_key, np) else { return };
     // SAFETY: as in `GraphSide::entry`.
     let ent = unsafe { &*(e as *const IpEntry) };
     let mut exit = false;
@@ -484,7 +501,9 @@ fn entry_side_lookup(core: &Fprobes, ip: usize, parent_ip: usize, regs: &Regs, n
             unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
         }
     }
-    exit.then_some(e)
+    if exit {
+        enter(ip, regs, np, e);
+    }
 }
 
 /// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.
@@ -542,8 +561,6 @@ impl Fprobes {
             live: RcuTable::new(),
             regs: RcuTable::new(),
             single_exit: AtomicPtr::new(core::ptr::null_mut()),
-            single_entry: AtomicPtr::new(core::ptr::null_mut()),
-            lookup_entry: AtomicBool::new(false),
             reg <- new_mutex!(Reg {
                 ips_counts: Counts::default(),
                 live_counts: Counts::default(),
@@ -726,15 +743,17 @@ impl Fprobes {
         let private = KBox::new(Private { ips, exit: has_exit, live: core::ptr::null_mut() }, GFP_KERNEL)?;
         let mut old_entries: KVec<usize> = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
         // The shortcuts this probe makes wrong: the single entry-only probe (any new probe),
-        // the single exit probe (a second one), and no lookup before the stack (a first
-        // entry-only probe). A callback may have read the old word and be about to act on it
-        // for a function the filter is about to gain: wait for those callbacks before it
+        // no lookup (a first entry-only probe), the single exit probe (a second one). LOOKUP
+        // is right for any filter. A callback may have read the old word and be about to act
+        // on it for a function the filter is about to gain: wait for those callbacks before it
         // grows. A probe on functions hooked already does not grow it: no need to wait.
-        let mut changed = !self.single_entry.swap(core::ptr::null_mut(), AcqRel).is_null();
+        let d = DISPATCH.load(Relaxed);
+        let mut changed = false;
+        if d != 0 || !has_exit {
+            changed |= DISPATCH.swap(LOOKUP, AcqRel) != LOOKUP;
+        }
         if has_exit {
             changed |= !self.single_exit.swap(core::ptr::null_mut(), AcqRel).is_null();
-        } else {
-            changed |= !self.lookup_entry.swap(true, AcqRel);
         }
         if changed && !path_new.is_empty() {
             synchronize_rcu();
@@ -807,8 +826,11 @@ impl Fprobes {
         // SAFETY: the registration's `Live`, allocated at registration and freed only here.
         let id = unsafe { (*private.live).id };
         // Not the single probe any more: callbacks look it up (and find it gone) from now on.
-        let single = if private.exit { &self.single_exit } else { &self.single_entry };
-        let _ = single.compare_exchange(private.live, core::ptr::null_mut(), AcqRel, Relaxed);
+        if private.exit {
+            let _ = self.single_exit.compare_exchange(private.live, core::ptr::null_mut(), AcqRel, Relaxed);
+        } else {
+            let _ = DISPATCH.compare_exchange(private.live as usize, LOOKUP, AcqRel, Relaxed);
+        }
         if private.exit { reg.exit_probes -= 1 } else { reg.entry_probes -= 1 }
         self.regs.remove(&mut reg.regs_counts, id, reg_key);
         // Freed after the grace period below: the return side may be reading it.
@@ -863,10 +885,13 @@ impl Fprobes {
                 if p.exit { exit = p.live } else { entry = p.live }
             });
         }
-        self.lookup_entry.store(reg.entry_probes > 0, Release);
         self.single_exit.store(if reg.exit_probes == 1 { exit } else { core::ptr::null_mut() }, Release);
-        let alone = reg.entry_probes == 1 && reg.exit_probes == 0;
-        self.single_entry.store(if alone { entry } else { core::ptr::null_mut() }, Release);
+        let d = match (reg.entry_probes, reg.exit_probes) {
+            (0, _) => 0,
+            (1, 0) => entry as usize,
+            _ => LOOKUP,
+        };
+        DISPATCH.store(d, Release);
     }
 
     /// Calls the registered probes missed, all together (`nmissed`: no shadow stack, a full
@@ -960,6 +985,7 @@ impl Fprobes {
 impl PinnedDrop for Fprobes {
     fn drop(self: Pin<&mut Self>) {
         FPROBES.store(core::ptr::null_mut(), Release);
+        DISPATCH.store(0, Release);
         self.reaper.cancel_sync();
         self.reap_now();
         let mut reg = self.reg.lock();

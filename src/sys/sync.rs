@@ -91,7 +91,6 @@ impl Drop for NoPreempt {
 /// offline, and disables preemption while held: it is the callback's [`NoPreempt`] too.
 pub struct Recursion {
     bit: core::ffi::c_int,
-    np: core::mem::ManuallyDrop<NoPreempt>,
 }
 
 impl Recursion {
@@ -139,14 +138,23 @@ impl Recursion {
         unsafe { bits.write_volatile(val | 1 << bit) };
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
         hot::preempt_disable();
-        // SAFETY: preemption is disabled until `drop` enables it, after every borrow of `np`.
-        Ok(Self { bit: bit as core::ffi::c_int, np: unsafe { NoPreempt::assume_disabled() } })
+        // Preemption is disabled until `drop` enables it, after every borrow of the guard (and so
+        // of the proof `no_preempt` hands out).
+        Ok(Self { bit: bit as core::ffi::c_int })
     }
 
     /// Proof that preemption is disabled while the guard is held.
     #[inline(always)]
     pub fn no_preempt(&self) -> &NoPreempt {
-        &self.np
+        const _: () = assert!(core::mem::size_of::<NoPreempt>() == 0);
+        // Not a reference into the guard: that would take its address, and a guard whose
+        // address is taken lives in memory (its bit stored and reloaded on every hooked call)
+        // rather than in a register. The borrow of `self` still bounds the proof's lifetime;
+        // preemption is disabled while `self` is borrowed (`try_lock` disabled it, `drop`
+        // enables it).
+        // SAFETY: `NoPreempt` is zero-sized (checked above): any aligned, non-null pointer is a
+        // valid reference to one.
+        unsafe { core::ptr::NonNull::<NoPreempt>::dangling().as_ref() }
     }
 }
 
