@@ -16,7 +16,7 @@ use kernel::types::Opaque;
 /// A C `struct ufgraph_ops`, seen as a graph handler: its callbacks are the C function pointers.
 /// Behind an `Opaque` (an `UnsafeCell`): the core writes the ops' `idx` while C code may read it.
 #[repr(transparent)]
-struct COps(Opaque<bindings::ufgraph_ops>);
+pub(crate) struct COps(Opaque<bindings::ufgraph_ops>);
 
 // SAFETY: the C caller guarantees its callbacks may run on any CPU concurrently (the API's
 // documented contract); we read the function pointers, and write `idx` only while registering
@@ -32,6 +32,7 @@ impl COps {
 }
 
 impl GraphHandler for COps {
+    #[inline(always)]
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         // SAFETY: the ops is valid while registered; C leaves the callbacks alone meanwhile.
         let Some(f) = (unsafe { (*self.gops()).entryfunc }) else { return false };
@@ -40,6 +41,7 @@ impl GraphHandler for COps {
         unsafe { f(&mut trace, self.gops(), e.regs.as_ptr()) != 0 }
     }
 
+    #[inline(always)]
     fn ret(&self, r: &mut Return<'_>) {
         // SAFETY: as in `entry`.
         let Some(f) = (unsafe { (*self.gops()).retfunc }) else { return };

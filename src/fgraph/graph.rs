@@ -309,6 +309,18 @@ unsafe fn slot_ret<H: GraphHandler>(this: *const (), r: &mut Return<'_>) {
     unsafe { &*this.cast::<H>() }.ret(r)
 }
 
+/// A slot's entry callback for handler type `H` (`Slot::entry`), at module level so that the
+/// hub can tell a slot of a known handler type by this function's address (see
+/// [`Slot::call_entry_as`]).
+///
+/// # Safety
+///
+/// `this` must be the `H` the slot was made for, alive.
+unsafe fn slot_entry<H: GraphHandler>(this: *const (), e: &mut Entry<'_>) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { &*this.cast::<H>() }.entry(e)
+}
+
 /// What the core knows of a registered ops. Type-erased: Rust handlers and C `ufgraph_ops` both
 /// sit behind it.
 pub struct Slot {
@@ -352,10 +364,6 @@ impl Slot {
     /// `handler` must stay valid, and `ftrace` (see [`RawOps::from_raw`]) too, until the slot is
     /// unregistered.
     pub unsafe fn new<H: GraphHandler>(handler: *const H, ftrace: RawOps) -> Self {
-        unsafe fn entry<H: GraphHandler>(this: *const (), e: &mut Entry<'_>) -> bool {
-            // SAFETY: `this` is the `H` the slot was made for (`Slot::new`'s contract).
-            unsafe { &*this.cast::<H>() }.entry(e)
-        }
         unsafe fn missed<H: GraphHandler>(this: *const (), func: usize) {
             // SAFETY: as above.
             unsafe { &*this.cast::<H>() }.missed(func)
@@ -368,7 +376,7 @@ impl Slot {
             idx: AtomicUsize::new(usize::MAX),
             ftrace,
             this: handler.cast(),
-            entry: entry::<H>,
+            entry: slot_entry::<H>,
             ret: slot_ret::<H>,
             ftrace_func: graph_entry::<H>,
             missed: missed::<H>,
@@ -414,6 +422,31 @@ impl Slot {
     pub(super) fn call_entry(&self, e: &mut Entry<'_>) -> bool {
         // SAFETY: the slot's handler is alive while the slot is registered.
         unsafe { (self.entry)(self.this, e) }
+    }
+
+    /// [`Slot::call_entry`] with the `Entry` `make` builds, inlined for a slot made for a `Q`
+    /// (told by its entry function's address, as [`return_handler`] tells its own type): the
+    /// hub's common users, the C API's ops, then need no call through a pointer and no `Entry`
+    /// in memory (one `Entry` per branch: the one handed to the pointer has to be in memory).
+    #[inline(always)]
+    pub(super) fn call_entry_built<'a, Q: GraphHandler>(&self, make: impl Fn() -> Entry<'a>) -> bool {
+        if core::ptr::fn_addr_eq(self.entry, slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool) {
+            // SAFETY: the slot was made for a `Q` (above), alive while it is registered.
+            unsafe { &*self.this.cast::<Q>() }.entry(&mut make())
+        } else {
+            self.call_entry(&mut make())
+        }
+    }
+
+    /// [`Slot::call_entry_built`] for an `Entry` its caller built already.
+    #[inline(always)]
+    pub(super) fn call_entry_as<Q: GraphHandler>(&self, e: &mut Entry<'_>) -> bool {
+        if core::ptr::fn_addr_eq(self.entry, slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool) {
+            // SAFETY: the slot was made for a `Q` (above), alive while it is registered.
+            unsafe { &*self.this.cast::<Q>() }.entry(e)
+        } else {
+            self.call_entry(e)
+        }
     }
 
     /// Whether the slot is registered on the hub.
@@ -1437,7 +1470,7 @@ impl Graph {
     /// (what `enter_locked` reported), for this call.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn join_locked(
+    pub(super) unsafe fn join_locked<Q: GraphHandler>(
         &self,
         slot: &Slot,
         ip: usize,
@@ -1462,8 +1495,8 @@ impl Graph {
         let save = stack.top();
         // SAFETY: valid for the call (caller).
         let regs = unsafe { Regs::from_raw(fregs) };
-        let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie: 0, stack, idx, np, frame: EntryFrame::Pushed(bm) };
-        let wanted = slot.call_entry(&mut e);
+        let depth = stack.depth();
+        let wanted = slot.call_entry_built::<Q>(|| Entry { func: ip, ret_ip, depth, regs, cookie: 0, stack, idx, np, frame: EntryFrame::Pushed(bm) });
         if !wanted {
             stack.truncate(save);
         }
@@ -1515,16 +1548,16 @@ impl Graph {
 }
 
 /// What the return trampoline calls (`ufgraph_return_handler`, instantiated where the handler
-/// type `P` is known: see `fprobe`) with the registers the hooked function returned with;
-/// returns the real return address. Return callbacks of handlers of type `P` are called
-/// directly (inlined); others through their slot.
+/// types `P` and `Q` are known: see `fprobe`) with the registers the hooked function returned
+/// with; returns the real return address. Return callbacks of handlers of type `P` (fprobe) and
+/// `Q` (the C API's ops) are called directly (inlined); others through their slot.
 ///
 /// # Safety
 ///
 /// Only from the trampoline, which only runs as the return of a function whose entry installed
 /// it on the current task's stack.
 #[inline(always)]
-pub unsafe fn return_handler<P: GraphHandler>(fregs: *mut bindings::ftrace_regs) -> usize {
+pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(fregs: *mut bindings::ftrace_regs) -> usize {
     // The frame is popped whatever happens; only the callbacks need the recursion guard (a
     // return callback that calls a hooked function, whose own return would re-enter here).
     // Either way preemption is disabled once.
@@ -1602,6 +1635,10 @@ pub unsafe fn return_handler<P: GraphHandler>(fregs: *mut bindings::ftrace_regs)
         if core::ptr::fn_addr_eq(slot.ret, slot_ret::<P> as unsafe fn(*const (), &mut Return<'_>)) {
             // SAFETY: the slot was made for a `P` (above), alive while the slot is.
             unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
+        } else if core::ptr::fn_addr_eq(slot.ret, slot_ret::<Q> as unsafe fn(*const (), &mut Return<'_>)) {
+            // The same for the second type (the C API's ops: several on one function).
+            // SAFETY: the slot was made for a `Q` (above), alive while the slot is.
+            unsafe { &*slot.this.cast::<Q>() }.ret(&mut r());
         } else {
             // SAFETY: the slot's handler is alive while the slot is.
             unsafe { (slot.ret)(slot.this, &mut r()) };

@@ -23,7 +23,7 @@
 //! callbacks are RCU-sched readers). The hub's `ftrace_ops` is registered only while its filter
 //! is not empty: an empty filter would make ftrace call it for every function.
 
-use super::graph::{graph, Graph, Slot};
+use super::graph::{graph, Graph, GraphHandler, Slot};
 use crate::bindings;
 use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::RawOps;
@@ -148,7 +148,7 @@ impl Hub {
             // SAFETY: the hub's ops is not registered, so nothing else reads these fields; the
             // callback reaches the graph core through its global, which outlives the ops.
             unsafe {
-                (*op).func = Some(hub_entry);
+                (*op).func = Some(hub_entry::<Direct>);
                 (*op).private = core::ptr::null_mut();
             }
             // SAFETY: `func` is set; it uses only the graph core, which unregisters the hub before
@@ -233,7 +233,12 @@ impl Hub {
 }
 
 /// The hub's ftrace callback: every ops that selected `ip`, under one recursion guard.
-unsafe extern "C" fn hub_entry(ip: usize, parent_ip: usize, _op: *mut bindings::ftrace_ops, fregs: *mut bindings::ftrace_regs) {
+/// The handler type the hub calls directly (inlined) rather than through a slot's function
+/// pointer: the C API's ops, the hub's main users (several on one function is the case the hub
+/// is for). Others are called through the slot.
+type Direct = crate::capi::COps;
+
+unsafe extern "C" fn hub_entry<Q: GraphHandler>(ip: usize, parent_ip: usize, _op: *mut bindings::ftrace_ops, fregs: *mut bindings::ftrace_regs) {
     if fregs.is_null() {
         return;
     }
@@ -267,11 +272,11 @@ unsafe extern "C" fn hub_entry(ip: usize, parent_ip: usize, _op: *mut bindings::
         // SAFETY: ftrace's entry registers for `ip`, the guard held, `bm` this call's top frame
         // (above).
         Some((bm, ret_ip, ref mut timed)) => unsafe {
-            g.join_locked(slot, ip, fregs, stack, np, bm, ret_ip, timed);
+            g.join_locked::<Q>(slot, ip, fregs, stack, np, bm, ret_ip, timed);
         },
         // SAFETY: as above.
         None => unsafe {
-            g.enter_locked(slot, ip, fregs, 0, stack, np, false, &mut frame, |e| slot.call_entry(e));
+            g.enter_locked(slot, ip, fregs, 0, stack, np, false, &mut frame, |e| slot.call_entry_as::<Q>(e));
         },
     });
     drop(guard);
