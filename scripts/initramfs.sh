@@ -30,12 +30,13 @@ if [ -x "$ft/ftracetest" ]; then
 fi
 # Static x86_64 helpers (selftests/perfcount), built with the host's Rust toolchain: perfcount
 # counts and samples an event with perf (tests 63 and 75; the VM has no perf tool), uringread
-# reads a file on io_uring workers (test 74; the VM has no liburing).
+# reads a file on io_uring workers (test 74; the VM has no liburing), bpfhook sets a BPF
+# fentry/fexit program on a function (the benchmarks; the VM has no libbpf or bpftool).
 if [ "$arch" = x86_64 ] && [ "$(uname -m)" = x86_64 ]; then
 	CARGO_TARGET_DIR="$UFG_BUILD/perfcount" RUSTFLAGS="-C target-feature=+crt-static" \
 		cargo build -q --release --locked --target x86_64-unknown-linux-gnu \
 		--manifest-path "$UFG_TOP/selftests/perfcount/Cargo.toml" || ufg_die "cannot build perfcount"
-	for b in perfcount uringread; do
+	for b in perfcount uringread bpfhook; do
 		install -m 0755 "$UFG_BUILD/perfcount/x86_64-unknown-linux-gnu/release/$b" "$root/bin/$b"
 	done
 fi

@@ -144,6 +144,36 @@ memory() {
 	kernel_graph_off
 }
 
+# A BPF program on the target (bpfhook: fentry or fexit), what a user would pick instead of
+# ufgraph: the BPF trampoline. Its program counts its calls (bpf=N in the row), as ufgraph's
+# handlers count theirs. The x86_64 test kernel has the BPF JIT and BTF; elsewhere, no rows.
+bpf_row() {
+	k=$1
+	[ -e /sys/kernel/btf/ufgraph_bench ] && command -v bpfhook > /dev/null || return 0
+	rm -f /tmp/bpfin
+	mkfifo /tmp/bpfin
+	bpfhook $k ufgraph_bench_target ufgraph_bench < /tmp/bpfin > /tmp/bpfhook.out 2>&1 &
+	pid=$!
+	# Its standard input: open until the row is measured; closing it ends bpfhook.
+	exec 8> /tmp/bpfin
+	n=0
+	while ! grep -q attached /tmp/bpfhook.out && kill -0 $pid 2> /dev/null && [ $n -lt 300 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	if grep -q attached /tmp/bpfhook.out; then
+		r=$(ctl cost $CHUNKS $CALLS)
+		exec 8>&-
+		wait $pid
+		row bpf_$k "$r bpf=$(sed -n 's/^bpfhook count=//p' /tmp/bpfhook.out)"
+	else
+		exec 8>&-
+		kill $pid 2> /dev/null
+		wait $pid
+		say "error cmd=bpfhook_$k $(tr ' \n' '__' < /tmp/bpfhook.out | head -c 300)"
+	fi
+}
+
 # ---- per-call cost ----
 cost() {
 	for h in $(hooks none ftrace_ops kfprobe kfprobe_exit kretprobe ufprobe ufprobe_exit ukretprobe \
@@ -167,6 +197,8 @@ cost() {
 		fi
 		kernel_graph_users_off
 	done
+	bpf_row fentry
+	bpf_row fexit
 }
 
 # ---- mass attach ----

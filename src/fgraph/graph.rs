@@ -266,6 +266,11 @@ pub trait GraphHandler: Send + Sync + 'static {
     /// fprobe's ops, itself one ops for every fprobe, whose entry callback is then a direct
     /// call.
     const OWN_FTRACE_OPS: bool = false;
+    /// Whether registering an ops of this handler may leave the tasks without shadow stacks,
+    /// the handler asking for them ([`Graph::need_stacks`]) before a call can go on to the
+    /// shadow-stack path. fprobe's ops, which serves entry-only probes (that never push a
+    /// frame) too: a user of entry-only probes alone then costs no shadow stack per task.
+    const STACKS_ON_DEMAND: bool = false;
     /// For a call from the handler's own `ftrace_ops`, under the recursion guard and before the
     /// task's shadow stack is looked for: work that needs no frame (fprobe's entry-only
     /// probes, which share fprobe's one `ftrace_ops` with its exit probes). Calling
@@ -335,6 +340,8 @@ pub struct Slot {
     missed: unsafe fn(*const (), usize),
     set_index: unsafe fn(*const (), Option<usize>),
     wants_times: bool,
+    /// [`GraphHandler::STACKS_ON_DEMAND`].
+    stacks_on_demand: bool,
     /// While the slot is registered on the hub: the functions it selects, sorted (the graph's
     /// registration lock guards it: only `Graph` methods holding it touch it).
     hub_ips: core::cell::UnsafeCell<KVec<usize>>,
@@ -382,6 +389,7 @@ impl Slot {
             missed: missed::<H>,
             set_index: set_index::<H>,
             wants_times: H::WANTS_TIMES,
+            stacks_on_demand: H::STACKS_ON_DEMAND,
             hub_ips: core::cell::UnsafeCell::new(KVec::new()),
             on_hub: core::sync::atomic::AtomicBool::new(false),
             missed_nostack: AtomicU64::new(0),
@@ -891,7 +899,9 @@ impl Graph {
     pub unsafe fn register(&self, slot: &Slot) -> Result {
         let mut reg = self.reg.lock();
         let RegState { lru, probes, .. } = &mut *reg;
-        self.tasks.attach(probes)?;
+        if !slot.stacks_on_demand {
+            self.tasks.attach(probes)?;
+        }
         let Some(idx) = lru.alloc() else {
             return Err(ENOSPC);
         };
@@ -915,6 +925,14 @@ impl Graph {
         }
         reg.count += 1;
         Ok(())
+    }
+
+    /// Gives every task a shadow stack, now and at fork, if that is not done yet (it stays done
+    /// until the core is torn down): for a handler with [`GraphHandler::STACKS_ON_DEMAND`],
+    /// before its first call can need one.
+    pub fn need_stacks(&self) -> Result {
+        let mut reg = self.reg.lock();
+        self.tasks.attach(&mut reg.probes)
     }
 
     /// Registers `slot` on the hub, for the functions at `ips` (not empty; start addresses or

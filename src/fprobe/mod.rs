@@ -210,6 +210,8 @@ impl GraphHandler for GraphSide {
     // Both entry paths reserve before they call a probe's entry handler.
     const RESERVES_FIRST: bool = true;
     const OWN_FTRACE_OPS: bool = true;
+    // Entry-only probes never push a frame: stacks come with the first exit probe.
+    const STACKS_ON_DEMAND: bool = true;
 
     #[inline(always)]
     fn pre_entry(&self, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt, enter: impl FnOnce(usize, &Regs, &NoPreempt, usize)) {
@@ -706,6 +708,11 @@ impl Fprobes {
         let Some(next_id) = fprobe_hdr::next_id(id) else {
             return Err(ENOSPC);
         };
+        // The shared ops gives tasks no shadow stack until a probe needs one (an exit probe).
+        if has_exit {
+            // SAFETY: API calls are made while the module (and its graph core) is loaded.
+            unsafe { crate::fgraph::graph::graph() }.ok_or(ENODEV)?.need_stacks()?;
+        }
         // Everything that can fail first: the new entries, room in both tables, the private
         // record. Then the filter update (which can fail too, and is undone by not publishing).
         let mut fresh: KVec<KBox<IpEntry>> = KVec::with_capacity(ips.len(), GFP_KERNEL)?;

@@ -19,6 +19,8 @@ const COST_ROWS: &[(&str, &str)] = &[
     ("kfprobe", "kernel: fprobe, entry only"),
     ("kfprobe_exit", "kernel: fprobe entry+exit (6.12: ftrace + rethook)"),
     ("kretprobe", "kernel: kretprobe (kprobe on ftrace + rethook)"),
+    ("bpf_fentry", "kernel: BPF fentry program (the BPF trampoline), counting its calls"),
+    ("bpf_fexit", "kernel: BPF fexit program (the BPF trampoline, entry and return), counting its calls"),
     ("ufprobe", "ufgraph: fprobe, entry only"),
     ("ufprobe_exit", "ufgraph: fprobe entry+exit"),
     ("ukretprobe", "ufgraph: kretprobe shim"),
@@ -285,7 +287,7 @@ impl<'a> Report<'a> {
     /// counts include the warm-up chunk), in both passes: "yes", "no", or "-" when the hook has
     /// no handler of ours (none, the function_graph tracer).
     pub(crate) fn hooked(&self, name: &str) -> &'static str {
-        const COUNTERS: &[&str] = &["bare", "kfp_entry", "kfp_exit", "kretprobe", "ufp_entry", "ufp_exit", "ukretprobe", "ug_entry", "ug_exit"];
+        const COUNTERS: &[&str] = &["bare", "kfp_entry", "kfp_exit", "kretprobe", "ufp_entry", "ufp_exit", "ukretprobe", "ug_entry", "ug_exit", "bpf"];
         let mut seen = false;
         for recs in [self.ic, self.wl] {
             let Some(r) = Self::find(recs, "cost", name) else { continue };
@@ -328,11 +330,17 @@ impl<'a> Report<'a> {
                 u.map(|u| u <= max),
                 what,
                 format!(
-                    "ufgraph {}, the kernel's {} (kernel/ufgraph {} in instructions, {} wall)",
+                    "ufgraph {}, the kernel's {} (kernel/ufgraph {} in instructions, {} wall){}",
                     f1(u),
                     f1(k),
                     ratio(k.zip(u).map(|(k, u)| k / u)),
-                    ratio(over_w(kname).zip(over_w(name)).map(|(k, u)| k / u))
+                    ratio(over_w(kname).zip(over_w(name)).map(|(k, u)| k / u)),
+                    // What a BPF program costs for the same hook, where the kernel has BPF.
+                    match (name, over("bpf_fexit"), over("bpf_fentry")) {
+                        ("ufprobe_exit", Some(b), _) => format!("; a BPF fexit program {}", f1(Some(b))),
+                        ("ufprobe", _, Some(b)) => format!("; a BPF fentry program {}", f1(Some(b))),
+                        _ => String::new(),
+                    }
                 ),
             );
         }
