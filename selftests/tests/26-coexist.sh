@@ -37,10 +37,12 @@ check_round() {
 	done
 	set -- "$1" $(graph_of $F)
 	[ "$2" = 20 ] && [ "$3" = 20 ] || fail "$1: ufgraph saw $2/$3 entries/returns"
-	n=$(grep -c "ufgkret:.*ret=0x0" $T/trace)
+	# $retval prints as hex, or typed from BTF (a kernel with BTF: decimal, 6.12's
+	# PROBE_EVENTS_BTF_ARGS).
+	n=$(grep -cE "ufgkret:.*ret=(0x0|0)( |$)" $T/trace)
 	[ "$n" = 20 ] || { head -30 $T/trace; fail "$1: kretprobe saw $n returns with ret=0"; }
 	if [ $KFPROBE = 1 ]; then
-		n=$(grep -c "ufgfexit:.*ret=0x0" $T/trace)
+		n=$(grep -cE "ufgfexit:.*ret=(0x0|0)( |$)" $T/trace)
 		[ "$n" = 20 ] || fail "$1: fprobe saw $n returns with ret=0"
 	fi
 	n=$(grep -c " $F()" $T/trace)
