@@ -24,6 +24,15 @@
 #include <linux/workqueue.h>
 #include <linux/trace_events.h>
 #include <linux/trace_seq.h>
+
+/*
+ * ufgraph's ftrace callbacks read arguments, the stack pointer and the return slot from
+ * ftrace_regs, and take for granted that ftrace passes them (it does with WITH_ARGS; without,
+ * it may pass NULL): no hooked call checks for NULL.
+ */
+#ifndef CONFIG_DYNAMIC_FTRACE_WITH_ARGS
+#error "ufgraph needs CONFIG_DYNAMIC_FTRACE_WITH_ARGS"
+#endif
 #include <linux/dcache.h>
 #include <linux/capability.h>
 #include <linux/mutex.h>

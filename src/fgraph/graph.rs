@@ -1147,9 +1147,9 @@ unsafe fn op_slot<'a>(op: *mut bindings::ftrace_ops) -> &'a Slot {
 /// As for [`graph_entry`]: ftrace's callback arguments for a graph ops made for an `H`.
 #[inline(never)]
 unsafe fn graph_entry_pre<H: GraphHandler>(ip: usize, parent_ip: usize, op: *mut bindings::ftrace_ops, fregs: *mut bindings::ftrace_regs) {
-    if fregs.is_null() {
-        return;
-    }
+    // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (glue.c),
+    // whose ftrace always passes its registers.
+    debug_assert!(!fregs.is_null());
     // SAFETY: the caller's contract.
     let slot = unsafe { op_slot(op) };
     // SAFETY: the slot was made for an `H` (`Slot::new::<H>` set this callback), alive while
@@ -1186,9 +1186,9 @@ unsafe fn graph_entry_pre<H: GraphHandler>(ip: usize, parent_ip: usize, op: *mut
 /// As for [`graph_entry_pre`].
 #[inline(never)]
 unsafe fn graph_entry_direct<H: GraphHandler>(ip: usize, parent_ip: usize, op: *mut bindings::ftrace_ops, fregs: *mut bindings::ftrace_regs) {
-    if fregs.is_null() {
-        return;
-    }
+    // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (glue.c),
+    // whose ftrace always passes its registers.
+    debug_assert!(!fregs.is_null());
     // SAFETY: the caller's contract.
     let slot = unsafe { op_slot(op) };
     // SAFETY: registered ops exist only while the graph core does.
