@@ -867,8 +867,23 @@ impl Fprobes {
             // nothing.
             pr_warn!("fprobe: filter update on unregister failed: {:?}\n", e);
         }
+        // Whether `settle` below may publish a shortcut (one probe left of a kind, none of the
+        // other), which says every function in the filter is its probe's.
+        let shortcut = matches!((reg.entry_probes, reg.exit_probes), (1, 0) | (0, 1));
         drop(reg);
         synchronize_rcu();
+        // A call of a function the filter just lost may still be on its way to our callback:
+        // in ftrace's trampoline, before the callback takes the recursion guard, where a
+        // preemptible kernel can preempt it. The grace period above does not wait for it; were
+        // a shortcut published now, it would run the remaining probe on that function. RCU
+        // Tasks waits for it, as ftrace waits for its trampolines (on a kernel without
+        // preemption the wait above covers it).
+        #[cfg(CONFIG_PREEMPTION)]
+        if shortcut && !path_gone.is_empty() {
+            crate::sys::sync::synchronize_rcu_tasks();
+        }
+        #[cfg(not(CONFIG_PREEMPTION))]
+        let _ = shortcut;
         for &d in dead.iter() {
             // SAFETY: unpublished, readers gone.
             drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
