@@ -403,7 +403,20 @@ impl<'a> Report<'a> {
                 line(met, what, format!("{}; from the profile, \"Where the instructions go\"", detail));
             }
         }
-        line(None, "BPF fentry/fexit rows", "not built yet: the bench kernel has no BPF".into());
+        // The rows exist when both ran and their programs counted every timed call.
+        let (bf, bx) = (over("bpf_fentry"), over("bpf_fexit"));
+        let counted = |n: &str| Self::find(self.ic, "cost", n).is_some_and(|r| r.num("bpf").zip(r.num("calls")).is_some_and(|(b, c)| b >= c));
+        line(
+            bf.zip(bx).map(|_| counted("bpf_fentry") && counted("bpf_fexit")),
+            "BPF fentry/fexit rows: what a user would pick instead, on the same function",
+            format!(
+                "instructions over no hook: a BPF fentry program {}, a BPF fexit program {} (the BPF trampoline calls the function itself, so its return needs no shadow stack); ufgraph's fprobe entry only {}, entry+exit {}",
+                f1(bf),
+                f1(bx),
+                f1(over("ufprobe")),
+                f1(over("ufprobe_exit"))
+            ),
+        );
         let (met, detail) = crate::arm64::rows_target(self.arm64, &self.arm64_source);
         line(met, "arm64 rows: ufgraph against the kernel's kretprobe and function_graph", detail);
         // 5. memory flat.
