@@ -305,10 +305,37 @@ unsafe fn owner<'a, T: EventOps>(call: *mut bindings::trace_event_call) -> &'a E
     unsafe { &*(*call).data.cast::<EventCall<T>>() }
 }
 
-unsafe extern "C" fn reg_shim<T: EventOps>(call: *mut bindings::trace_event_call, ty: bindings::trace_reg, data: *mut c_void) -> c_int {
+/// C enums in the prototypes of callbacks C calls through a pointer, for kCFI (CFI_CLANG).
+///
+/// kCFI checks an indirect call by a hash of the callee's prototype. clang hashes an `enum`
+/// parameter or return type by its name (`9trace_reg`); bindgen makes the enum a `u32` alias,
+/// which rustc hashes as an integer, so a callback declared with it fails every call of a kernel
+/// built with CFI_CLANG (found in issue #18: `reg_shim` from `__ftrace_event_enable_disable`).
+/// In an `extern "C"` signature rustc hashes a `repr(C)` struct by its bare name, as C does, and a
+/// one-field `repr(C)` struct of a `u32` is passed and returned exactly as the enum is (in one
+/// register on x86_64 and arm64). Each type here is named as the C enum and wraps its value.
+#[allow(non_camel_case_types)]
+pub mod cenum {
+    use crate::bindings;
+
+    /// `enum trace_reg`.
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub struct trace_reg(pub bindings::trace_reg);
+
+    /// `enum print_line_t`.
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub struct print_line_t(pub bindings::print_line_t);
+
+    const _: () = assert!(core::mem::size_of::<trace_reg>() == core::mem::size_of::<bindings::trace_reg>());
+    const _: () = assert!(core::mem::size_of::<print_line_t>() == core::mem::size_of::<bindings::print_line_t>());
+}
+
+unsafe extern "C" fn reg_shim<T: EventOps>(call: *mut bindings::trace_event_call, ty: cenum::trace_reg, data: *mut c_void) -> c_int {
     // SAFETY: the kernel calls `reg` only for registered events, all of which are ours.
     let ev = unsafe { owner::<T>(call) };
-    let r = match ty {
+    let r = match ty.0 {
         bindings::trace_reg_TRACE_REG_REGISTER => ev.ops.reg(EventFile(data.cast()), true),
         bindings::trace_reg_TRACE_REG_UNREGISTER => ev.ops.reg(EventFile(data.cast()), false),
         t if t as i64 == bindings::UFG_TRACE_REG_PERF_REGISTER as i64 => ev.ops.perf(true),
@@ -332,7 +359,7 @@ unsafe extern "C" fn define_fields_shim<T: EventOps>(call: *mut bindings::trace_
     }
 }
 
-unsafe extern "C" fn print_shim<T: EventOps>(iter: *mut bindings::trace_iterator, _flags: c_int, event: *mut bindings::trace_event) -> bindings::print_line_t {
+unsafe extern "C" fn print_shim<T: EventOps>(iter: *mut bindings::trace_iterator, _flags: c_int, event: *mut bindings::trace_event) -> cenum::print_line_t {
     let off = core::mem::offset_of!(bindings::trace_event_call, event);
     // SAFETY: `event` is the `event` field of one of our calls (the kernel finds this callback
     // through it), so stepping back by its offset gives the call.
@@ -344,16 +371,16 @@ unsafe extern "C" fn print_shim<T: EventOps>(iter: *mut bindings::trace_iterator
     // SAFETY: the iterator is valid during the callback; the glue reads two of its fields.
     let (seq, ent) = unsafe { (bindings::ufg_iter_seq(iter), bindings::ufg_iter_ent(iter, &mut size as *mut usize as *mut _)) };
     if ent.is_null() {
-        return bindings::print_line_t_TRACE_TYPE_UNHANDLED;
+        return cenum::print_line_t(bindings::print_line_t_TRACE_TYPE_UNHANDLED);
     }
     // SAFETY: the iterator's current record: `size` bytes at `ent`, stable during the call.
     let rec = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), size) };
     let mut out = SeqOut(seq);
     let r = ev.ops.print(rec, &mut out).and_then(|()| fmt::Write::write_str(&mut out, "\n"));
-    match r {
+    cenum::print_line_t(match r {
         Ok(()) => bindings::print_line_t_TRACE_TYPE_HANDLED,
         Err(_) => bindings::print_line_t_TRACE_TYPE_PARTIAL_LINE,
-    }
+    })
 }
 
 impl<T: EventOps> EventCall<T> {
@@ -378,12 +405,18 @@ impl<T: EventOps> EventCall<T> {
         // SAFETY: we only set up pointers between fields of the pinned box; nothing moves.
         let e = unsafe { ev.as_mut().get_unchecked_mut() };
         let me = core::ptr::addr_of_mut!(*e);
-        e.funcs.trace = Some(print_shim::<T>);
+        // The callbacks' types differ from bindgen's only in the `cenum` wrappers, which are
+        // passed and returned as the integers they wrap.
+        type Print = unsafe extern "C" fn(*mut bindings::trace_iterator, c_int, *mut bindings::trace_event) -> cenum::print_line_t;
+        type Reg = unsafe extern "C" fn(*mut bindings::trace_event_call, cenum::trace_reg, *mut c_void) -> c_int;
+        // SAFETY: same ABI (above); C calls it with the prototype it is declared with here.
+        e.funcs.trace = Some(unsafe { core::mem::transmute::<Print, _>(print_shim::<T> as Print) });
         e.fields[0].type_ = bindings::UFG_TRACE_FUNCTION_TYPE as *const _;
         e.fields[0].__bindgen_anon_1.define_fields = Some(define_fields_shim::<T>);
         // fields[1] stays zeroed: the terminator.
         e.class.system = e.system.as_ptr().cast();
-        e.class.reg = Some(reg_shim::<T>);
+        // SAFETY: as for `trace` above.
+        e.class.reg = Some(unsafe { core::mem::transmute::<Reg, _>(reg_shim::<T> as Reg) });
         e.class.fields_array = e.fields.as_mut_ptr();
         e.class.raw_init = Some(bindings::trace_event_raw_init);
         let fields = core::ptr::addr_of_mut!(e.class.fields);
