@@ -36,23 +36,29 @@ ufg_kdir() {
 # bindgen loads libclang at run time and takes the newest it finds, which need not be the
 # clang the kernel is built with: with Debian's libclang-19 installed beside clang 14, the
 # bindings fail on flags only clang 14 knows (issue #18). Pin it to the compiler's own.
-# UFG_LLVM_VERSION picks the LLVM toolchain: empty for Debian's default (clang, LLVM=1), or a
-# major version (19: clang-19, LLVM=-19; issue #18's kernels).
-UFG_LLVM_VERSION=${UFG_LLVM_VERSION:-}
-ufg_llvm() { echo "${UFG_LLVM_VERSION:+-$UFG_LLVM_VERSION}"; }
-# The kernel's LLVM= for it: 1, or -VERSION.
-ufg_llvm_make() { echo "${UFG_LLVM_VERSION:+-$UFG_LLVM_VERSION}" | sed 's/^$/1/'; }
+# The LLVM toolchain of a flavour: Debian's default clang (14) for most; the `cfi` flavour
+# (kCFI, return thunks: issue #18) needs Debian 12's clang-19. UFG_LLVM_VERSION overrides it
+# (a major version, or "default").
+ufg_llvm_version() {
+	local v=${UFG_LLVM_VERSION:-}
+	[ -z "$v" ] && [ "${1:-}" = cfi ] && v=19
+	[ "$v" = default ] && v=
+	echo "$v"
+}
+# The suffix of its tools (clang-19: "-19"; the default: "") and the kernel's LLVM= for it.
+ufg_llvm() { local v; v=$(ufg_llvm_version "${1:-}"); echo "${v:+-$v}"; }
+ufg_llvm_make() { local v; v=$(ufg_llvm "${1:-}"); echo "${v:-1}"; }
 ufg_libclang() {
 	local major
-	major=$("clang$(ufg_llvm)" -dumpversion 2>/dev/null | cut -d. -f1)
+	major=$("clang$(ufg_llvm "${1:-}")" -dumpversion 2>/dev/null | cut -d. -f1)
 	[ -n "$major" ] && [ -d "/usr/lib/llvm-$major/lib" ] && echo "/usr/lib/llvm-$major/lib"
 }
 
 ufg_kmake() {
 	local arch=$1 flavour=$2; shift 2
-	LIBCLANG_PATH=${LIBCLANG_PATH:-$(ufg_libclang)} \
+	LIBCLANG_PATH=${LIBCLANG_PATH:-$(ufg_libclang "$flavour")} \
 	make -C "$UFG_SRC" O="$(ufg_kdir "$arch" "$flavour")" ARCH="$arch" \
-		LLVM="$(ufg_llvm_make)" RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc \
+		LLVM="$(ufg_llvm_make "$flavour")" RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc \
 		BINDGEN="$UFG_BINDGEN" -j"$UFG_JOBS" "$@"
 }
 

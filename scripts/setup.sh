@@ -9,7 +9,8 @@ packages=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev
 	qemu-system-x86 qemu-system-arm busybox-static bc flex bison libelf-dev
 	libssl-dev cpio xz-utils make gzip
 	libc6-dev # libc6-dev: the static C library for the in-VM helpers (selftests/perfcount)
-	dwarves) # dwarves: pahole, which makes the x86_64 test kernel's BTF (BPF fentry/fexit in the benchmarks)
+	dwarves # dwarves: pahole, which makes the x86_64 test kernel's BTF (BPF fentry/fexit in the benchmarks)
+	clang-19 lld-19 llvm-19 libclang-19-dev) # the cfi test kernel (kCFI, return thunks; issue #18)
 
 missing=()
 for p in "${packages[@]}"; do
