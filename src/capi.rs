@@ -98,8 +98,11 @@ pub unsafe extern "C" fn ufgraph_register(gops: *mut ufgraph_ops) -> c_int {
     let r = match unsafe { filter.as_ref() } {
         // SAFETY: as above.
         Some(ips) if !ips.is_empty() => unsafe { g.register_hub(&slot, ips) },
+        // A shared filter set, then emptied (its functions removed, or their module gone): not
+        // "no filter", which on the ops' own ftrace_ops would hook every function.
+        Some(_) => Err(EINVAL),
         // SAFETY: as above.
-        _ => unsafe { g.register(&slot) },
+        None => unsafe { g.register(&slot) },
     };
     if let Err(e) = r {
         return e.to_errno();
@@ -154,7 +157,8 @@ pub unsafe extern "C" fn ufgraph_set_filter(gops: *mut ufgraph_ops, glob: *const
 }
 
 /// The shared filter of `gops`: kept in `gops->ufgraph_filter` (so it outlives a registration,
-/// as an ftrace filter does) and, while registered on the hub, applied at once.
+/// as an ftrace filter does). While the ops is registered on the hub the core has its own copy,
+/// changed here at once, and `ufgraph_unregister` puts that one back in `gops`.
 ///
 /// # Safety
 ///
@@ -174,41 +178,24 @@ unsafe fn set_filter(gops: *mut ufgraph_ops, ips: &[usize], remove: bool, reset:
         }
         // SAFETY: registered, so the graph core exists.
         let g = unsafe { graph() }.ok_or(ENODEV)?;
-        g.hub_filter(slot, ips, remove)?;
-    } else if !remove && !ips.is_empty() {
+        return g.hub_filter(slot, ips, remove);
+    }
+    if !remove && !ips.is_empty() {
         // Checked now, not at registration: a bad address is the caller's error here.
         crate::sys::ksym::locations(ips)?;
     }
     // SAFETY: as above.
     let cur = unsafe { *fp }.cast::<Filter>();
-    let mut list = if cur.is_null() {
-        KVec::new()
-    } else {
-        // SAFETY: the box this function leaked before; taken back (its list moved out, the box
-        // freed), and a new one leaked below.
-        let mut b = unsafe { KBox::from_raw(cur) };
-        // SAFETY: as above; no dangling pointer is left behind if what follows fails.
-        unsafe { *fp = core::ptr::null_mut() };
-        core::mem::replace(&mut *b, KVec::new())
-    };
-    if reset {
-        list = KVec::new();
+    if cur.is_null() {
+        let mut list = KVec::new();
+        graph::edit_hub_list(&mut list, ips, remove, reset)?;
+        let b = KBox::new(list, GFP_KERNEL)?;
+        // SAFETY: as above; freed by `ufgraph_free_filter`.
+        unsafe { *fp = KBox::into_raw(b).cast() };
+        return Ok(());
     }
-    if remove {
-        let mut keep = KVec::with_capacity(list.len(), GFP_KERNEL)?;
-        for &ip in list.iter() {
-            if !ips.contains(&ip) {
-                keep.push(ip, GFP_KERNEL)?;
-            }
-        }
-        list = keep;
-    } else {
-        list.extend_from_slice(ips, GFP_KERNEL)?;
-    }
-    let b = KBox::new(list, GFP_KERNEL)?;
-    // SAFETY: as above.
-    unsafe { *fp = KBox::into_raw(b).cast() };
-    Ok(())
+    // SAFETY: the box this function leaked before, owned by the ops; unchanged on error.
+    graph::edit_hub_list(unsafe { &mut *cur }, ips, remove, reset)
 }
 
 /// See include/ufgraph/fgraph.h.
@@ -252,11 +239,24 @@ pub unsafe extern "C" fn ufgraph_unregister(gops: *mut ufgraph_ops) {
     let Some(g) = (unsafe { graph() }) else { return };
     // SAFETY: `ufgraph_slot` is the box `ufgraph_register` leaked.
     let slot = unsafe { KBox::from_raw(sp) };
-    if let Err(e) = g.unregister(&slot) {
-        pr_err!("ufgraph_unregister: {:?}\n", e);
-        // Not ours, or not registered: do not free what the core may still use.
-        KBox::into_raw(slot);
-        return;
+    let on_hub = slot.on_hub();
+    let ips = match g.unregister(&slot) {
+        Ok(ips) => ips,
+        Err(e) => {
+            pr_err!("ufgraph_unregister: {:?}\n", e);
+            // Not ours, or not registered: do not free what the core may still use.
+            KBox::into_raw(slot);
+            return;
+        }
+    };
+    // SAFETY: valid (contract); the list `set_filter` made (registered on the hub, so not
+    // null: `ufgraph_free_filter` refuses a registered ops).
+    if let Some(list) = unsafe { (*gops).ufgraph_filter.cast::<Filter>().as_mut() } {
+        if on_hub {
+            // The functions the ops had at the end: changes made while registered, without
+            // those of modules that went meanwhile.
+            *list = ips;
+        }
     }
     // `gops->idx` is -1 again (`COps::set_index`).
     // SAFETY: valid (contract); the core no longer holds the ops.

@@ -90,18 +90,25 @@ struct ufgraph_ops {
 };
 
 /*
- * Register @gops: -ENOSPC when 16 ops are registered, -EBUSY if it already is, or the
- * error of the ftrace registration. On error nothing is left registered.
+ * Register @gops: -ENOSPC when 16 ops are registered, -EBUSY if it already is, -EINVAL if
+ * its shared filter was set but is empty now (an empty filter on &ops would mean every
+ * function), or the error of the ftrace registration. On error nothing is left registered.
  */
 int ufgraph_register(struct ufgraph_ops *gops);
-/* Unregister: when this returns, neither callback runs any more. */
+/*
+ * Unregister: when this returns, neither callback runs any more. The shared filter then
+ * holds the functions the ops hooked at the end, for the next registration: the changes
+ * made while registered, less the functions of modules that went away meanwhile (they leave
+ * a registered ops when their module goes).
+ */
 void ufgraph_unregister(struct ufgraph_ops *gops);
 
 /*
  * The shared filter (see struct ufgraph_ops): add (or with @remove, remove) the functions at
- * @ips (start addresses or ftrace locations), @reset clearing it first. While registered,
- * changes apply at once; @reset and removing the last function are refused (-EINVAL) then.
- * -EBUSY for an ops registered with a filter on its own ftrace_ops.
+ * @ips (start addresses or ftrace locations: either names a function), @reset clearing it
+ * first; -EINVAL for an address that is no traceable function. While registered, changes
+ * apply at once; @reset and removing the last function are refused (-EINVAL) then. -EBUSY
+ * for an ops registered with a filter on its own ftrace_ops.
  */
 int ufgraph_set_filter_ips(struct ufgraph_ops *gops, unsigned long *ips, unsigned int cnt,
 			   int remove, int reset);

@@ -5,8 +5,11 @@
  * the per-task variable, and reports what it saw when unloaded:
  *
  *   ufgraph_client: entries=N returns=N data_ok=N data_bad=N
+ *
+ * Its parameters rereg and filter restart it and change its shared filter while it runs.
  */
 #include <linux/atomic.h>
+#include <linux/kallsyms.h>
 #include <linux/limits.h>
 #include <linux/ftrace.h>
 #include <linux/module.h>
@@ -17,6 +20,9 @@ static char *func = "version_proc_show";
 module_param(func, charp, 0444);
 static bool shared;
 module_param(shared, bool, 0444);
+/* shared=1: a second glob for the shared filter (tests/81-hub-edges.sh). */
+static char *func2;
+module_param(func2, charp, 0444);
 
 static atomic_t entries, returns, data_ok, data_bad, clock_back, reserve_null;
 /* gops->idx as seen by the first entry that ran before ufgraph_register() returned. */
@@ -87,9 +93,11 @@ static int __init client_init(void)
 	int ret;
 
 	/* shared=1: ufgraph's shared filter (the hub); else a filter on our own ftrace_ops. */
-	if (shared)
+	if (shared) {
 		ret = ufgraph_set_filter(&client_ops, func, 0, 0);
-	else
+		if (!ret && func2)
+			ret = ufgraph_set_filter(&client_ops, func2, 0, 0);
+	} else
 		ret = ftrace_set_filter(&client_ops.ops, func, strlen(func), 0);
 	if (ret)
 		return ret;
@@ -127,6 +135,41 @@ static void __exit client_exit(void)
 		atomic_read(&entries), atomic_read(&returns), atomic_read(&data_ok),
 		atomic_read(&data_bad), atomic_read(&clock_back));
 }
+
+/*
+ * Writing to "rereg" unregisters the ops and registers it again with the filter it kept, as a
+ * user that stops and restarts would; "rereg_ret" is what ufgraph_register() returned (the ops
+ * stays unregistered after a failure).
+ */
+static int rereg_ret;
+module_param(rereg_ret, int, 0444);
+static int rereg_set(const char *val, const struct kernel_param *kp)
+{
+	ufgraph_unregister(&client_ops);
+	WRITE_ONCE(rereg_ret, ufgraph_register(&client_ops));
+	return 0;
+}
+static const struct kernel_param_ops rereg_ops = { .set = rereg_set };
+module_param_cb(rereg, &rereg_ops, NULL, 0200);
+
+/*
+ * Writing "+GLOB" or "-GLOB" to "filter" adds or removes functions of the shared filter while
+ * registered; "filter_ret" is what ufgraph_set_filter() returned.
+ */
+static int filter_ret;
+module_param(filter_ret, int, 0444);
+static int filter_set(const char *val, const struct kernel_param *kp)
+{
+	char glob[KSYM_NAME_LEN];
+
+	if ((val[0] != '+' && val[0] != '-') || strscpy(glob, val + 1, sizeof(glob)) < 0)
+		return -EINVAL;
+	strim(glob);
+	WRITE_ONCE(filter_ret, ufgraph_set_filter(&client_ops, glob, val[0] == '-', 0));
+	return 0;
+}
+static const struct kernel_param_ops filter_ops = { .set = filter_set };
+module_param_cb(filter, &filter_ops, NULL, 0200);
 
 module_init(client_init);
 module_exit(client_exit);

@@ -983,44 +983,100 @@ impl Graph {
         }
         // SAFETY: the registration lock is held (the `hub_ips` invariant).
         let cur = unsafe { &mut *slot.hub_ips.get() };
+        // Entries the hub took out of its table, on success or (an add that failed half way)
+        // not: freed a grace period later either way.
         let mut dead = KVec::new();
-        if remove {
-            let mut keep = KVec::with_capacity(cur.len(), GFP_KERNEL)?;
-            for &ip in cur.iter() {
-                if change.binary_search(&ip).is_err() {
-                    keep.push(ip, GFP_KERNEL)?;
+        let r = (|| {
+            if remove {
+                let mut keep = KVec::with_capacity(cur.len(), GFP_KERNEL)?;
+                for &ip in cur.iter() {
+                    if change.binary_search(&ip).is_err() {
+                        keep.push(ip, GFP_KERNEL)?;
+                    }
                 }
-            }
-            if keep.is_empty() {
-                return Err(EINVAL);
-            }
-            self.hub.remove(&mut reg.hub, idx, &change, &mut dead);
-            *cur = keep;
-        } else {
-            let mut new = KVec::with_capacity(change.len(), GFP_KERNEL)?;
-            for &ip in change.iter() {
-                if cur.binary_search(&ip).is_err() {
-                    new.push(ip, GFP_KERNEL)?;
+                if keep.is_empty() {
+                    return Err(EINVAL);
                 }
+                self.hub.remove(&mut reg.hub, idx, &change, &mut dead);
+                *cur = keep;
+            } else {
+                let mut new = KVec::with_capacity(change.len(), GFP_KERNEL)?;
+                for &ip in change.iter() {
+                    if cur.binary_search(&ip).is_err() {
+                        new.push(ip, GFP_KERNEL)?;
+                    }
+                }
+                let mut all = KVec::with_capacity(cur.len() + new.len(), GFP_KERNEL)?;
+                all.extend_from_slice(cur, GFP_KERNEL)?;
+                all.extend_from_slice(&new, GFP_KERNEL)?;
+                crate::pure::slice::sort(&mut all);
+                self.hub.add(&mut reg.hub, idx, &new, &mut dead)?;
+                *cur = all;
             }
-            let mut all = KVec::with_capacity(cur.len() + new.len(), GFP_KERNEL)?;
-            all.extend_from_slice(cur, GFP_KERNEL)?;
-            all.extend_from_slice(&new, GFP_KERNEL)?;
-            crate::pure::slice::sort(&mut all);
-            self.hub.add(&mut reg.hub, idx, &new, &mut dead)?;
-            *cur = all;
-        }
+            Ok(())
+        })();
         if !dead.is_empty() {
             synchronize_rcu();
             Hub::free_dead(&mut dead);
         }
-        Ok(())
+        r
+    }
+
+    /// Takes the functions `within` selects (a going module's) off every ops on the hub: out of
+    /// the hub's table and ftrace filter, and out of the ops' lists of functions (which their
+    /// users get back when they unregister). Left there, they would keep the hub's filter
+    /// naming addresses that the next module loaded may reuse for other functions (ftrace
+    /// keeps stale addresses in the filters of its users), and ftrace would refuse any later
+    /// removal from the filter that names them. From the module notifier, while the module's
+    /// ftrace records are still there (ftrace drops them after the notifier has run).
+    pub fn drop_module(&self, within: impl Fn(usize) -> bool) {
+        let mut reg = self.reg.lock();
+        let mut dead = KVec::new();
+        let mut dropped = 0;
+        for (idx, a) in self.array.iter().enumerate() {
+            let p = a.load(Relaxed);
+            if p.is_null() {
+                continue;
+            }
+            // SAFETY: slots in the array are valid while registered; the lock keeps them so.
+            let slot = unsafe { &*p };
+            if !slot.on_hub() {
+                continue;
+            }
+            // SAFETY: the registration lock is held (the `hub_ips` invariant).
+            let cur = unsafe { &mut *slot.hub_ips.get() };
+            if !cur.iter().any(|&ip| within(ip)) {
+                continue;
+            }
+            let (mut keep, mut gone) = (KVec::new(), KVec::new());
+            let mut ok = true;
+            for &ip in cur.iter() {
+                ok &= if within(ip) { gone.push(ip, GFP_KERNEL) } else { keep.push(ip, GFP_KERNEL) }.is_ok();
+            }
+            if !ok {
+                pr_err!("hub: out of memory: ops {} keeps functions of a going module\n", idx);
+                continue;
+            }
+            self.hub.remove(&mut reg.hub, idx, &gone, &mut dead);
+            dropped += gone.len();
+            // Possibly empty: the ops stays registered, hooking nothing, until its user adds
+            // functions or unregisters.
+            *cur = keep;
+        }
+        drop(reg);
+        if dropped > 0 {
+            synchronize_rcu();
+            Hub::free_dead(&mut dead);
+            pr_info!("hub: dropped {} functions of a module going away\n", dropped);
+        }
     }
 
     /// Unregisters `slot`. When this returns no callback of it runs any more, and it may be freed.
     /// Frames it hooked may still be live: their returns skip it (or, if its index was reused
-    /// meanwhile, call the new owner: hence the LRU order).
-    pub fn unregister(&self, slot: &Slot) -> Result {
+    /// meanwhile, call the new owner: hence the LRU order). Returns the functions the slot had
+    /// on the hub (ftrace locations, sorted; empty for a slot with its own `ftrace_ops`): its
+    /// filter as changed while registered, for its user to keep.
+    pub fn unregister(&self, slot: &Slot) -> Result<KVec<usize>> {
         let mut reg = self.reg.lock();
         let idx = slot.idx();
         if idx >= ARRAY_SIZE || self.array[idx].load(Relaxed) != (slot as *const Slot).cast_mut() {
@@ -1028,11 +1084,11 @@ impl Graph {
         }
         self.array[idx].store(core::ptr::null_mut(), Release);
         let mut dead = KVec::new();
+        let mut ips = KVec::new();
         let r = if slot.on_hub() {
             // SAFETY: the registration lock is held (the `hub_ips` invariant).
-            let ips = unsafe { &mut *slot.hub_ips.get() };
-            self.hub.remove(&mut reg.hub, idx, ips, &mut dead);
-            *ips = KVec::new();
+            ips = core::mem::replace(unsafe { &mut *slot.hub_ips.get() }, KVec::new());
+            self.hub.remove(&mut reg.hub, idx, &ips, &mut dead);
             slot.on_hub.store(false, Relaxed);
             Ok(())
         } else {
@@ -1044,7 +1100,7 @@ impl Graph {
         let _ = reg.lru.release(idx);
         slot.assign(self, None);
         reg.count -= 1;
-        r
+        r.map(|()| ips)
     }
 
     /// Reserves data for ops `idx` in the frame being built by the current task (C API).
@@ -1091,6 +1147,36 @@ impl PinnedDrop for Graph {
         drop(reg);
         GRAPH.store(core::ptr::null_mut(), Release);
     }
+}
+
+/// Edits the list of functions a hub user keeps while unregistered (the filter it registers
+/// with; [`Graph::unregister`] hands back the one it had while registered): adds the functions
+/// at `ips`, or with `remove` takes them out; `reset` empties the list first. Functions are
+/// kept as their ftrace locations, so that either address names them (what registration will
+/// hook); an address that is no traceable function is kept as it is, for registration to
+/// refuse, and removed as it is. The list stays sorted, without duplicates; on error (out of
+/// memory) it is unchanged.
+pub fn edit_hub_list(list: &mut KVec<usize>, ips: &[usize], remove: bool, reset: bool) -> Result {
+    let locs = crate::sys::ksym::try_locations(ips)?;
+    let mut new = KVec::new();
+    if !reset {
+        new.extend_from_slice(list, GFP_KERNEL)?;
+    }
+    if remove {
+        let mut keep = KVec::with_capacity(new.len(), GFP_KERNEL)?;
+        for &ip in new.iter() {
+            if !ips.contains(&ip) && !locs.contains(&Some(ip)) {
+                keep.push(ip, GFP_KERNEL)?;
+            }
+        }
+        new = keep;
+    } else {
+        for (&ip, &loc) in ips.iter().zip(locs.iter()) {
+            new.push(loc.unwrap_or(ip), GFP_KERNEL)?;
+        }
+    }
+    *list = sorted(&new)?;
+    Ok(())
 }
 
 /// `ips` sorted, without duplicates.

@@ -187,13 +187,19 @@ impl Hub {
             // every function. Unregister first. (Not `ftrace_free_filter()`: 6.12's frees the
             // hashes but leaves the ops pointing at them; it runs once, at teardown.)
             if let Err(e) = self.raw().unregister() {
-                pr_err!("ufgraph: hub unregister failed ({:?})\n", e);
+                pr_err!("hub: unregister failed ({:?})\n", e);
             }
             st.live = false;
         }
-        if !unfilter.is_empty() {
-            if let Err(e) = self.raw().set_filter_ips(&unfilter, true, false) {
-                pr_err!("ufgraph: hub filter update failed ({:?})\n", e);
+        // ftrace refuses a whole removal if one function in it is no longer there (init text
+        // freed, a module gone that the module notifier could not take off): then one by one, so
+        // that the others do leave the filter. What stays is inert: out of the table, its calls
+        // find no ops (and the filter is freed at teardown).
+        if !unfilter.is_empty() && self.raw().set_filter_ips(&unfilter, true, false).is_err() {
+            for &ip in unfilter.iter() {
+                if let Err(e) = self.raw().set_filter_ips(&[ip], true, false) {
+                    pr_warn!("hub: {:#x} stays in the hub's filter ({:?})\n", ip, e);
+                }
             }
         }
         st.filtered -= unfilter.len();
@@ -201,7 +207,7 @@ impl Hub {
             // Only ours to drop if it is still the table's entry for its function.
             if self.masks.remove(&mut st.counts, mask_key(e), mask_key).is_some() && dead.push(e, GFP_KERNEL).is_err() {
                 // Cannot remember it for freeing: leak one small entry rather than free it early.
-                pr_warn!("ufgraph: leaking a hub entry\n");
+                pr_warn!("hub: leaking an entry\n");
             }
         }
     }

@@ -25,10 +25,15 @@ pub struct GraphOps<H: GraphHandler> {
     // Dropped by hand: only once the core no longer knows it.
     inner: ManuallyDrop<Pin<KBox<Inner<H>>>>,
     registered: bool,
-    /// The functions selected with [`GraphOps::set_filter_ips`] while unregistered: at
-    /// registration they put the ops on the core's hub (one `ftrace_ops` for all). `None` once
-    /// a glob was set: ftrace keeps that filter, on the ops' own `ftrace_ops`.
+    /// The functions selected with [`GraphOps::set_filter_ips`] (ftrace locations, sorted): at
+    /// registration they put the ops on the core's hub (one `ftrace_ops` for all); while it is
+    /// registered there the core keeps them, and hands them back, as changed, at
+    /// unregistration. `None` once a glob was set: ftrace keeps that filter, on the ops' own
+    /// `ftrace_ops`.
     hub_ips: Option<KVec<usize>>,
+    /// Whether `hub_ips` was set: emptied again (its functions removed, or their module gone),
+    /// it is refused at registration rather than taken for "no filter" (every function).
+    hub_set: bool,
 }
 
 // SAFETY: the ftrace_ops is only handed to ftrace (which locks) and the handler is Send + Sync.
@@ -51,7 +56,7 @@ impl<H: GraphHandler> GraphOps<H> {
             addr_of_mut!((*p).slot).write(Slot::new(addr_of_mut!((*p).handler), ops));
             Pin::from(b.assume_init())
         };
-        Ok(Self { inner: ManuallyDrop::new(b), registered: false, hub_ips: (!H::OWN_FTRACE_OPS).then(KVec::new) })
+        Ok(Self { inner: ManuallyDrop::new(b), registered: false, hub_ips: (!H::OWN_FTRACE_OPS).then(KVec::new), hub_set: false })
     }
 
     /// Selects the functions matching `glob` (replacing the filter), on the ops' own
@@ -82,24 +87,14 @@ impl<H: GraphHandler> GraphOps<H> {
         let Some(cur) = self.hub_ips.as_mut() else {
             return self.inner.slot.ftrace().set_filter_ips(ips, remove, reset);
         };
-        if reset {
-            *cur = KVec::new();
-        }
-        if remove {
-            let mut keep = KVec::with_capacity(cur.len(), GFP_KERNEL)?;
-            for &ip in cur.iter() {
-                if !ips.contains(&ip) {
-                    keep.push(ip, GFP_KERNEL)?;
-                }
-            }
-            *cur = keep;
-        } else {
-            cur.extend_from_slice(ips, GFP_KERNEL)?;
-        }
+        super::graph::edit_hub_list(cur, ips, remove, reset)?;
+        self.hub_set = true;
         Ok(())
     }
 
-    /// Starts hooking. `ENOSPC` when 16 ops are registered; on failure nothing is left behind.
+    /// Starts hooking. `ENOSPC` when 16 ops are registered, `EINVAL` if the functions selected
+    /// with [`GraphOps::set_filter_ips`] were all removed again; on failure nothing is left
+    /// behind.
     pub fn register(&mut self) -> Result {
         if self.registered {
             return Err(EBUSY);
@@ -109,6 +104,7 @@ impl<H: GraphHandler> GraphOps<H> {
         match self.hub_ips.as_deref() {
             // SAFETY: the slot is pinned in our box and unregistered before the box is freed.
             Some(ips) if !ips.is_empty() => unsafe { g.register_hub(&self.inner.slot, ips) }?,
+            Some(_) if self.hub_set => return Err(EINVAL),
             // SAFETY: as above.
             _ => unsafe { g.register(&self.inner.slot) }?,
         }
@@ -123,7 +119,11 @@ impl<H: GraphHandler> GraphOps<H> {
         }
         // SAFETY: registered, so the graph core exists.
         let g = unsafe { graph() }.ok_or(ENODEV)?;
-        g.unregister(&self.inner.slot)?;
+        let on_hub = self.inner.slot.on_hub();
+        let ips = g.unregister(&self.inner.slot)?;
+        if on_hub {
+            self.hub_ips = Some(ips);
+        }
         self.registered = false;
         Ok(())
     }

@@ -132,7 +132,7 @@ pub unsafe extern "C" fn ufgraph_fprobe_count_ips_from_filter(filter: *const c_c
     }
 }
 
-/// Drops a going module's functions from every probe, and tells `sys::ksym` that the traceable
+/// Drops a going module's functions from every probe and from the graph core's hub, and tells `sys::ksym` that the traceable
 /// functions changed when a module comes or goes (a module notifier, registered while this
 /// lives).
 pub struct ModuleWatch {
@@ -144,10 +144,15 @@ unsafe extern "C" fn on_module(_nb: *mut bindings::notifier_block, action: c_ulo
         crate::sys::ksym::modules_changed();
     }
     if action == bindings::module_state_MODULE_STATE_GOING as c_ulong {
+        let m = data.cast::<bindings::module>();
+        // SAFETY: the notifier gets the going module, valid for the call.
+        let within = |ip: usize| unsafe { bindings::ufg_within_module(ip as _, m) };
         if let Some(core) = fprobes() {
-            let m = data.cast::<bindings::module>();
-            // SAFETY: the notifier gets the going module, valid for the call.
-            core.drop_module(|ip| unsafe { bindings::ufg_within_module(ip as _, m) });
+            core.drop_module(within);
+        }
+        // SAFETY: the graph core outlives this notifier (`ModuleWatch` is dropped before it).
+        if let Some(g) = unsafe { crate::fgraph::graph::graph() } {
+            g.drop_module(within);
         }
     }
     0

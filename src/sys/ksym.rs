@@ -255,47 +255,55 @@ fn with_locations<R>(f: impl FnOnce(&[usize]) -> R) -> Result<R> {
 /// start), in the same order: what ftrace callbacks report as `ip` for them. `EINVAL` (with a
 /// log line) for an address that is neither.
 pub fn locations(ips: &[usize]) -> Result<KVec<usize>> {
+    let found = try_locations(ips)?;
+    let mut out = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
+    for (i, l) in found.iter().enumerate() {
+        let Some(l) = *l else {
+            pr_err!("{:#x} is not a traceable function\n", ips[i]);
+            return Err(EINVAL);
+        };
+        out.push(l, GFP_KERNEL)?;
+    }
+    Ok(out)
+}
+
+/// [`locations`], quietly: `None` for an address that is no traceable function (any more: a
+/// module's, once it went).
+pub fn try_locations(ips: &[usize]) -> Result<KVec<Option<usize>>> {
     let mut out = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
     // Which of `ips` are starts, not locations: checked outside the list's read section (the
     // check looks symbols up).
     let mut starts: KVec<(usize, usize)> = KVec::new();
-    let mut bad = None;
+    let mut nomem = false;
     with_locations(|locs| {
         for (i, &a) in ips.iter().enumerate() {
             // The first location at or after `a`: `a` itself, or the location a few bytes into
             // the function `a` starts (ENDBR, BTI, patchable entry).
             let at = locs.partition_point(|&l| l < a);
-            match locs.get(at) {
-                Some(&l) if l == a => {}
+            let found = match locs.get(at) {
+                Some(&l) if l == a => Some(a),
                 Some(&l) if l - a <= 16 => {
                     if starts.push((i, l), GFP_ATOMIC).is_err() {
-                        bad = Some((i, ENOMEM));
+                        nomem = true;
                         return;
                     }
+                    None
                 }
-                _ => {
-                    bad = Some((i, EINVAL));
-                    return;
-                }
-            }
-            if out.push(a, GFP_ATOMIC).is_err() {
-                bad = Some((i, ENOMEM));
+                _ => None,
+            };
+            if out.push(found, GFP_ATOMIC).is_err() {
+                nomem = true;
                 return;
             }
         }
     })?;
-    if let Some((i, e)) = bad {
-        if e == EINVAL {
-            pr_err!("ufgraph: {:#x} is not a traceable function\n", ips[i]);
-        }
-        return Err(e);
+    if nomem {
+        return Err(ENOMEM);
     }
     for &(i, l) in starts.iter() {
-        if !same_function_start(ips[i], l) {
-            pr_err!("ufgraph: {:#x} is not a traceable function\n", ips[i]);
-            return Err(EINVAL);
+        if same_function_start(ips[i], l) {
+            out[i] = Some(l);
         }
-        out[i] = l;
     }
     Ok(out)
 }

@@ -10,7 +10,7 @@ use crate::pure::shadow::ARRAY_SIZE;
 use crate::sys::ktest::{CaseResult, Failed, Test};
 use crate::{kcheck, kcheck_eq, kunit_suite};
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use kernel::alloc::KVec;
+use kernel::alloc::{KBox, KVec};
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -503,10 +503,146 @@ fn hub_refusals_leave_nothing(t: &mut Test) -> CaseResult {
     core_is_idle(t)
 }
 
+/// The list of functions a hub ops registers with follows what it hooked: changes made while
+/// it was registered are there after it unregisters, either address of a function (its start,
+/// its ftrace location) names it, and a list emptied again is refused at registration rather
+/// than taken for "no filter" (every function).
+fn hub_filter_list_follows_the_ops(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let mul_ip = bindings::ufg_test_mul as *const () as usize;
+    let add_loc = t.check_ok(crate::sys::ksym::locations(&[add_ip]), "locations")?[0];
+    // Changes while registered survive a restart: `a` moves from ufg_test_add to ufg_test_mul.
+    let mut a = hub_ops(t, &[add_ip], Rec::new(8, 1, true))?;
+    t.check_ok(a.register(), "register a")?;
+    t.check_ok(a.set_filter_ips(&[mul_ip], false, false), "add mul")?;
+    t.check_ok(a.set_filter_ips(&[add_ip], true, false), "remove add")?;
+    t.check_ok(a.unregister(), "unregister a")?;
+    t.check_ok(a.register(), "register a again")?;
+    add(1, 2);
+    kcheck!(t, a.handler().entries.load(Relaxed) == 0, "a hooks ufg_test_add after the restart");
+    mul(2, 3);
+    kcheck!(t, a.handler().entries.load(Relaxed) == 1 && a.handler().returns.load(Relaxed) == 1,
+        "a after the restart: {} entries, want 1 (ufg_test_mul)", a.handler().entries.load(Relaxed));
+    t.check_ok(a.unregister(), "unregister a (2)")?;
+    // Added by its ftrace location, removed by its start (they differ with ENDBR or BTI).
+    let mut b = hub_ops(t, &[add_loc, mul_ip], Rec::new(0, 2, false))?;
+    t.check_ok(b.set_filter_ips(&[add_ip], true, false), "remove add by its start")?;
+    t.check_ok(b.register(), "register b")?;
+    add(1, 2);
+    kcheck!(t, b.handler().entries.load(Relaxed) == 0, "b hooks ufg_test_add (at {:#x}, its location {:#x})", add_ip, add_loc);
+    mul(2, 3);
+    kcheck_eq!(t, b.handler().entries.load(Relaxed), 1);
+    t.check_ok(b.unregister(), "unregister b")?;
+    // Emptied: refused, nothing registered, nothing hooked.
+    let mut c = hub_ops(t, &[add_ip], Rec::new(0, 3, false))?;
+    t.check_ok(c.set_filter_ips(&[add_loc], true, false), "remove add")?;
+    let r = c.register();
+    let hooked = c.handler().entries.load(Relaxed);
+    let _ = c.unregister();
+    kcheck!(t, r == Err(EINVAL), "an emptied filter: register returned {:?}, {} entries meanwhile", r, hooked);
+    core_is_idle(t)
+}
+
+/// A C `ufgraph_ops`, counting its entries in `private`; unregistered and its shared filter freed
+/// when dropped.
+struct CTestOps(KBox<bindings::ufgraph_ops>, KBox<AtomicUsize>);
+
+unsafe extern "C" fn c_test_entry(_trace: *mut bindings::ufgraph_ent, gops: *mut bindings::ufgraph_ops, _fregs: *mut bindings::ftrace_regs) -> core::ffi::c_int {
+    // SAFETY: `private` is the counter of the `CTestOps` that registered `gops`, alive while it is.
+    unsafe { &*(*gops).private.cast::<AtomicUsize>() }.fetch_add(1, Relaxed);
+    0
+}
+
+impl CTestOps {
+    fn new(t: &Test) -> Result<Self, Failed> {
+        let n = t.check_ok(KBox::new(AtomicUsize::new(0), GFP_KERNEL).map_err(Into::into), "alloc")?;
+        let mut o = bindings::ufgraph_ops::default();
+        o.entryfunc = Some(c_test_entry);
+        o.private = (&*n as *const AtomicUsize).cast_mut().cast();
+        o.idx = -1;
+        Ok(Self(t.check_ok(KBox::new(o, GFP_KERNEL).map_err(Into::into), "alloc")?, n))
+    }
+    fn ptr(&mut self) -> *mut bindings::ufgraph_ops {
+        &mut *self.0
+    }
+    fn entries(&self) -> usize {
+        self.1.load(Relaxed)
+    }
+    fn set_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> core::ffi::c_int {
+        let mut v: [core::ffi::c_ulong; 4] = [0; 4];
+        for (d, &s) in v.iter_mut().zip(ips) {
+            *d = s as _;
+        }
+        // SAFETY: a valid ops, `ips.len()` (at most 4) addresses.
+        unsafe { crate::capi::ufgraph_set_filter_ips(self.ptr(), v.as_mut_ptr(), ips.len().min(4) as _, remove as _, reset as _) }
+    }
+    fn register(&mut self) -> core::ffi::c_int {
+        // SAFETY: the ops lives in its box until dropped, which unregisters it.
+        unsafe { crate::capi::ufgraph_register(self.ptr()) }
+    }
+    fn unregister(&mut self) {
+        // SAFETY: our ops.
+        unsafe { crate::capi::ufgraph_unregister(self.ptr()) }
+    }
+}
+
+impl Drop for CTestOps {
+    fn drop(&mut self) {
+        self.unregister();
+        // SAFETY: our ops, unregistered.
+        unsafe { crate::capi::ufgraph_free_filter(self.ptr()) };
+    }
+}
+
+/// The C API's shared filter: a glob adds functions by their ftrace location and an address
+/// removes them by their start; changes made while registered are kept for the next
+/// registration; a filter emptied again is refused (-EINVAL) at registration.
+fn c_shared_filter(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    // SAFETY: the module is loaded while its tests run.
+    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let mul_ip = bindings::ufg_test_mul as *const () as usize;
+    let mut o = CTestOps::new(t)?;
+    // SAFETY: a valid ops and a NUL-terminated glob.
+    kcheck_eq!(t, unsafe { crate::capi::ufgraph_set_filter(o.ptr(), c_str!("ufg_test_add").as_char_ptr(), 0, 0) }, 0);
+    kcheck_eq!(t, o.set_ips(&[mul_ip, mul_ip], false, false), 0);
+    kcheck_eq!(t, o.set_ips(&[add_ip], true, false), 0);
+    kcheck_eq!(t, o.set_ips(&[1], false, false), EINVAL.to_errno());
+    kcheck_eq!(t, o.register(), 0);
+    kcheck_eq!(t, g.hub_functions(), 1);
+    add(1, 1);
+    kcheck_eq!(t, o.entries(), 0);
+    mul(1, 1);
+    kcheck_eq!(t, o.entries(), 1);
+    // While registered: ufg_test_add instead of ufg_test_mul, kept across a restart.
+    kcheck_eq!(t, o.set_ips(&[add_ip], false, false), 0);
+    kcheck_eq!(t, o.set_ips(&[mul_ip], true, false), 0);
+    kcheck_eq!(t, o.set_ips(&[add_ip], true, false), EINVAL.to_errno());
+    o.unregister();
+    kcheck_eq!(t, g.hub_functions(), 0);
+    kcheck_eq!(t, o.register(), 0);
+    add(1, 1);
+    mul(1, 1);
+    kcheck_eq!(t, o.entries(), 2);
+    o.unregister();
+    // Emptied while unregistered: refused.
+    kcheck_eq!(t, o.set_ips(&[add_ip], true, false), 0);
+    let r = o.register();
+    let hooked = o.entries();
+    o.unregister();
+    kcheck!(t, r == EINVAL.to_errno(), "an emptied shared filter: ufgraph_register returned {}, {} entries meanwhile", r, hooked.wrapping_sub(2));
+    drop(o);
+    core_is_idle(t)
+}
+
 kunit_suite!(FGRAPH_SUITE, "ufgraph_fgraph", [
     return_values_and_counts,
     hub_shares_one_ftrace_ops,
     hub_refusals_leave_nothing,
+    hub_filter_list_follows_the_ops,
+    c_shared_filter,
     call_times_only_when_wanted,
     multiple_storage,
     seventeenth_ops_is_enospc,
