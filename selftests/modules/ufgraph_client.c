@@ -6,14 +6,15 @@
  *
  *   ufgraph_client: entries=N returns=N data_ok=N data_bad=N
  *
- * Its parameters rereg and filter restart it and change its shared filter while it runs.
+ * Its parameter cmd restarts it and changes its shared filter while it runs.
  */
 #include <linux/atomic.h>
-#include <linux/kallsyms.h>
 #include <linux/limits.h>
 #include <linux/ftrace.h>
+#include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/string.h>
+#include <linux/workqueue.h>
 #include <ufgraph/fgraph.h>
 
 static char *func = "version_proc_show";
@@ -88,6 +89,50 @@ static struct ufgraph_ops client_ops = {
 	.retfunc = client_return,
 };
 
+/*
+ * Commands written to "cmd", run by a work item (not under the parameter's lock, which
+ * lockdep would chain through ufgraph's read of ftrace's function list to the sysfs reads of
+ * "cmd_ret"); "cmd_ret" is 1 while one runs, then its result:
+ *   r        unregister and register again with the filter the ops kept, as a user that
+ *            stops and restarts would (the ops stays unregistered after a failure)
+ *   +ADDR    add the function at hex ADDR to the shared filter (ufgraph_set_filter_ips())
+ *   -ADDR    remove it
+ */
+static char cmd[32];
+static int cmd_ret;
+module_param(cmd_ret, int, 0444);
+
+static void cmd_work_fn(struct work_struct *work)
+{
+	unsigned long ip;
+	int ret;
+
+	if (cmd[0] == 'r') {
+		ufgraph_unregister(&client_ops);
+		ret = ufgraph_register(&client_ops);
+	} else {
+		ret = kstrtoul(cmd + 1, 16, &ip);
+		if (!ret)
+			ret = ufgraph_set_filter_ips(&client_ops, &ip, 1, cmd[0] == '-', 0);
+	}
+	WRITE_ONCE(cmd_ret, ret);
+}
+static DECLARE_WORK(cmd_work, cmd_work_fn);
+
+static int cmd_set(const char *val, const struct kernel_param *kp)
+{
+	if (READ_ONCE(cmd_ret) == 1)
+		return -EBUSY;
+	if ((val[0] != 'r' && val[0] != '+' && val[0] != '-') || strscpy(cmd, val, sizeof(cmd)) < 0)
+		return -EINVAL;
+	strim(cmd);
+	WRITE_ONCE(cmd_ret, 1);
+	schedule_work(&cmd_work);
+	return 0;
+}
+static const struct kernel_param_ops cmd_ops = { .set = cmd_set };
+module_param_cb(cmd, &cmd_ops, NULL, 0200);
+
 static int __init client_init(void)
 {
 	int ret;
@@ -122,6 +167,7 @@ static int __init client_init(void)
 
 static void __exit client_exit(void)
 {
+	flush_work(&cmd_work);
 	ufgraph_unregister(&client_ops);
 	if (shared)
 		ufgraph_free_filter(&client_ops);
@@ -135,41 +181,6 @@ static void __exit client_exit(void)
 		atomic_read(&entries), atomic_read(&returns), atomic_read(&data_ok),
 		atomic_read(&data_bad), atomic_read(&clock_back));
 }
-
-/*
- * Writing to "rereg" unregisters the ops and registers it again with the filter it kept, as a
- * user that stops and restarts would; "rereg_ret" is what ufgraph_register() returned (the ops
- * stays unregistered after a failure).
- */
-static int rereg_ret;
-module_param(rereg_ret, int, 0444);
-static int rereg_set(const char *val, const struct kernel_param *kp)
-{
-	ufgraph_unregister(&client_ops);
-	WRITE_ONCE(rereg_ret, ufgraph_register(&client_ops));
-	return 0;
-}
-static const struct kernel_param_ops rereg_ops = { .set = rereg_set };
-module_param_cb(rereg, &rereg_ops, NULL, 0200);
-
-/*
- * Writing "+GLOB" or "-GLOB" to "filter" adds or removes functions of the shared filter while
- * registered; "filter_ret" is what ufgraph_set_filter() returned.
- */
-static int filter_ret;
-module_param(filter_ret, int, 0444);
-static int filter_set(const char *val, const struct kernel_param *kp)
-{
-	char glob[KSYM_NAME_LEN];
-
-	if ((val[0] != '+' && val[0] != '-') || strscpy(glob, val + 1, sizeof(glob)) < 0)
-		return -EINVAL;
-	strim(glob);
-	WRITE_ONCE(filter_ret, ufgraph_set_filter(&client_ops, glob, val[0] == '-', 0));
-	return 0;
-}
-static const struct kernel_param_ops filter_ops = { .set = filter_set };
-module_param_cb(filter, &filter_ops, NULL, 0200);
 
 module_init(client_init);
 module_exit(client_exit);

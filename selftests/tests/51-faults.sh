@@ -64,6 +64,57 @@ echo "fprobe registration: $refused injected failures refused cleanly"
 [ "$refused" -gt 0 ] || fail "no allocation failure reached fprobe registration"
 unload
 
+# The hub: a function added to a registered C ops' shared filter (ufgraph_set_filter_ips(),
+# the hub's add, from the client's work item), with each allocation made under the hub's add
+# failing in turn (the window is that function's text; any task, as no other calls it):
+# refused cleanly, nothing left on the hub, and nothing leaked (kmemleak: the entries of an
+# add that failed half way were once dropped unfreed).
+load
+insmod $KO/ufgraph_client.ko func=version_proc_show shared=1 || fail "insmod ufgraph_client shared=1"
+P=/sys/module/ufgraph_client/parameters
+client_cmd() {
+	echo "$1" > $P/cmd || fail "cmd $1"
+	wait_for '[ "$(cat $P/cmd_ret)" != 1 ]' 100 || fail "cmd $1 did not finish"
+	cat $P/cmd_ret
+}
+window="$(cat $F/require-start) $(cat $F/require-end)"
+set -- $(grep '\[ufgraph\]' /proc/kallsyms | sort | awk '$3 ~ /3Hub3add$/ { a = $1; next } a != "" && e == "" { e = $1 } END { print a, e }')
+[ -n "$2" ] || fail "no Hub::add in /proc/kallsyms"
+echo "0x$1" > $F/require-start
+echo "0x$2" > $F/require-end
+vfs_read=$(sym_addr vfs_read)
+# The list of ftrace's locations read before any failure.
+[ "$(client_cmd +$vfs_read)" = 0 ] && [ "$(client_cmd -$vfs_read)" = 0 ] || fail "vfs_read on and off the filter"
+spaces=""
+k=0; while [ $k -le 256 ]; do spaces="$spaces $k"; k=$((k + 8)); done
+k=320; while [ $k -le 2048 ]; do spaces="$spaces $k"; k=$((k + 64)); done
+refused=0
+for space in $spaces; do
+	inject $space
+	echo N > $F/task-filter
+	r=$(client_cmd +$vfs_read)
+	off
+	case $r in
+	0) r=$(client_cmd -$vfs_read); [ "$r" = 0 ] || fail "removing vfs_read (space $space): $r";;
+	-12) refused=$((refused + 1));;
+	*) fail "adding vfs_read (space $space): $r";;
+	esac
+	[ "$(stat_of hub_functions)" = 1 ] || fail "space $space: hub_functions $(stat_of hub_functions)"
+done
+set -- $window
+echo $1 > $F/require-start
+echo $2 > $F/require-end
+echo "hub add: $refused injected failures refused cleanly"
+[ "$refused" -gt 0 ] || fail "no allocation failure reached the hub's add"
+for i in 1 2 3; do cat /proc/version > /dev/null; done
+dmesg -c > /dev/null
+rmmod ufgraph_client || fail "rmmod ufgraph_client"
+# vfs_read was hooked too while it was on the filter: every entry returned with its data.
+set -- $(dmesg | sed -n 's/.*ufgraph_client: entries=\([0-9]*\) returns=\([0-9]*\) data_ok=\([0-9]*\) data_bad=0 .*/\1 \2 \3/p')
+[ -n "$1" ] && [ "$1" -ge 3 ] && [ "$1" = "$2" ] && [ "$1" = "$3" ] || fail "client saw: $(dmesg | grep ufgraph_client)"
+[ "$(stat_of hub_functions)" = 0 ] || fail "hub_functions $(stat_of hub_functions) after the client"
+unload
+
 # Forks whose shadow stack allocation fails: counted, and their hooked calls missed.
 load graph=vfs_open
 echo Y > $F/task-filter; echo Y > $F/ignore-gfp-wait; echo 100 > $F/probability; echo 1 > $F/interval; echo -1 > $F/times; echo 0 > $F/space

@@ -13,6 +13,12 @@ P=/sys/module/ufgraph_client/parameters
 hub() { stat_of hub_functions; }
 hooked() { grep -c "^$1 " $T/enabled_functions; }
 run_glob() { echo 1 > /sys/module/globfns/parameters/run; }
+# Runs a command of ufgraph_client (see its source) and prints its result.
+client_cmd() {
+	echo "$1" > $P/cmd || fail "cmd $1"
+	wait_for '[ "$(cat $P/cmd_ret)" != 1 ]' 100 || fail "cmd $1 did not finish"
+	cat $P/cmd_ret
+}
 
 load
 ops0=$(stat_of registered_ops)
@@ -30,8 +36,8 @@ insmod $KO/globfns.ko || fail "insmod globfns again"
 [ "$(hooked ufgt_glob_one)" = 0 ] || fail "the reloaded module is hooked: $(grep ufgt_glob $T/enabled_functions)"
 run_glob
 cat /proc/version > /dev/null
-echo 1 > $P/rereg
-[ "$(cat $P/rereg_ret)" = 0 ] || fail "restarting with the kept filter: $(cat $P/rereg_ret) $(dmesg | tail -2)"
+r=$(client_cmd r)
+[ "$r" = 0 ] || fail "restarting with the kept filter: $r $(dmesg | tail -2)"
 [ "$(hub)" = 1 ] || fail "after the restart: hub_functions $(hub), want 1"
 run_glob
 cat /proc/version > /dev/null
@@ -51,8 +57,8 @@ insmod $KO/ufgraph_client.ko func=ufgt_glob_one shared=1 || fail "insmod ufgraph
 rmmod globfns || fail "rmmod globfns (2)"
 [ "$(hub)" = 0 ] || fail "hub_functions $(hub) with the only function gone"
 [ "$(grep -c . $T/enabled_functions)" = 0 ] || fail "hooked: $(head -3 $T/enabled_functions)"
-echo 1 > $P/rereg
-[ "$(cat $P/rereg_ret)" = -22 ] || fail "restarting with an emptied filter: $(cat $P/rereg_ret)"
+r=$(client_cmd r)
+[ "$r" = -22 ] || fail "restarting with an emptied filter: $r"
 [ "$(stat_of registered_ops)" = "$ops0" ] || fail "registered_ops $(stat_of registered_ops), want $ops0"
 [ "$(grep -c . $T/enabled_functions)" = 0 ] || fail "hooked: $(head -3 $T/enabled_functions)"
 rmmod ufgraph_client || fail "rmmod ufgraph_client (glob_one)"
