@@ -150,6 +150,7 @@ long ufg_test_inner(long x);
 long ufg_test_outer(long x);
 int ufg_test_caller(int a);
 unsigned long ufg_test_retaddr(void);
+long ufg_test_call(long (*fn)(long), long x);
 
 /*
  * Teardown (src/fgraph/graph.rs) looks at other tasks' kernel stacks under stop_machine and

@@ -42,6 +42,15 @@ noinline long ufg_test_outer(long x)
 	return ufg_test_inner(x + 1) + 1;
 }
 
+/*
+ * Calls @fn while its own frame is live: a test does there what needs process context
+ * (unregistering the ops that hooked this call).
+ */
+noinline long ufg_test_call(long (*fn)(long), long x)
+{
+	return fn(x) + 1;
+}
+
 /* Calls ufg_test_add, for stack traces taken in its return: the real caller must show. */
 noinline int ufg_test_caller(int a)
 {

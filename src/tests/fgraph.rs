@@ -544,6 +544,108 @@ fn hub_filter_list_follows_the_ops(t: &mut Test) -> CaseResult {
     core_is_idle(t)
 }
 
+/// Hub ops and an own-ftrace_ops ops on one function, registered and unregistered in every
+/// order: after each step, each registered ops sees every call once with its own data, the
+/// others none, and the hub's filter holds the function exactly while a hub ops is registered.
+fn hub_and_own_ops_in_every_order(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    // SAFETY: the module is loaded while its tests run.
+    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    const ORDERS: [[usize; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    for on in ORDERS {
+        for off in ORDERS {
+            let mut ops = [
+                hub_ops(t, &[add_ip], Rec::new(8, 1, true))?,
+                hub_ops(t, &[add_ip], Rec::new(24, 2, false))?,
+                ops_on(t, c_str!("ufg_test_add"), Rec::new(16, 3, false))?,
+            ];
+            let mut want = [0usize; 3];
+            let mut live = [false; 3];
+            let steps = Iterator::chain(on.iter().map(|&i| (i, true)), off.iter().map(|&i| (i, false)));
+            for (i, reg) in steps {
+                if reg {
+                    t.check_ok(ops[i].register(), "register")?;
+                } else {
+                    t.check_ok(ops[i].unregister(), "unregister")?;
+                }
+                live[i] = reg;
+                kcheck_eq!(t, add(7, 8), 15);
+                for j in 0..3 {
+                    want[j] += live[j] as usize;
+                    let h = ops[j].handler();
+                    kcheck!(t, h.entries.load(Relaxed) == want[j] && h.returns.load(Relaxed) == want[j] && h.bad.load(Relaxed) == 0,
+                        "on {:?} off {:?}, after ops {} {}: ops {}: {} entries {} returns {} bad, want {}", on, off, i,
+                        if reg { "registered" } else { "unregistered" }, j,
+                        h.entries.load(Relaxed), h.returns.load(Relaxed), h.bad.load(Relaxed), want[j]);
+                }
+                kcheck_eq!(t, g.hub_functions(), (live[0] || live[1]) as usize);
+            }
+        }
+    }
+    core_is_idle(t)
+}
+
+/// What [`unregister_inside`] does inside `ufg_test_call`'s frame: the ops to unregister there.
+static INSIDE: [core::sync::atomic::AtomicPtr<GraphOps<Rec>>; 2] =
+    [const { core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()) }; 2];
+
+unsafe extern "C" fn unregister_inside(x: kernel::ffi::c_long) -> kernel::ffi::c_long {
+    for p in INSIDE.iter() {
+        let ops = p.swap(core::ptr::null_mut(), Relaxed);
+        // SAFETY: the test put its ops here and is blocked in `ufg_test_call` until we return:
+        // nothing else touches it meanwhile.
+        if let Some(ops) = unsafe { ops.as_mut() } {
+            let _ = ops.unregister();
+        }
+    }
+    x * 2
+}
+
+/// A frame several ops share (hub ops that pushed and joined it, an own-ftrace_ops ops that
+/// joined it) outlives some of them: unregistered while the call is live, they are skipped at
+/// its return, and the others get their own data back, whichever of them pushed the frame.
+fn shared_frame_outlives_its_ops(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let call_ip = bindings::ufg_test_call as *const () as usize;
+    let call = |x: kernel::ffi::c_long| {
+        // SAFETY: a plain C fixture; `unregister_inside` needs nothing but process context.
+        unsafe { bindings::ufg_test_call(Some(unregister_inside), x) }
+    };
+    for gone in [[true, false], [false, true], [true, true]] {
+        // `a` (lowest index: the hub calls it first) pushes the frame, `b` joins it on the hub,
+        // `c` from its own ftrace_ops.
+        let mut a = hub_ops(t, &[call_ip], Rec::new(16, 1, false))?;
+        let mut b = hub_ops(t, &[call_ip], Rec::new(24, 2, false))?;
+        let mut c = ops_on(t, c_str!("ufg_test_call"), Rec::new(8, 3, false))?;
+        for ops in [&mut a, &mut b, &mut c] {
+            t.check_ok(ops.register(), "register")?;
+        }
+        // Indexes come in LRU order, possibly wrapping around.
+        if a.idx() > b.idx() {
+            core::mem::swap(&mut a, &mut b);
+        }
+        for (p, (ops, g)) in INSIDE.iter().zip([(&mut a, gone[0]), (&mut b, gone[1])]) {
+            p.store(if g { ops as *mut GraphOps<Rec> } else { core::ptr::null_mut() }, Relaxed);
+        }
+        kcheck_eq!(t, call(5), 11);
+        for (n, ops, g) in [("a", &a, gone[0]), ("b", &b, gone[1]), ("c", &c, false)] {
+            let h = ops.handler();
+            let want = if g { 0 } else { 1 };
+            kcheck!(t, h.entries.load(Relaxed) == 1 && h.returns.load(Relaxed) == want && h.bad.load(Relaxed) == 0,
+                "{:?} gone, ops {}: {} entries {} returns {} bad, want 1 {} 0", gone, n,
+                h.entries.load(Relaxed), h.returns.load(Relaxed), h.bad.load(Relaxed), want);
+        }
+        // The ones left go on: a call now is theirs alone.
+        kcheck_eq!(t, call(1), 3);
+        kcheck!(t, c.handler().returns.load(Relaxed) == 2 && c.handler().bad.load(Relaxed) == 0, "c after");
+        if !gone[1] {
+            kcheck!(t, b.handler().returns.load(Relaxed) == 2 && b.handler().bad.load(Relaxed) == 0, "b after");
+        }
+    }
+    core_is_idle(t)
+}
+
 /// A C `ufgraph_ops`, counting its entries in `private`; unregistered and its shared filter freed
 /// when dropped.
 struct CTestOps(KBox<bindings::ufgraph_ops>, KBox<AtomicUsize>);
@@ -643,6 +745,8 @@ kunit_suite!(FGRAPH_SUITE, "ufgraph_fgraph", [
     hub_refusals_leave_nothing,
     hub_filter_list_follows_the_ops,
     c_shared_filter,
+    shared_frame_outlives_its_ops,
+    hub_and_own_ops_in_every_order,
     call_times_only_when_wanted,
     multiple_storage,
     seventeenth_ops_is_enospc,
