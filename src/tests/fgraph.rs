@@ -586,6 +586,54 @@ fn hub_and_own_ops_in_every_order(t: &mut Test) -> CaseResult {
     core_is_idle(t)
 }
 
+/// Counts; its entry callback calls `ufg_test_add` if `nest`.
+struct Reenter {
+    nest: bool,
+    entries: AtomicUsize,
+    returns: AtomicUsize,
+}
+
+impl GraphHandler for Reenter {
+    fn entry(&self, _e: &mut Entry<'_>) -> bool {
+        self.entries.fetch_add(1, Relaxed);
+        if self.nest {
+            add(1, 2);
+        }
+        true
+    }
+    fn ret(&self, _r: &mut Return<'_>) {
+        self.returns.fetch_add(1, Relaxed);
+    }
+}
+
+/// An entry callback on the hub that calls the function it hooks: as everywhere in ftrace,
+/// one nested level passes the recursion guard's transition bit, the next is refused and
+/// counted for every ops the hub would have called; every frame is popped.
+fn hub_callback_recursion(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let new = |nest| Reenter { nest, entries: AtomicUsize::new(0), returns: AtomicUsize::new(0) };
+    let mut r = t.check_ok(GraphOps::new(new(true)), "GraphOps::new")?;
+    let mut s = t.check_ok(GraphOps::new(new(false)), "GraphOps::new")?;
+    for ops in [&mut r, &mut s] {
+        t.check_ok(ops.set_filter_ips(&[add_ip], false, false), "set_filter_ips")?;
+        t.check_ok(ops.register(), "register")?;
+    }
+    kcheck_eq!(t, add(2, 3), 5);
+    for (n, ops) in [("r", &r), ("s", &s)] {
+        let (h, sl) = (ops.handler(), ops.slot());
+        kcheck!(t, h.entries.load(Relaxed) == 2 && h.returns.load(Relaxed) == 2 && sl.missed_recursion.load(Relaxed) == 1,
+            "{}: {} entries {} returns {} missed_recursion, want 2 2 1", n,
+            h.entries.load(Relaxed), h.returns.load(Relaxed), sl.missed_recursion.load(Relaxed));
+    }
+    // SAFETY: the module is loaded while its tests run.
+    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    kcheck_eq!(t, g.tasks().frames_now(), 0);
+    drop(r);
+    drop(s);
+    core_is_idle(t)
+}
+
 /// What [`unregister_inside`] does inside `ufg_test_call`'s frame: the ops to unregister there.
 static INSIDE: [core::sync::atomic::AtomicPtr<GraphOps<Rec>>; 2] =
     [const { core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()) }; 2];
@@ -747,6 +795,7 @@ kunit_suite!(FGRAPH_SUITE, "ufgraph_fgraph", [
     c_shared_filter,
     shared_frame_outlives_its_ops,
     hub_and_own_ops_in_every_order,
+    hub_callback_recursion,
     call_times_only_when_wanted,
     multiple_storage,
     seventeenth_ops_is_enospc,
