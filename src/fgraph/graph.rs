@@ -905,6 +905,8 @@ impl Graph {
         let Some(idx) = lru.alloc() else {
             return Err(ENOSPC);
         };
+        // The index's task variables start at 0 again, whatever its previous owner left there.
+        self.tasks.clear_task_vars(idx);
         // Before the ops goes live: its first entry may run on another CPU at once.
         slot.assign(self, Some(idx));
         let slot_ptr = (slot as *const Slot).cast_mut();
@@ -954,6 +956,8 @@ impl Graph {
         let Some(idx) = lru.alloc() else {
             return Err(ENOSPC);
         };
+        // As in `register`.
+        self.tasks.clear_task_vars(idx);
         slot.assign(self, Some(idx));
         self.array[idx].store((slot as *const Slot).cast_mut(), Release);
         let mut dead = KVec::new();
@@ -1630,6 +1634,7 @@ impl Graph {
         let RegState { lru, probes, .. } = &mut *reg;
         self.tasks.attach(probes)?;
         let idx = lru.alloc().ok_or(ENOSPC)?;
+        self.tasks.clear_task_vars(idx);
         slot.assign(self, Some(idx));
         self.array[idx].store((slot as *const Slot).cast_mut(), Release);
         reg.count += 1;

@@ -590,6 +590,16 @@ impl Tasks {
         }
     }
 
+    /// Zeroes ops `idx`'s variable in every task that has a stack (a stack given later starts
+    /// zeroed): from a registration that took index `idx`, before the ops can run, so that it
+    /// finds 0 there (the API's promise, upstream's `init_task_vars()`), not what the index's
+    /// previous owner left. Nothing else writes those words then: the previous owner is
+    /// unregistered, and returns of its frames skip it.
+    pub fn clear_task_vars(&self, idx: usize) {
+        let np = NoPreempt::new();
+        self.for_each_owned_stack(&np, |_, ts| ts.stack.task_var(idx).store(0, Relaxed));
+    }
+
     /// Calls `f` with each CPU's idle stack.
     pub fn for_each_idle_stack(&self, mut f: impl FnMut(usize, &Stack)) {
         for (cpu, slot) in self.idle.iter().enumerate() {

@@ -787,7 +787,72 @@ fn c_shared_filter(t: &mut Test) -> CaseResult {
     core_is_idle(t)
 }
 
+/// Counts entries, and keeps the value of its task variable the first entry found (then adds
+/// one to it): what a fresh ops must find there is 0.
+struct VarSeen {
+    first: AtomicUsize,
+    entries: AtomicUsize,
+}
+
+impl VarSeen {
+    fn new() -> Self {
+        Self { first: AtomicUsize::new(usize::MAX), entries: AtomicUsize::new(0) }
+    }
+}
+
+impl GraphHandler for VarSeen {
+    fn entry(&self, e: &mut Entry<'_>) -> bool {
+        let v = e.task_var();
+        let _ = self.first.compare_exchange(usize::MAX, v.load(Relaxed), Relaxed, Relaxed);
+        v.fetch_add(1, Relaxed);
+        self.entries.fetch_add(1, Relaxed);
+        true
+    }
+
+    fn ret(&self, _r: &mut Return<'_>) {}
+}
+
+/// An ops's task variable is 0 when it registers (the API's promise, and upstream's: it clears
+/// the variable of an index it hands out), on the hub and on its own ftrace_ops alike, even
+/// when the index's previous owner left a value there. (The index, and its variables, used to
+/// pass on as they were.)
+fn task_vars_start_at_zero(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let mut a = t.check_ok(GraphOps::new(VarSeen::new()), "GraphOps::new")?;
+    t.check_ok(a.set_filter(c_str!("ufg_test_add")), "set_filter")?;
+    t.check_ok(a.register(), "register a")?;
+    for i in 0..5 {
+        add(i, i);
+    }
+    kcheck_eq!(t, a.handler().first.load(Relaxed), 0);
+    let idx = a.idx();
+    t.check_ok(a.unregister(), "unregister a")?;
+    // Every other index taken: the next registration gets `a`'s.
+    let others = fill(t, ARRAY_SIZE - 1)?;
+    let mut b = t.check_ok(GraphOps::new(VarSeen::new()), "GraphOps::new")?;
+    t.check_ok(b.set_filter_ips(&[add_ip], false, false), "set_filter_ips")?;
+    t.check_ok(b.register(), "register b")?;
+    kcheck!(t, b.slot().on_hub(), "b is on the hub");
+    kcheck_eq!(t, b.idx(), idx);
+    add(1, 2);
+    kcheck_eq!(t, b.handler().entries.load(Relaxed), 1);
+    kcheck!(t, b.handler().first.load(Relaxed) == 0, "b found {} in its fresh task variable", b.handler().first.load(Relaxed));
+    t.check_ok(b.unregister(), "unregister b")?;
+    // And on an own ftrace_ops, after `b` left 1 there.
+    let mut c = t.check_ok(GraphOps::new(VarSeen::new()), "GraphOps::new")?;
+    t.check_ok(c.set_filter(c_str!("ufg_test_add")), "set_filter")?;
+    t.check_ok(c.register(), "register c")?;
+    kcheck_eq!(t, c.idx(), idx);
+    add(1, 2);
+    kcheck!(t, c.handler().first.load(Relaxed) == 0, "c found {} in its fresh task variable", c.handler().first.load(Relaxed));
+    drop(c);
+    drop(others);
+    core_is_idle(t)
+}
+
 kunit_suite!(FGRAPH_SUITE, "ufgraph_fgraph", [
+    task_vars_start_at_zero,
     return_values_and_counts,
     hub_shares_one_ftrace_ops,
     hub_refusals_leave_nothing,
