@@ -143,11 +143,17 @@ unsafe extern "C" fn on_module(_nb: *mut bindings::notifier_block, action: c_ulo
     if action == bindings::module_state_MODULE_STATE_COMING as c_ulong || action == bindings::module_state_MODULE_STATE_GOING as c_ulong {
         crate::sys::ksym::modules_changed();
     }
-    if action == bindings::module_state_MODULE_STATE_GOING as c_ulong {
-        if let Some(core) = fprobes() {
-            let m = data.cast::<bindings::module>();
-            // SAFETY: the notifier gets the going module, valid for the call.
-            core.drop_module(|ip| unsafe { bindings::ufg_within_module(ip as _, m) });
+    let coming = action == bindings::module_state_MODULE_STATE_COMING as c_ulong;
+    let going = action == bindings::module_state_MODULE_STATE_GOING as c_ulong;
+    if let (true, Some(core)) = (coming || going, fprobes()) {
+        let m = data.cast::<bindings::module>();
+        // SAFETY: the notifier gets the module, valid for the call; its name is NUL-terminated.
+        let name = unsafe { CStr::from_char_ptr(bindings::ufg_module_name(m)) }.as_bytes();
+        if coming {
+            core.module_coming(name);
+        } else {
+            // SAFETY: as above.
+            core.module_going(name, |ip| unsafe { bindings::ufg_within_module(ip as _, m) });
         }
     }
     0
