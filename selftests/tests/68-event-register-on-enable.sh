@@ -129,6 +129,16 @@ if command -v perfcount > /dev/null; then
 	echo '-:ufge/rd' >> $DE || fail "remove rd"
 fi
 
+# Appending to an event checks the probe against the event before its function, as upstream
+# (which verifies the target last): a probe of another kind on a function that does not exist
+# is DIFF_PROBE_TYPE, caret at the start, not BAD_PROBE_ADDR.
+echo 'f:ufge/kind vfs_read' >> $DE || fail "define kind"
+echo > $EL
+echo 'f:ufge/kind ufg_no_such_function%return' >> $DE 2>/dev/null && fail "appended an exit probe"
+grep -q 'trace_fprobe: error: Probe type is different from existing probe' $EL || fail "error_log: $(cat $EL)"
+grep -qxF "$(printf '%11s^' '')" $EL || fail "error_log caret: $(cat $EL)"
+echo '-:ufge/kind' >> $DE || fail "remove kind"
+
 # Functions gone with their module while the event was idle: the enable fails with ENOENT, is
 # logged against the definition, and leaves nothing registered: not even the event's other
 # probe, on a kernel function.

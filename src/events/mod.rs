@@ -860,10 +860,14 @@ impl PinnedDrop for Events {
     }
 }
 
-/// The `README` file: upstream's text for dynamic events, which tools (ftracetest) grep.
+/// The `README` file: upstream's tracefs README lines (kernel/trace/trace.c, `readme_msg`) for
+/// what ufgraph's `dynamic_events` takes, word for word, and none for what it does not (no
+/// `t:` probes, no BTF `<argname>`, no `e:`, `p:` or `r:`): tools, ftracetest's `requires:`
+/// among them, grep it to decide what to try. Test 61 checks both ways.
 pub const README: &str = "\
 ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
 
+  error_log\t- error log for failed commands (that support it)
   dynamic_events\t\t- Create/append/remove/show the generic dynamic events
 \t\t\t  Write into this file to define/undefine new trace events.
 \t  accepts: event-definitions (one definition per line)
@@ -877,8 +881,11 @@ ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
 \t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,
 \t           b<bit-width>@<bit-offset>/<container-size>, ustring,
 \t           symstr, %pd/%pD, <type>\\[<array-size>\\]
-  error_log\t\t- error log for failed commands (that support it)
-  events/<group>/<event>/\t- (tracefs) enable, filter, format, trigger, hist, id
+  events/<system>/<event>/\t- Directory containing control files for
+\t\t\t  <event>:
+      enable\t\t- Write 0/1 to enable/disable tracing of <event>
+      filter\t\t- If set, only events passing filter are traced
+      trigger\t\t- If set, a command to perform when event is hit
 ";
 
 /// Events, probes, probes registered, and records ring buffers refused, for the `stats` file.
