@@ -27,6 +27,13 @@ if [ -x "$ft/ftracetest" ]; then
 	for t in add_remove_fprobe fprobe_args_vfs fprobe_entry_arg fprobe_syntax_errors; do
 		cp "$ft/test.d/dynevent/$t.tc" "$root/ftrace/test.d/dynevent/"
 	done
+	# Upstream's newest fprobe cases, if they were put there (they are not in this repository:
+	# Documentation/events.md says which, and where from), run by the same ftracetest.
+	up=${UFG_FTRACE_UPSTREAM:-$UFG_BUILD/ftrace-upstream}/test.d/dynevent
+	if ls "$up"/*.tc > /dev/null 2>&1; then
+		mkdir -p "$root/ftrace/upstream"
+		cp "$up"/*.tc "$root/ftrace/upstream/"
+	fi
 fi
 # Static x86_64 helpers (selftests/perfcount), built with the host's Rust toolchain: perfcount
 # counts and samples an event with perf (tests 63 and 75; the VM has no perf tool), uringread

@@ -40,6 +40,12 @@ clients=$src/clients
 mkdir -p "$clients"
 cp -a "$UFG_TOP"/selftests/modules/. "$clients/"
 cp -a "$UFG_TOP"/include "$clients/include"
+# The kernel's own trace-events sample module, from the source we build against, as shipped:
+# upstream's newest ftracetest fprobe cases load it with modprobe (tests/61-ftracetest.sh).
+sample=$UFG_SRC/samples/trace_events
+if [ -f "$sample/trace-events-sample.c" ]; then
+	cp "$sample/trace-events-sample.c" "$sample/trace-events-sample.h" "$clients/"
+fi
 if ! ufg_kmake "$arch" "$flavour" M="$clients" KBUILD_EXTRA_SYMBOLS="$src/Module.symvers" modules >"$log.clients" 2>&1; then
 	cat "$log.clients"
 	ufg_die "client module build for $tag failed"

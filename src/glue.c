@@ -377,9 +377,29 @@ bool ufg_within_module(unsigned long addr, const struct module *mod)
 	return within_module(addr, mod);
 }
 
+const char *ufg_module_name(const struct module *mod)
+{
+	return mod->name;
+}
+
+/*
+ * The seq_files ufgraph opens for itself (ftrace's function list, /proc/kallsyms) get a lock
+ * class of their own. Every seq_file's m->lock is one lockdep class, and tracefs readers take
+ * event_mutex under theirs (events/.../format, set_event): reading our own private file under
+ * event_mutex, as enabling an fprobe event does when it matches its glob again, would look to
+ * lockdep like the reverse order. Nothing else ever takes the lock of a file we opened, and
+ * under it ftrace's list takes only ftrace_lock, which the kernel itself takes under
+ * event_mutex.
+ */
+static struct lock_class_key ufg_own_seq_key;
+
 struct file *ufg_file_open(const char *path)
 {
-	return filp_open(path, O_RDONLY, 0);
+	struct file *f = filp_open(path, O_RDONLY, 0);
+
+	if (!IS_ERR(f) && f->f_op->read == seq_read && f->private_data)
+		lockdep_set_class(&((struct seq_file *)f->private_data)->lock, &ufg_own_seq_key);
+	return f;
 }
 
 /* seq_read_iter() into a kernel buffer: what seq_read() does for a user one. */

@@ -82,6 +82,7 @@ long ufg_file_read(struct file *f, void *buf, unsigned long len, long long *pos)
 void ufg_file_close(struct file *f);
 bool ufg_glob_match(const char *pat, const char *str);
 bool ufg_within_module(unsigned long addr, const struct module *mod);
+const char *ufg_module_name(const struct module *mod);
 
 struct pt_regs;
 #ifdef CONFIG_ARM64

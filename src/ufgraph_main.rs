@@ -187,9 +187,10 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
         writeln!(m, "fprobes {}", probes)?;
         writeln!(m, "fprobe_functions {}", ips)?;
     }
-    if let Some((events, probes, dropped)) = events::counts() {
+    if let Some((events, probes, armed, dropped)) = events::counts() {
         writeln!(m, "events {}", events)?;
         writeln!(m, "event_probes {}", probes)?;
+        writeln!(m, "event_probes_registered {}", armed)?;
         writeln!(m, "event_records_refused {}", dropped)?;
     }
     writeln!(m, "live_frames {}", t.frames_now())?;

@@ -1,8 +1,9 @@
 # Globs in f: definitions, as upstream's: one event fires for every function its glob matches
 # (module and kernel functions), with that function in each record; %return with a glob sees
 # each function's own return value while callers still get theirs; a glob that matches nothing
-# is refused with upstream's error_log entry and caret and leaves nothing behind; removing the
-# events (or the module their functions live in) unhooks every function.
+# is refused with upstream's error_log entry and caret and leaves nothing behind; disabling the
+# events (or unloading the module their functions live in) unhooks every function. (Test 68 has
+# the details of register on enable.)
 . /selftests/lib.sh
 T=/sys/kernel/tracing
 DE=$DBG/ufgraph/dynamic_events
@@ -28,14 +29,17 @@ grep -qx 'f:fprobes/ufgt_glob_?ne__entry ufgt_glob_?ne' $DE || fail "dynamic_eve
 grep -qx 'f:fprobes/ufgt_glob____exit ufgt_glob_\*%return' $DE || fail "dynamic_events: $(cat $DE)"
 [ -d "$T/events/fprobes/ufgt_glob_?ne__entry" ] || fail "no events/fprobes/ufgt_glob_?ne__entry: $(ls $T/events/fprobes)"
 [ -d "$T/events/fprobes/ufgt_glob____exit" ] || fail "no events/fprobes/ufgt_glob____exit: $(ls $T/events/fprobes)"
-# Three functions hooked, by four probes; the fourth function is not.
-[ "$(stat_of fprobes)" = 4 ] && [ "$(stat_of event_probes)" = 4 ] || fail "stats: $(cat $DBG/ufgraph/stats)"
-[ "$(stat_of fprobe_functions)" = 3 ] || fail "stats: $(cat $DBG/ufgraph/stats)"
-[ "$(hooked 'ufgt_glob_[a-z]* \[globfns\]')" = 3 ] || fail "enabled_functions: $(grep ufgt $T/enabled_functions)"
-[ "$(hooked ufgt_globx_four)" = 0 ] || fail "ufgt_globx_four hooked: $(grep ufgt $T/enabled_functions)"
+# Defined, they hook nothing.
+[ "$(stat_of fprobes)" = 0 ] && [ "$(stat_of event_probes)" = 4 ] || fail "stats: $(cat $DBG/ufgraph/stats)"
+[ "$(hooked ufgt_glob)" = 0 ] || fail "hooked while disabled: $(grep ufgt $T/enabled_functions)"
 
 echo 1 > $T/events/ufgg/enable || fail "enable ufgg"
 echo 1 > $T/events/fprobes/enable || fail "enable fprobes"
+# Three functions hooked, by four probes; the fourth function is not.
+[ "$(stat_of fprobes)" = 4 ] && [ "$(stat_of event_probes_registered)" = 4 ] || fail "stats: $(cat $DBG/ufgraph/stats)"
+[ "$(stat_of fprobe_functions)" = 3 ] || fail "stats: $(cat $DBG/ufgraph/stats)"
+[ "$(hooked 'ufgt_glob_[a-z]* \[globfns\]')" = 3 ] || fail "enabled_functions: $(grep ufgt $T/enabled_functions)"
+[ "$(hooked ufgt_globx_four)" = 0 ] || fail "ufgt_globx_four hooked: $(grep ufgt $T/enabled_functions)"
 echo 1 > $T/tracing_on
 echo 7 > $P/run
 echo 0 > $T/tracing_on
@@ -78,9 +82,10 @@ has " ent: (ufgt_globx_four+0x[0-9a-f]*/0x[0-9a-f]* \[globfns\]) n=5$"
 
 # Kernel functions: vfs_read* is vfs_read, vfs_readv and vfs_readlink.
 echo 'f:ufgg/vfs vfs_read*' >> $DE || fail "define vfs: $(tail -3 $EL)"
-[ "$(hooked '^vfs_read')" = 3 ] || fail "enabled_functions: $(grep vfs_read $T/enabled_functions)"
+[ "$(hooked '^vfs_read')" = 0 ] || fail "enabled_functions: $(grep vfs_read $T/enabled_functions)"
 echo > $T/trace
 echo 1 > $T/events/ufgg/vfs/enable
+[ "$(hooked '^vfs_read')" = 3 ] || fail "enabled_functions: $(grep vfs_read $T/enabled_functions)"
 echo 1 > $T/tracing_on
 dd if=/proc/version of=/dev/null bs=37 count=1 2>/dev/null
 ls -l /proc/self/exe > /dev/null
@@ -99,7 +104,9 @@ done
 [ -n "$dup" ] || fail "no duplicate function name among: default_read_file c_start m_start"
 n=$(grep -cx "$dup" $T/available_filter_functions)
 echo "f:ufgg/dup $dup" >> $DE || fail "define dup: $(tail -3 $EL)"
+echo 1 > $T/events/ufgg/dup/enable || fail "enable dup"
 [ "$(hooked "^$dup ")" = "$n" ] || fail "$dup hooked $(hooked "^$dup ") times, not $n: $(grep "^$dup " $T/enabled_functions)"
+echo 0 > $T/events/ufgg/dup/enable
 echo '-:ufgg/dup' >> $DE || fail "remove dup"
 [ "$(hooked "^$dup ")" = 0 ] || fail "$dup still hooked: $(grep "^$dup " $T/enabled_functions)"
 
@@ -131,7 +138,7 @@ refused 'f:ufgg/none !ufgt_glob_one'
 	fail "probes left: $(cat $DBG/ufgraph/stats)"
 [ "$(grep -c . $T/enabled_functions)" = "$ef" ] || fail "enabled_functions changed: $(cat $T/enabled_functions)"
 
-# Removing the events unhooks everything.
+# Disabled, and removed, the events hook nothing.
 echo '-:ufgg/vfs' >> $DE || fail "remove vfs"
 [ "$(hooked '^vfs_read')" = 0 ] || fail "vfs_read* still hooked: $(grep vfs_read $T/enabled_functions)"
 echo '-:fprobes/ufgt_glob_?ne__entry' >> $DE || fail "remove ?ne"
@@ -143,14 +150,17 @@ echo > $DE || fail "clear"
 echo 7 > $P/run
 [ "$(cat $P/sum)" = 332 ] || fail "sum $(cat $P/sum) after removal"
 
-# A module going away takes its functions out of a glob's probe; the event stays, and goes.
+# A module going away takes its functions out of an enabled glob's probe; the event stays,
+# and goes.
 echo 'f:ufgg/late ufgt_glob*%return r=$retval:s32' >> $DE || fail "define late: $(tail -3 $EL)"
+echo 1 > $T/events/ufgg/late/enable || fail "enable late"
 [ "$(stat_of fprobe_functions)" = 4 ] || fail "stats: $(cat $DBG/ufgraph/stats)"
 dmesg -c > /dev/null
 rmmod globfns || fail "rmmod globfns with a glob probe on its functions"
 dmesg | grep -q "dropped 4 probed functions of a module going away" || fail "not dropped: $(dmesg | tail -3)"
 [ "$(stat_of fprobe_functions)" = 0 ] || fail "stats: $(cat $DBG/ufgraph/stats)"
 grep -q '^f:ufgg/late ' $DE || fail "late gone with the module: $(cat $DE)"
+echo 0 > $T/events/ufgg/late/enable || fail "disable late"
 echo '-:ufgg/late' >> $DE || fail "remove late"
 [ "$(stat_of fprobes)" = 0 ] || fail "stats: $(cat $DBG/ufgraph/stats)"
 unload

@@ -94,11 +94,14 @@ if [ "$arch" = x86_64 ]; then
 	load
 	echo 'f:ufgs/vr vfs_read%return' >> $DE || fail "C: vfs_read event"
 	echo 'f:ufgs/pr pipe_read%return' >> $DE || fail "C: pipe_read event"
+	# (Events hook their functions only while enabled.)
+	echo 1 > $T/events/ufgs/enable || fail "C: enable the events"
 	blocker head; t2=$pid
 	inside head 2 "pipe_read vfs_read" C
 	blocker cat; t1=$pid
 	inside cat 2 "pipe_read vfs_read" C
 	echo 0 > $T/events/kprobes/ufgk/enable
+	echo 0 > $T/events/ufgs/enable
 	echo > $DE || fail "C: cannot remove the events"
 	rmmod_hands_back C
 	echo > $T/kprobe_events

@@ -7,6 +7,8 @@ load
 # Another exit probe keeps fprobe's shared graph ops (and its index) registered across the
 # re-registration: the in-flight call's frame still names that ops when it returns.
 echo 'f:ufgrr/keep vfs_write%return' >> $DBG/ufgraph/dynamic_events || fail "keep-alive event"
+# (An event hooks its functions only while enabled.)
+echo 1 > /sys/kernel/tracing/events/ufgrr/keep/enable || fail "enable keep-alive event"
 dmesg -c > /dev/null
 insmod $KO/fprobe_client.ko filter=pipe_read || fail "insmod"
 rm -f /tmp/go-rr
@@ -20,6 +22,7 @@ wait $reader || fail "reader failed"
 grep -qx rr /tmp/out-rr || fail "reader read $(cat /tmp/out-rr)"
 rmmod fprobe_client
 dmesg | grep -q "fprobe_client: filter .* bad=0 .* stale=0" || fail "an exit handler ran with another registration's data: $(dmesg | grep fprobe_client)"
+echo 0 > /sys/kernel/tracing/events/ufgrr/keep/enable
 echo > $DBG/ufgraph/dynamic_events
 unload
 exit 0

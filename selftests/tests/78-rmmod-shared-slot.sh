@@ -20,6 +20,7 @@ reader() {
 # The kretprobe stays for head's call, ufgraph's events go; then rmmod, which must not wait.
 rmmod_under() {
 	echo 0 > $T/events/kprobes/ufgk/enable
+	echo 0 > $T/events/ufgs/enable
 	echo > $DE || fail "$1: remove event"
 	dmesg -c > /dev/null
 	timeout 30 rmmod ufgraph || fail "$1: rmmod: $(dmesg | tail -4)"
@@ -35,6 +36,8 @@ load graph=pipe_read
 echo 'r:ufgk pipe_read' > $T/kprobe_events || fail "kretprobe event"
 echo 1 > $T/events/kprobes/ufgk/enable
 echo 'f:ufgs/pr pipe_read%return' >> $DE || fail "pipe_read event"
+# (Events hook their functions only while enabled.)
+echo 1 > $T/events/ufgs/enable || fail "enable pipe_read event"
 reader
 wait_for "grep -q ' head depth 2: pipe_read pipe_read' $DBG/ufgraph/frames" 50 || fail "sandwich: head not two frames deep: $(cat $DBG/ufgraph/frames)"
 rmmod_under sandwich
@@ -48,6 +51,7 @@ echo 'r:ufgk ksys_read' > $T/kprobe_events || fail "kretprobe event"
 echo 1 > $T/events/kprobes/ufgk/enable
 load graph=ksys_read
 echo 'f:ufgs/sr __x64_sys_read%return' >> $DE || fail "__x64_sys_read event"
+echo 1 > $T/events/ufgs/enable || fail "enable __x64_sys_read event"
 reader
 wait_for "grep -q ' head depth 2: ksys_read __x64_sys_read' $DBG/ufgraph/frames" 50 || skip "no tail call from __x64_sys_read to ksys_read here: $(grep head $DBG/ufgraph/frames)"
 rmmod_under "tail call"

@@ -99,12 +99,25 @@ unsafe impl Send for Probe {}
 // SAFETY: as above.
 unsafe impl Sync for Probe {}
 
+/// One probe of an event, as the registry keeps it.
+struct Slot {
+    probe: Pin<KBox<Probe>>,
+    /// The symbol (a glob), NUL-terminated: matched again when `ips` are stale.
+    sym: KVec<u8>,
+    /// The functions `sym` matched last, and the module generation then
+    /// (`fprobe::Resolved`): a module that came or went since makes them stale.
+    ips: KVec<usize>,
+    gen: u64,
+    /// Registered with the fprobe core: while the event has a user (register on enable).
+    armed: bool,
+}
+
 struct Entry {
     group: KVec<u8>,
     name: KVec<u8>,
     kind: ProbeKind,
     event: Pin<KBox<EventCall<Event>>>,
-    probes: KVec<Pin<KBox<Probe>>>,
+    probes: KVec<Slot>,
 }
 
 struct ErrEntry {
@@ -211,6 +224,12 @@ impl Event {
         })
     }
 
+    /// Whether an instance enables the event or perf listens: its probes are registered then.
+    /// Changes only under `event_mutex`.
+    fn in_use(&self) -> bool {
+        !self.files.load(Acquire).is_null() || self.perf_users.load(Relaxed) != 0
+    }
+
     fn print_fmt(&self) -> Result<KVec<u8>> {
         format(|w| rec::write_print_fmt(&self.progs, self.is_return, w))
     }
@@ -288,20 +307,32 @@ impl EventOps for Event {
         if on == present {
             return Ok(());
         }
+        // Everything that can fail before the probes are registered, so that a failure leaves
+        // nothing behind.
         let mut files = KVec::with_capacity(old_files.len() + 1, GFP_KERNEL)?;
         for &f in old_files.iter().filter(|&&f| f != file) {
             files.push(f, GFP_KERNEL)?;
         }
-        if on {
+        let new = if on {
             files.push(file, GFP_KERNEL)?;
-            // SAFETY: our own module, live (we run its code); balanced when disabled.
-            unsafe { bindings::__module_get(ev.module) };
-        }
-        let new = if files.is_empty() {
+            KBox::into_raw(KBox::new(FileList { files }, GFP_KERNEL)?)
+        } else if files.is_empty() {
             core::ptr::null_mut()
         } else {
             KBox::into_raw(KBox::new(FileList { files }, GFP_KERNEL)?)
         };
+        // The first user registers the probes (register on enable).
+        if on && !self.in_use() {
+            if let Err(e) = ev.arm(self) {
+                // SAFETY: never published.
+                drop(unsafe { KBox::from_raw(new) });
+                return Err(e);
+            }
+        }
+        if on {
+            // SAFETY: our own module, live (we run its code); balanced when disabled.
+            unsafe { bindings::__module_get(ev.module) };
+        }
         self.files.store(new, Release);
         // Hits that may still use the old list (or the file) run with preemption disabled.
         synchronize_rcu();
@@ -310,6 +341,10 @@ impl EventOps for Event {
             drop(unsafe { KBox::from_raw(old) });
         }
         if !on {
+            // The last user unregisters them: no handler runs once that returns.
+            if !self.in_use() {
+                ev.disarm(self);
+            }
             // SAFETY: balances the reference taken when this file enabled the event.
             unsafe { bindings::module_put(ev.module) };
         }
@@ -319,6 +354,9 @@ impl EventOps for Event {
     fn perf(&self, on: bool) -> Result {
         let ev = events().ok_or(ENODEV)?;
         if on {
+            if !self.in_use() {
+                ev.arm(self)?;
+            }
             // SAFETY: our own module, live; balanced when perf stops listening.
             unsafe { bindings::__module_get(ev.module) };
             self.perf_users.fetch_add(1, Relaxed);
@@ -326,6 +364,9 @@ impl EventOps for Event {
             self.perf_users.fetch_sub(1, Relaxed);
             // Hits that saw a listener finish before the reference goes.
             synchronize_rcu();
+            if !self.in_use() {
+                ev.disarm(self);
+            }
             // SAFETY: balances the reference taken when perf started listening.
             unsafe { bindings::module_put(ev.module) };
         }
@@ -524,9 +565,11 @@ impl Events {
             return Err(fail(EEXIST.to_errno()));
         }
         let ev = Event::new(def).map_err(|e| fail(e.to_errno()))?;
-        // The function, resolved before any lock: resolving reads tracefs, whose readers take
-        // event_mutex (lockdep rightly objects to the other order).
-        let ips = Self::resolve_symbol(def).map_err(|e| fail(e.to_errno()))?;
+        // The functions, matched before any lock (the fast path, without event_mutex) but
+        // reported after the checks of an append, as upstream verifies the target last.
+        // Nothing is hooked until the event has a user (register on enable).
+        let sym = cvec(def.symbol().as_bytes()).map_err(Failure::from)?;
+        let resolved = Self::resolve_symbol(&sym);
         let cmd = bytes(def.command().as_bytes()).map_err(Failure::from)?;
         let g = EventMutex::lock().map_err(Failure::from)?;
         let mut reg = self.reg.lock();
@@ -535,35 +578,35 @@ impl Events {
         if let Some(entry) = reg.entries.iter_mut().find(|e| e.group == group && e.name == name) {
             // Another probe for an existing event: same kind, same arguments, not a duplicate.
             self.check_append(def, entry)?;
-            let existing = entry.event.ops();
-            let evp: *const Event = existing;
+            let r = resolved.map_err(|e| fail(e.to_errno()))?;
+            let evp: *const Event = entry.event.ops();
             let perf = entry.event.perf_call();
             entry.probes.reserve(1, GFP_KERNEL).map_err(|_| Failure::from(ENOMEM))?;
-            let probe = self.register_probe(def, evp, perf, cmd, ips)?;
+            let mut slot = Self::new_slot(def, evp, perf, cmd, sym, r).map_err(|e| fail(e.to_errno()))?;
+            // An event in use gets its new probe registered now. (Upstream from 6.17 leaves a
+            // probe appended to an enabled event unregistered until the event is next
+            // enabled: it would miss every call meanwhile.)
+            if entry.event.ops().in_use() {
+                Self::arm_slot(&mut slot).map_err(|e| fail(e.to_errno()))?;
+            }
             // Cannot fail: room was reserved.
-            let _ = entry.probes.push(probe, GFP_KERNEL);
+            let _ = entry.probes.push(slot, GFP_KERNEL);
             drop(g);
             return Ok(());
         }
+        let r = resolved.map_err(|e| fail(e.to_errno()))?;
         let print_fmt = ev.print_fmt().map_err(Failure::from)?;
         let mut call = EventCall::new(group, name, &print_fmt, ev).map_err(Failure::from)?;
         let evp: *const Event = call.ops();
         let perf = call.perf_call();
-        let probe = self.register_probe(def, evp, perf, cmd, ips)?;
-        if let Err(e) = call.as_mut().register(&g) {
-            self.unregister_probe(&probe);
-            return Err(fail(e.to_errno()));
-        }
+        let slot = Self::new_slot(def, evp, perf, cmd, sym, r).map_err(|e| fail(e.to_errno()))?;
         let mut probes = KVec::new();
-        let (Ok(()), Ok(gname), Ok(ename)) = (probes.push(probe, GFP_KERNEL), bytes(group), bytes(name)) else {
-            // Out of memory with the event registered and nothing enabling it yet: take it
-            // down again (cannot be busy: we hold event_mutex since it appeared).
-            let _ = call.as_mut().unregister(&g);
-            if let Some(p) = kvec::pop(&mut probes) {
-                self.unregister_probe(&p);
-            }
+        let (Ok(()), Ok(gname), Ok(ename)) = (probes.push(slot, GFP_KERNEL), bytes(group), bytes(name)) else {
             return Err(ENOMEM.into());
         };
+        // The kernel calls no `reg` while it adds the event (no instance enables it yet): our
+        // registry lock, held here, is safe.
+        call.as_mut().register(&g).map_err(|e| fail(e.to_errno()))?;
         // Cannot fail: room was reserved.
         let _ = reg.entries.push(Entry { group: gname, name: ename, kind: def.kind(), event: call, probes }, GFP_KERNEL);
         Ok(())
@@ -576,12 +619,12 @@ impl Events {
             return Err(Failure { errno: EEXIST, log: Some(e) });
         }
         if let Some(first) = entry.probes.first() {
-            if let Some(e) = self.diff_args(def, &first.cmd) {
+            if let Some(e) = self.diff_args(def, &first.probe.cmd) {
                 return Err(Failure { errno: EEXIST, log: Some(e) });
             }
         }
         for p in entry.probes.iter() {
-            if let Some(e) = self.same_probe(def, &p.cmd)? {
+            if let Some(e) = self.same_probe(def, &p.probe.cmd)? {
                 return Err(Failure { errno: EEXIST, log: Some(e) });
             }
         }
@@ -605,22 +648,19 @@ impl Events {
         Ok(def.same_probe(pdef.symbol(), texts.iter().map(|t| as_str(t))))
     }
 
-    /// The functions the definition's symbol selects. Upstream hands the symbol to
-    /// `register_fprobe()` as a filter, whether or not it has wildcards: a glob (the kernel's
-    /// `glob_match()`: `*`, `?`, `[...]`, `\`) over every traceable function, the kernel's
-    /// and the modules', so a plain name selects every function of that name. `ENOENT` when
-    /// none matches (logged as `BAD_PROBE_ADDR`, see `ProbeDef::registration_error`).
-    #[inline(never)]
-    fn resolve_symbol(def: &ProbeDef<'_>) -> Result<KVec<usize>> {
-        let sym = cvec(def.symbol().as_bytes())?;
-        // SAFETY: NUL-terminated just above, without inner NULs (a parsed symbol).
-        let pattern = unsafe { CStr::from_bytes_with_nul_unchecked(&sym) };
-        fprobe::Fprobes::resolve(&Target::Filter(pattern, None))
+    /// The functions the definition's symbol (`sym`, NUL-terminated) selects. Upstream hands
+    /// the symbol to `register_fprobe()` as a filter, whether or not it has wildcards: a glob
+    /// (the kernel's `glob_match()`: `*`, `?`, `[...]`, `\\`) over every traceable function,
+    /// the kernel's and the modules', so a plain name selects every function of that name.
+    /// `ENOENT` when none matches (logged as `BAD_PROBE_ADDR`, see
+    /// `ProbeDef::registration_error`).
+    fn resolve_symbol(sym: &[u8]) -> Result<fprobe::Resolved> {
+        let pattern = CStr::from_bytes_with_nul(sym).map_err(|_| EINVAL)?;
+        fprobe::Fprobes::resolve_gen(&Target::Filter(pattern, None))
     }
 
-    #[inline(never)]
-    fn register_probe(&self, def: &ProbeDef<'_>, ev: *const Event, perf: PerfCall, cmd: KVec<u8>, ips: KVec<usize>) -> core::result::Result<Pin<KBox<Probe>>, Failure> {
-        let fail = |errno: i32| Failure { errno: Error::from_errno(errno), log: def.registration_error(errno) };
+    /// A probe for `def`'s event, not registered yet, on the functions `r`.
+    fn new_slot(def: &ProbeDef<'_>, ev: *const Event, perf: PerfCall, cmd: KVec<u8>, sym: KVec<u8>, r: fprobe::Resolved) -> Result<Slot> {
         let mut fp = ufgraph_fprobe::default();
         if def.is_return() {
             fp.exit_handler = Some(exit_handler);
@@ -631,31 +671,99 @@ impl Events {
         } else {
             fp.entry_handler = Some(entry_handler);
         }
-        let mut probe = KBox::pin(Probe { fp, event: ev, perf, cmd }, GFP_KERNEL).map_err(|_| fail(ENOMEM.to_errno()))?;
-        let core = fprobe::fprobes().ok_or_else(|| fail(ENODEV.to_errno()))?;
-        // SAFETY: the probe is pinned in its box, which the registry keeps until it is
-        // unregistered; `fp` is its first field.
-        let fpp = unsafe { core::ptr::addr_of_mut!(probe.as_mut().get_unchecked_mut().fp) };
-        // SAFETY: as above; `ips` come from `Fprobes::resolve`.
-        unsafe { core.register_resolved(fpp, ips) }.map_err(|e| fail(e.to_errno()))?;
-        Ok(probe)
+        // What registration would refuse of the probe itself (too much entry data), refused now.
+        fprobe::Fprobes::check_probe(&fp)?;
+        let probe = KBox::pin(Probe { fp, event: ev, perf, cmd }, GFP_KERNEL)?;
+        Ok(Slot { probe, sym, ips: r.ips, gen: r.gen, armed: false })
     }
 
-    fn unregister_probe(&self, probe: &Pin<KBox<Probe>>) {
-        if let Some(core) = fprobe::fprobes() {
-            let fpp = core::ptr::addr_of!(probe.fp).cast_mut();
-            let _ = core.unregister(fpp);
+    /// Registers a probe with the fprobe core on the functions its symbol matches now: the
+    /// ones matched last if no module came or went since, else its glob is matched again
+    /// (reading ftrace's function list, under event_mutex: see `ufg_file_open` for lockdep).
+    /// `ENOENT` if nothing matches any more (the functions' module went away). On failure
+    /// nothing is registered.
+    fn arm_slot(slot: &mut Slot) -> Result {
+        let core = fprobe::fprobes().ok_or(ENODEV)?;
+        // SAFETY: the probe is pinned in its box, which the registry keeps until it is
+        // unregistered; `fp` is its first field.
+        let fpp = unsafe { core::ptr::addr_of_mut!(slot.probe.as_mut().get_unchecked_mut().fp) };
+        let mut tries = 0;
+        loop {
+            if slot.gen != core.modules_gen() {
+                let r = Self::resolve_symbol(&slot.sym)?;
+                slot.ips = r.ips;
+                slot.gen = r.gen;
+            }
+            let mut ips = KVec::with_capacity(slot.ips.len(), GFP_KERNEL)?;
+            ips.extend_from_slice(&slot.ips, GFP_KERNEL)?;
+            // SAFETY: as above; the ips come from `Fprobes::resolve_gen`.
+            match unsafe { core.register_checked(fpp, fprobe::Resolved { ips, gen: slot.gen }) } {
+                Ok(()) => {
+                    slot.armed = true;
+                    return Ok(());
+                }
+                // A module came or went since: match again (a few rounds are plenty).
+                Err(e) if e == EAGAIN && tries < 8 => tries += 1,
+                Err(e) => return Err(e),
+            }
         }
     }
 
-    /// Takes an entry down: the event first (fails while enabled), then its probes.
+    fn disarm_slot(slot: &mut Slot) {
+        if !slot.armed {
+            return;
+        }
+        if let Some(core) = fprobe::fprobes() {
+            let fpp = core::ptr::addr_of!(slot.probe.fp).cast_mut();
+            let _ = core.unregister(fpp);
+        }
+        slot.armed = false;
+    }
+
+    /// The event's first user came (under event_mutex): registers its probes, all or none. A
+    /// probe whose functions are gone fails the enable with `ENOENT`, logged in `error_log`
+    /// against its definition (upstream logs nothing there; the kernel's own log says "Could
+    /// not enable event").
+    fn arm(&self, ev: &Event) -> Result {
+        let mut reg = self.reg.lock();
+        let entry = reg.entries.iter_mut().find(|e| core::ptr::eq(e.event.ops(), ev)).ok_or(ENODEV)?;
+        for i in 0..entry.probes.len() {
+            if let Err(e) = Self::arm_slot(&mut entry.probes[i]) {
+                for s in entry.probes.iter_mut() {
+                    Self::disarm_slot(s);
+                }
+                let cmd = bytes(&entry.probes[i].probe.cmd);
+                drop(reg);
+                if let Ok(cmd) = cmd {
+                    if let Ok(Command::Add(def)) = probedef::parse(as_str(&cmd), &self.cfg) {
+                        if let Some(err) = def.registration_error(e.to_errno()) {
+                            self.log_error(as_str(&cmd), &err);
+                        }
+                    }
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The event's last user left (under event_mutex): unregisters its probes. When this
+    /// returns, no handler of theirs runs.
+    fn disarm(&self, ev: &Event) {
+        let mut reg = self.reg.lock();
+        if let Some(entry) = reg.entries.iter_mut().find(|e| core::ptr::eq(e.event.ops(), ev)) {
+            for s in entry.probes.iter_mut() {
+                Self::disarm_slot(s);
+            }
+        }
+    }
+
+    /// Takes an entry down: the event first (fails while enabled), then its probes (none is
+    /// registered once nothing uses the event).
     fn teardown(g: &trace_event::EventMutexGuard, entry: &mut Entry) -> Result {
         entry.event.as_mut().unregister(g)?;
-        if let Some(core) = fprobe::fprobes() {
-            for p in entry.probes.iter() {
-                let fpp = core::ptr::addr_of!(p.fp).cast_mut();
-                let _ = core.unregister(fpp);
-            }
+        for s in entry.probes.iter_mut() {
+            Self::disarm_slot(s);
         }
         Ok(())
     }
@@ -669,7 +777,7 @@ impl Events {
         while i < reg.entries.len() {
             let e = &reg.entries[i];
             let matches = e.probes.iter().any(|p| {
-                let Ok(Command::Add(d)) = probedef::parse(as_str(&p.cmd), &self.cfg) else { return false };
+                let Ok(Command::Add(d)) = probedef::parse(as_str(&p.probe.cmd), &self.cfg) else { return false };
                 rd.matches(as_str(&e.group), as_str(&e.name), d.symbol(), d.args().map(|a| (a.name, a.comm)))
             });
             if !matches {
@@ -702,7 +810,7 @@ impl Events {
         let reg = self.reg.lock();
         for e in reg.entries.iter() {
             for p in e.probes.iter() {
-                if let Ok(Command::Add(d)) = probedef::parse(as_str(&p.cmd), &self.cfg) {
+                if let Ok(Command::Add(d)) = probedef::parse(as_str(&p.probe.cmd), &self.cfg) {
                     writeln!(m, "{}", d)?;
                 }
             }
@@ -724,12 +832,14 @@ impl Events {
         kvec::clear(&mut self.reg.lock().errors);
     }
 
-    /// The number of events, of probes, and of records dropped.
-    pub fn counts(&self) -> (usize, usize, usize) {
+    /// The number of events, of probes, of probes registered (those of events in use), and
+    /// of records dropped.
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
         let reg = self.reg.lock();
         let probes = reg.entries.iter().map(|e| e.probes.len()).sum();
+        let armed = reg.entries.iter().map(|e| e.probes.iter().filter(|s| s.armed).count()).sum();
         let dropped = reg.entries.iter().map(|e| e.event.ops().dropped.load(Relaxed)).sum();
-        (reg.entries.len(), probes, dropped)
+        (reg.entries.len(), probes, armed, dropped)
     }
 }
 
@@ -750,10 +860,14 @@ impl PinnedDrop for Events {
     }
 }
 
-/// The `README` file: upstream's text for dynamic events, which tools (ftracetest) grep.
+/// The `README` file: upstream's tracefs README lines (kernel/trace/trace.c, `readme_msg`) for
+/// what ufgraph's `dynamic_events` takes, word for word, and none for what it does not (no
+/// `t:` probes, no BTF `<argname>`, no `e:`, `p:` or `r:`): tools, ftracetest's `requires:`
+/// among them, grep it to decide what to try. Test 61 checks both ways.
 pub const README: &str = "\
 ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
 
+  error_log\t- error log for failed commands (that support it)
   dynamic_events\t\t- Create/append/remove/show the generic dynamic events
 \t\t\t  Write into this file to define/undefine new trace events.
 \t  accepts: event-definitions (one definition per line)
@@ -767,12 +881,15 @@ ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
 \t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,
 \t           b<bit-width>@<bit-offset>/<container-size>, ustring,
 \t           symstr, %pd/%pD, <type>\\[<array-size>\\]
-  error_log\t\t- error log for failed commands (that support it)
-  events/<group>/<event>/\t- (tracefs) enable, filter, format, trigger, hist, id
+  events/<system>/<event>/\t- Directory containing control files for
+\t\t\t  <event>:
+      enable\t\t- Write 0/1 to enable/disable tracing of <event>
+      filter\t\t- If set, only events passing filter are traced
+      trigger\t\t- If set, a command to perform when event is hit
 ";
 
-/// Events, probes, and records ring buffers refused, for the `stats` file.
-pub fn counts() -> Option<(usize, usize, usize)> {
+/// Events, probes, probes registered, and records ring buffers refused, for the `stats` file.
+pub fn counts() -> Option<(usize, usize, usize, usize)> {
     events().map(|e| e.counts())
 }
 

@@ -140,16 +140,24 @@ pub struct ModuleWatch {
 }
 
 unsafe extern "C" fn on_module(_nb: *mut bindings::notifier_block, action: c_ulong, data: *mut c_void) -> c_int {
-    if action == bindings::module_state_MODULE_STATE_COMING as c_ulong || action == bindings::module_state_MODULE_STATE_GOING as c_ulong {
+    let coming = action == bindings::module_state_MODULE_STATE_COMING as c_ulong;
+    let going = action == bindings::module_state_MODULE_STATE_GOING as c_ulong;
+    if coming || going {
         crate::sys::ksym::modules_changed();
     }
-    if action == bindings::module_state_MODULE_STATE_GOING as c_ulong {
-        let m = data.cast::<bindings::module>();
-        // SAFETY: the notifier gets the going module, valid for the call.
-        let within = |ip: usize| unsafe { bindings::ufg_within_module(ip as _, m) };
-        if let Some(core) = fprobes() {
-            core.drop_module(within);
+    let m = data.cast::<bindings::module>();
+    // SAFETY: the notifier gets the module, valid for the call.
+    let within = |ip: usize| unsafe { bindings::ufg_within_module(ip as _, m) };
+    if let (true, Some(core)) = (coming || going, fprobes()) {
+        // SAFETY: as above; its name is NUL-terminated.
+        let name = unsafe { CStr::from_char_ptr(bindings::ufg_module_name(m)) }.as_bytes();
+        if coming {
+            core.module_coming(name);
+        } else {
+            core.module_going(name, within);
         }
+    }
+    if going {
         // SAFETY: the graph core outlives this notifier (`ModuleWatch` is dropped before it).
         if let Some(g) = unsafe { crate::fgraph::graph::graph() } {
             g.drop_module(within);

@@ -130,6 +130,29 @@ struct Reg {
     /// Replaced `IpEntry`s waiting for a grace period, freed by `Fprobes::reaper`: a
     /// registration does not wait for readers to leave the entries it replaced.
     garbage: KVec<usize>,
+    /// Bumped whenever a module comes or goes (the module notifier, `module_coming` and
+    /// `module_going`): functions resolved before are stale (see [`Resolved`]).
+    modules_gen: u64,
+    /// The misses of probes unregistered since the core started (`Fprobes::missed`).
+    missed_retired: usize,
+    /// Modules between their `MODULE_STATE_GOING` notification and their end, by name: their
+    /// functions are still listed by ftrace (until `ftrace_release_mod()`, after the notifiers)
+    /// but must not be resolved any more. A name leaves when a module of that name comes again
+    /// (which the module loader allows only once the old one is gone).
+    going: KVec<KVec<u8>>,
+}
+
+/// Functions resolved for a registration ([`Fprobes::resolve_gen`]), and the module generation
+/// they were resolved at. A module that comes or goes in between makes them stale:
+/// [`Fprobes::register_checked`] refuses them with `EAGAIN`, and the caller resolves again. So
+/// no registration hooks a function of a module that started going after it was resolved (the
+/// notifier has already dropped that module's functions from every probe, and would not see
+/// this one).
+pub struct Resolved {
+    /// Sorted ftrace locations, without duplicates.
+    pub ips: KVec<usize>,
+    /// `Reg::modules_gen` when resolution started.
+    pub gen: u64,
 }
 
 /// The fprobe core: one per module instance.
@@ -573,6 +596,9 @@ impl Fprobes {
                 exit_probes: 0,
                 entry_probes: 0,
                 garbage: KVec::new(),
+                modules_gen: 0,
+                missed_retired: 0,
+                going: KVec::new(),
             }),
             reaper <- Work::new(reap),
         })
@@ -587,6 +613,28 @@ impl Fprobes {
     /// line naming it) for an unknown symbol or an empty match, `EINVAL` for an address that is
     /// neither a traceable function's ftrace location nor its start.
     pub fn resolve(t: &Target<'_>) -> Result<KVec<usize>> {
+        Self::resolve_gen(t).map(|r| r.ips)
+    }
+
+    /// [`Fprobes::resolve`], with the module generation it started at, leaving out functions of
+    /// modules that are going away.
+    pub fn resolve_gen(t: &Target<'_>) -> Result<Resolved> {
+        // The generation first, and the going modules as of then: a module that starts going
+        // later bumps it, and the registration notices.
+        let mut going: KVec<KVec<u8>> = KVec::new();
+        let gen = match core_ref() {
+            Some(c) => {
+                let reg = c.reg.lock();
+                for g in reg.going.iter() {
+                    let mut v = KVec::with_capacity(g.len(), GFP_KERNEL)?;
+                    v.extend_from_slice(g, GFP_KERNEL)?;
+                    going.push(v, GFP_KERNEL)?;
+                }
+                reg.modules_gen
+            }
+            None => 0,
+        };
+        let gone = |f: &crate::pure::funclist::Func<'_>| f.module.is_some_and(|m| going.iter().any(|g| g.as_slice() == m));
         let mut out = KVec::new();
         match t {
             Target::Ips(ips) => out = ksym::locations(ips)?,
@@ -600,6 +648,9 @@ impl Fprobes {
                 }
                 crate::pure::slice::sort_by(&mut order, |&a, &b| syms[a].as_bytes() < syms[b].as_bytes());
                 ksym::for_each_function(|f| {
+                    if gone(f) {
+                        return true;
+                    }
                     let from = order.partition_point(|&i| syms[i].as_bytes() < f.name);
                     for &i in order[from..].iter().take_while(|&&i| syms[i].as_bytes() == f.name) {
                         if found[i].is_none() {
@@ -620,7 +671,7 @@ impl Fprobes {
                 let mut err = Ok(());
                 let mut name = [0u8; 256];
                 ksym::for_each_function(|f| {
-                    if f.name.len() >= name.len() {
+                    if f.name.len() >= name.len() || gone(f) {
                         return true;
                     }
                     crate::pure::slice::copy(&mut name[..f.name.len()], f.name);
@@ -654,7 +705,7 @@ impl Fprobes {
             }
             return Err(ENOENT);
         }
-        Ok(out)
+        Ok(Resolved { ips: out, gen })
     }
 
     /// Registers `fp` on `t`. On failure nothing is left behind.
@@ -665,9 +716,17 @@ impl Fprobes {
     pub unsafe fn register(&self, fp: *mut ufgraph_fprobe, t: &Target<'_>) -> Result {
         // SAFETY: the caller passes a valid probe.
         unsafe { Self::check(fp)? };
-        let ips = Self::resolve(t)?;
-        // SAFETY: as above.
-        unsafe { self.register_resolved(fp, ips) }
+        // A module that comes or goes between resolution and registration makes the functions
+        // stale: resolve again (each round is a module load or unload: a few are plenty).
+        let mut tries = 0;
+        loop {
+            let r = Self::resolve_gen(t)?;
+            // SAFETY: as above.
+            match unsafe { self.register_checked(fp, r) } {
+                Err(e) if e == EAGAIN && tries < 8 => tries += 1,
+                res => return res,
+            }
+        }
     }
 
     /// Checks what registration checks of `fp` itself.
@@ -677,7 +736,13 @@ impl Fprobes {
     /// `fp` must point to a valid probe.
     unsafe fn check(fp: *mut ufgraph_fprobe) -> Result {
         // SAFETY: the caller passes a valid probe.
-        let (has_entry, has_exit, size) = unsafe { ((*fp).entry_handler.is_some(), (*fp).exit_handler.is_some(), (*fp).entry_data_size) };
+        Self::check_probe(unsafe { &*fp })
+    }
+
+    /// What registration checks of a probe itself (handlers, entry data size), without
+    /// registering it: `EINVAL` or `E2BIG` as [`Fprobes::register`] would fail.
+    pub fn check_probe(fp: &ufgraph_fprobe) -> Result {
+        let (has_entry, has_exit, size) = (fp.entry_handler.is_some(), fp.exit_handler.is_some(), fp.entry_data_size);
         if !has_entry && !has_exit {
             return Err(EINVAL);
         }
@@ -696,6 +761,30 @@ impl Fprobes {
     ///
     /// As for [`Fprobes::register`].
     pub unsafe fn register_resolved(&self, fp: *mut ufgraph_fprobe, ips: KVec<usize>) -> Result {
+        // SAFETY: as for this function.
+        unsafe { self.register_ips(fp, ips, None) }
+    }
+
+    /// [`Fprobes::register_resolved`] on functions from [`Fprobes::resolve_gen`]: `EAGAIN`, and
+    /// nothing registered, if a module came or went since they were resolved.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Fprobes::register`].
+    pub unsafe fn register_checked(&self, fp: *mut ufgraph_fprobe, r: Resolved) -> Result {
+        // SAFETY: as for this function.
+        unsafe { self.register_ips(fp, r.ips, Some(r.gen)) }
+    }
+
+    /// The current module generation (see [`Resolved`]).
+    pub fn modules_gen(&self) -> u64 {
+        self.reg.lock().modules_gen
+    }
+
+    /// # Safety
+    ///
+    /// As for [`Fprobes::register`].
+    unsafe fn register_ips(&self, fp: *mut ufgraph_fprobe, ips: KVec<usize>, gen: Option<u64>) -> Result {
         // SAFETY: the caller passes a valid probe.
         unsafe { Self::check(fp)? };
         // SAFETY: as above.
@@ -703,6 +792,12 @@ impl Fprobes {
         let mut reg = self.reg.lock();
         if self.live.lookup_w(&reg.live_counts, fp as usize, fp_key).is_some() {
             return Err(EBUSY);
+        }
+        // Checked under `reg`, which the module notifier takes to drop a going module's
+        // functions: either it has not run yet (and will drop them from this probe too), or
+        // the generation moved.
+        if gen.is_some_and(|g| g != reg.modules_gen) {
+            return Err(EAGAIN);
         }
         let id = reg.next_id;
         let Some(next_id) = fprobe_hdr::next_id(id) else {
@@ -890,7 +985,12 @@ impl Fprobes {
         }
         drop(live);
         // The filter has settled: publish the shortcuts that are true again.
-        let reg = self.reg.lock();
+        let mut reg = self.reg.lock();
+        // Handlers that could count a miss for `fp` are gone (the grace periods above): its
+        // misses join the core's total, which stays monotonic when probes come and go (an
+        // event's probes are unregistered each time it is disabled).
+        // SAFETY: the caller's probe, valid for the call; `nmissed` is only updated atomically.
+        reg.missed_retired += unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }.load(Relaxed);
         self.settle(&reg);
         Ok(())
     }
@@ -916,11 +1016,12 @@ impl Fprobes {
         DISPATCH.store(d, Release);
     }
 
-    /// Calls the registered probes missed, all together (`nmissed`: no shadow stack, a full
-    /// one, or the recursion guard refused the call).
+    /// Calls probes missed, all together (`nmissed`: no shadow stack, a full one, or the
+    /// recursion guard refused the call): the registered probes' and those unregistered since
+    /// the core started.
     pub fn missed(&self) -> usize {
-        let _reg = self.reg.lock();
-        let mut n = 0;
+        let reg = self.reg.lock();
+        let mut n = reg.missed_retired;
         self.live.for_each(|fp| {
             // SAFETY: registered probes (we hold `reg`, which unregistration takes); `nmissed`
             // is only ever updated atomically.
@@ -935,8 +1036,36 @@ impl Fprobes {
         (reg.ips_counts.used, reg.live_counts.used)
     }
 
+    /// A module came: functions resolved before are stale, and a module of its name is no
+    /// longer going.
+    pub fn module_coming(&self, name: &[u8]) {
+        let mut reg = self.reg.lock();
+        reg.modules_gen += 1;
+        if let Some(i) = reg.going.iter().position(|g| g.as_slice() == name) {
+            drop(crate::sys::kvec::remove(&mut reg.going, i));
+        }
+    }
+
+    /// A module is going away: its functions are resolved no more, and every address inside
+    /// it (`within`) is dropped from the probes.
+    pub fn module_going(&self, name: &[u8], within: impl Fn(usize) -> bool) {
+        {
+            let mut reg = self.reg.lock();
+            reg.modules_gen += 1;
+            if !reg.going.iter().any(|g| g.as_slice() == name) {
+                let mut v = KVec::new();
+                // Out of memory: the generation still moved, so only a resolution in the window
+                // before ftrace forgets the module could still see its functions.
+                if v.extend_from_slice(name, GFP_KERNEL).is_ok() {
+                    let _ = reg.going.push(v, GFP_KERNEL);
+                }
+            }
+        }
+        self.drop_module(within);
+    }
+
     /// Drops every address inside `module` from the probes (the module is going away).
-    pub fn drop_module(&self, within: impl Fn(usize) -> bool) {
+    fn drop_module(&self, within: impl Fn(usize) -> bool) {
         let mut reg = self.reg.lock();
         let mut doomed: KVec<usize> = KVec::new();
         self.ips.for_each(|e| {

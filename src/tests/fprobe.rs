@@ -286,6 +286,52 @@ fn bad_registrations_leave_nothing(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// Marks the test module as going (as far as its fprobe core knows) while it lives.
+struct Going<'a>(&'a Fprobes);
+
+impl Drop for Going<'_> {
+    fn drop(&mut self) {
+        self.0.module_coming(b"ufgraph_kunit");
+    }
+}
+
+fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
+    reset();
+    let c = core(t)?;
+    let before = c.counts();
+    let add_sym = [c_str!("ufg_test_add")];
+    let mut fp = probe(true, false, 0);
+    // Functions resolved before a module came (or went) are refused, and nothing is left.
+    let r = match Fprobes::resolve_gen(&Target::Syms(&add_sym)) {
+        Ok(r) => r,
+        Err(e) => return Err(t.fail(format_args!("resolve: {:?}", e))),
+    };
+    c.module_coming(b"ufg_no_such_module");
+    // SAFETY (registrations below): `fp` is a `TestProbe`, unregistered before it goes.
+    expect_err(t, unsafe { c.register_checked(&mut *fp, r) }, EAGAIN, "stale resolution")?;
+    kcheck!(t, !c.is_registered(&mut *fp));
+    kcheck_eq!(t, c.counts(), before);
+    {
+        // This module's functions while it is going: not resolved, by name or by glob.
+        c.module_going(b"ufgraph_kunit", |_| false);
+        let _g = Going(c);
+        match Fprobes::resolve_gen(&Target::Syms(&add_sym)) {
+            Ok(_) => return Err(t.fail(format_args!("resolved a going module's function"))),
+            Err(e) => kcheck!(t, e == ENOENT, "resolve while going: {:?}", e),
+        }
+        // SAFETY: as above.
+        expect_err(t, unsafe { c.register(&mut *fp, &Target::Filter(c_str!("ufg_test_ad?"), None)) }, ENOENT, "glob over a going module")?;
+        kcheck_eq!(t, c.counts(), before);
+    }
+    // A module of that name came again: resolved and registered as usual.
+    reg(t, &mut fp, Target::Syms(&add_sym))?;
+    kcheck_eq!(t, add(2, 3), 5);
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 1);
+    kcheck_eq!(t, c.counts(), before);
+    Ok(())
+}
+
 fn several_probes_on_one_function(t: &mut Test) -> CaseResult {
     reset();
     let mut a = probe(true, true, 8);
@@ -454,6 +500,7 @@ kunit_suite!(FPROBE_SUITE, "ufgraph_fprobe", [
     recursion_misses_both_kinds,
     filter_and_notfilter,
     bad_registrations_leave_nothing,
+    stale_and_going_modules_are_refused,
     several_probes_on_one_function,
     disable_and_skip,
     recursion_and_nmissed,
