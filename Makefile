@@ -6,6 +6,7 @@
 #   make demo     set up, build the test kernel and module, boot QEMU, show counts
 #   make check    set up and run every test (host and in-VM); ends "N passed, N failed"
 #   make host-test   cargo test of src/pure on the host only
+#   make fuzz     coverage-guided fuzzing of src/pure (libFuzzer): each target UFG_FUZZ_TIME s (600)
 #   make stress   the long stress run (debug kernel): 1000 registration and module cycles
 #   make shell    boot the test VM to an interactive shell
 #   make bench    ufgraph against the kernel's own return hooks: tables in Documentation/benchmarks.md
@@ -16,7 +17,7 @@
 ARCH ?= x86_64
 SHELL := /bin/bash
 
-.PHONY: all setup kernel module demo check stress host-test shell bench bench-arm64 bench-profile clean
+.PHONY: all setup kernel module demo check stress host-test fuzz shell bench bench-arm64 bench-profile clean
 
 all: module
 
@@ -42,6 +43,9 @@ stress: setup
 
 host-test:
 	cargo test --workspace
+
+fuzz: setup
+	scripts/fuzz.sh --long
 
 shell: module
 	scripts/vm.sh $(ARCH) "" shell

@@ -2,7 +2,8 @@
 # make check: set up, then run every test -- host (cargo test over src/pure) and
 # in-VM (KUnit suites and shell tests) -- and end with "N passed, N failed".
 #   UFG_KERNELS  the test kernels whose VM suite runs, ARCH[:FLAVOUR] (default:
-#                "x86_64 x86_64:debug arm64 x86_64:cfi"; cfi: kCFI and return thunks, clang-19)
+#                "x86_64 x86_64:debug arm64 x86_64:cfi"; cfi: kCFI and return thunks, clang-19);
+#                set and empty, none: the host stages only (cargo test and fuzzing)
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -23,8 +24,18 @@ hf=$(awk '/^test result:/ { for (i=1;i<=NF;i++) if ($(i+1) ~ /^failed/) s+=$i } 
 [ "$hrc" = 0 ] || [ "$hf" -gt 0 ] || hf=1   # a build failure counts as a failure
 add "$hp" "$hf"
 
+# Coverage-guided fuzzing (scripts/fuzz.sh): each libFuzzer target a bounded run, one test each.
+ufg_log "host: fuzz"
+fuzzlog=$UFG_BUILD/results-fuzz.txt
+"$UFG_TOP/scripts/fuzz.sh"
+frc=$?
+fp=$(grep -c '^ok ' "$fuzzlog" 2>/dev/null)
+ff=$(grep -c '^fail ' "$fuzzlog" 2>/dev/null)
+[ "$frc" = 0 ] || [ "${ff:-0}" -gt 0 ] || ff=1   # the script failing counts as a failure
+add "${fp:-0}" "${ff:-0}"
+
 # In-VM tests, per kernel: ARCH or ARCH:FLAVOUR (debug: lockdep, KASAN, kmemleak...).
-for config in ${UFG_KERNELS:-x86_64 x86_64:debug arm64 x86_64:cfi}; do
+for config in ${UFG_KERNELS-x86_64 x86_64:debug arm64 x86_64:cfi}; do
 	arch=${config%%:*}
 	flavour=${config#"$arch"}; flavour=${flavour#:}
 	tag=$arch${flavour:+-$flavour}
@@ -47,6 +58,7 @@ if [ "$failed" -gt 0 ]; then
 	echo "---- failures ----"
 	[ "$hf" = 0 ] || grep -E '^test .*FAILED|^error' "$hostlog" | head -n 10 | sed 's/^/[host] /'
 	[ "$hf" = 0 ] || [ "$hp" -gt 0 ] || echo "[host] cargo test failed to build or run; see $hostlog"
+	[ "${ff:-0}" = 0 ] || { grep '^fail ' "$fuzzlog" 2>/dev/null || echo "fuzz: scripts/fuzz.sh failed"; } | sed 's/^/[host] /'
 	for t in "${failed_tags[@]}"; do
 		grep '^fail ' "$UFG_BUILD/results-$t.txt" | grep -v '^fail vm:' | sed "s/^/[$t] /"
 		[ -s "$UFG_BUILD/problems-$t.txt" ] && cut -c1-200 "$UFG_BUILD/problems-$t.txt" | head -n 12 | sed "s/^/[$t] /"

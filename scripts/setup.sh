@@ -32,9 +32,15 @@ if ! "$UFG_BINDGEN" --version 2>/dev/null | grep -qx "bindgen $UFG_BINDGEN_VERSI
 	cargo install --quiet --locked bindgen-cli --version "$UFG_BINDGEN_VERSION" --root "$UFG_TOOLS"
 fi
 
+# The coverage-guided fuzz targets (host/fuzz/cov, scripts/fuzz.sh) use the libfuzzer-sys
+# crate, which compiles libFuzzer with clang++ (the clang package above): fetch it now.
+if ! cargo fetch --locked --quiet --manifest-path "$UFG_TOP/host/fuzz/cov/Cargo.toml"; then
+	ufg_die "cannot fetch the fuzz targets' crates from crates.io (host/fuzz/cov/Cargo.lock)"
+fi
+
 # arm64 test VMs need an arm64 static busybox: Debian's package, unpacked under build/tools.
 arm64_busybox=$(ufg_busybox arm64)
-case " ${UFG_KERNELS:-x86_64 x86_64:debug arm64} " in
+case " ${UFG_KERNELS-x86_64 x86_64:debug arm64} " in
 *" arm64"*)
 	if [ ! -x "$arm64_busybox" ]; then
 		[ "$(id -u)" = 0 ] || ufg_die "an arm64 busybox is needed; as root run: dpkg --add-architecture arm64 && apt-get update"

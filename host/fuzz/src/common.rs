@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What the fuzz targets share: the parser configurations, a corpus of definitions, and the
-//! mutator that edits them.
+//! What the fuzzers share: the parser configurations, a corpus of definitions, the mutator that
+//! edits them, and the sources of random choices (a seeded generator, or the fuzzer's input).
 
 use ufgraph_pure::probedef::Config;
 
@@ -110,25 +110,79 @@ pub const NUMBERS: &[&str] = &[
     "08", "0x", "0xg", "2147483648", "4294967295",
 ];
 
+/// Where a check draws its random choices from: a seeded generator ([`Rng`], the mutation
+/// fuzzers) or the input itself ([`Bytes`], the coverage-guided targets, so that libFuzzer's
+/// mutations steer the choices too).
+pub trait Source {
+    /// Any 64-bit value.
+    fn next(&mut self) -> u64;
+
+    /// A number in 0..n (n > 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'t, T>(&mut self, items: &'t [T]) -> &'t T {
+        &items[self.below(items.len())]
+    }
+}
+
 /// SplitMix64: small, fast, and good enough to drive mutations.
 pub struct Rng(pub u64);
 
-impl Rng {
-    pub fn next(&mut self) -> u64 {
+impl Source for Rng {
+    fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
+}
 
-    /// A number in 0..n (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+/// Choices read from a fuzzer's input, little-endian, as few bytes per choice as its range
+/// needs (one byte for a choice among up to 256), so that a mutated byte changes one choice.
+/// An exhausted input reads as zeros, as `arbitrary`'s `Unstructured` does.
+pub struct Bytes<'a>(pub &'a [u8]);
+
+impl Bytes<'_> {
+    fn take(&mut self, n: usize) -> u64 {
+        let n = n.min(self.0.len());
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        head.iter().rev().fold(0, |v, &b| (v << 8) | u64::from(b))
     }
 
-    pub fn pick<'t, T>(&mut self, items: &'t [T]) -> &'t T {
-        &items[self.below(items.len())]
+    /// Whether every byte was read.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The bytes a choice of `0..n` takes.
+    pub fn width(n: usize) -> usize {
+        let bits = usize::BITS - n.saturating_sub(1).leading_zeros();
+        bits.div_ceil(8) as usize
+    }
+
+    /// The bytes that make [`Source::below`]`(n)` read `v` (for writing seeds).
+    pub fn encode_below(out: &mut Vec<u8>, n: usize, v: usize) {
+        assert!(v < n.max(1));
+        out.extend_from_slice(&(v as u64).to_le_bytes()[..Self::width(n)]);
+    }
+
+    /// The bytes that make [`Source::next`] read `v`.
+    pub fn encode_next(out: &mut Vec<u8>, v: u64) {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+impl Source for Bytes<'_> {
+    fn next(&mut self) -> u64 {
+        self.take(8)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.take(Self::width(n)) % n as u64) as usize
     }
 }
 

@@ -1,20 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Mutation fuzzer for the event record layer (`src/pure/event/`), on stable Rust.
+//! The promises of the event record layer (`src/pure/event/`): the fetch-argument compiler,
+//! the record writer and the renderer, checked on one definition and fake probe hits.
 //!
-//! ```sh
-//! cargo run --release -p ufgraph-fuzz --bin event -- [ITERATIONS [SEED]]
-//! ```
-//!
-//! Deterministic: the same seed runs the same inputs. Each input is a definition mutated as the
-//! `probedef` target mutates them; the ones that parse are compiled (with a fake symbol table
-//! that knows some symbols and not others), then hit against a random fake memory: kernel and
-//! user regions of random bytes, sprinkled with NULs and with pointers into both regions, and
-//! random arguments, stack, entry data and symbol texts. Some hits measure against one memory
-//! and store against another (memory changing between the two passes), into records of the
-//! measured size or of random sizes.
+//! A definition that parses is compiled (with a fake symbol table that knows some symbols and
+//! not others), then hit against a fake memory drawn from a [`Source`]: kernel and user regions
+//! of bytes, sprinkled with NULs and with pointers into both regions, and arguments, stack,
+//! entry data and symbol texts. Some hits measure against one memory and store against another
+//! (memory changing between the two passes), into records of the measured size or of other
+//! sizes.
 //!
 //! Beyond not panicking, every hit must keep the layer's promises:
+//! - a compile error has an errno and a registration error to log;
 //! - the fields are where `Program` says, within the argument area; the print fmt and field
 //!   types render, naming every field element once;
 //! - `store` writes nothing before the argument area (the head is the caller's) and, when
@@ -24,25 +21,18 @@
 //!   overlap, and ends with a NUL;
 //! - rendering never fails, on the record, on truncations of it, and on corruptions of it; it
 //!   shows one `name=` per argument and each string with a length as a quoted string.
-//!
-//! On a violation it prints the input and exits with status 1.
 
-use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
-use std::panic::{self, AssertUnwindSafe};
-use std::process::ExitCode;
 
-mod common;
-
-use common::{mutate, Rng, CONFIGS, SEEDS};
+use crate::common::{Source, CONFIGS};
 use ufgraph_pure::event::{
     compile, dynamic_size, make_data_loc, render_args, split_data_loc, store, write_print_fmt, Env,
     Out, Program, ENTRY_HEAD, EXIT_HEAD, FAULT_STRING, MAX_STRING_SIZE,
 };
-use ufgraph_pure::probedef::{parse, Command, MAX_COMMAND_LEN};
+use ufgraph_pure::probedef::{parse, Command};
 
 /// Definitions that reach every kind of store, on top of the shared corpus.
-const EVENT_SEEDS: &[&str] = &[
+pub const EVENT_SEEDS: &[&str] = &[
     "f:g/e vfs_read a=$arg1 s=+0($arg2):string b=@jiffies:u32 c=+8(+0($stack)):b3@2/8 arr=+0($arg1):x16[3]",
     "f vfs_read a=$arg1:u8 b=$arg1:u16 c=$arg1:u32 d=$arg1:u64 e=$arg1:s8 f=$arg1:s16 g=$arg1:s32 h=$arg1:s64",
     "f vfs_read i=$arg1:x8 j=$arg1:x16 k=$arg1:x32 l=$arg1:x64 m=$arg2:char n=$arg3:symbol",
@@ -77,7 +67,7 @@ struct Fake {
 
 impl Fake {
     /// An address or value, likely to lead somewhere.
-    fn value(rng: &mut Rng, klen: usize, ulen: usize) -> u64 {
+    fn value(rng: &mut impl Source, klen: usize, ulen: usize) -> u64 {
         match rng.below(6) {
             0 => KBASE + rng.below(klen + 16) as u64,
             1 => UBASE + rng.below(ulen + 16) as u64,
@@ -88,26 +78,26 @@ impl Fake {
         }
     }
 
-    fn new(rng: &mut Rng) -> Self {
+    /// `len` bytes of text with NULs, and pointers into both regions.
+    fn region(rng: &mut impl Source, len: usize, klen: usize, ulen: usize) -> Vec<u8> {
+        let nul = 1 + rng.below(64);
+        let mut m: Vec<u8> =
+            (0..len).map(|_| if rng.below(nul) == 0 { 0 } else { b' ' + rng.below(95) as u8 }).collect();
+        for _ in 0..rng.below(len / 8 + 1) {
+            let at = rng.below(len / 8 + 1) * 8;
+            let p = Fake::value(rng, klen, ulen).to_le_bytes();
+            if let Some(dst) = m.get_mut(at..at + 8) {
+                dst.copy_from_slice(&p);
+            }
+        }
+        m
+    }
+
+    fn new(rng: &mut impl Source) -> Self {
         let klen = rng.below(1024);
         let ulen = rng.below(256);
-        let region = |rng: &mut Rng, len: usize| -> Vec<u8> {
-            let nul = 1 + rng.below(64);
-            let mut m: Vec<u8> = (0..len)
-                .map(|_| if rng.below(nul) == 0 { 0 } else { b' ' + rng.below(95) as u8 })
-                .collect();
-            // Pointers into both regions.
-            for _ in 0..rng.below(len / 8 + 1) {
-                let at = rng.below(len / 8 + 1) * 8;
-                let p = Fake::value(rng, klen, ulen).to_le_bytes();
-                if let Some(dst) = m.get_mut(at..at + 8) {
-                    dst.copy_from_slice(&p);
-                }
-            }
-            m
-        };
-        let kmem = region(rng, klen);
-        let umem = region(rng, ulen);
+        let kmem = Fake::region(rng, klen, klen, ulen);
+        let umem = Fake::region(rng, ulen, klen, ulen);
         let mut f = Fake {
             kmem,
             umem,
@@ -125,7 +115,7 @@ impl Fake {
     }
 
     /// The same hit with memory changed: strings that grow, shrink, or go away.
-    fn changed(&self, rng: &mut Rng) -> Self {
+    fn changed(&self, rng: &mut impl Source) -> Self {
         let mut f = self.clone();
         for _ in 0..1 + rng.below(8) {
             let m = if rng.below(2) == 0 { &mut f.kmem } else { &mut f.umem };
@@ -282,7 +272,7 @@ fn data_locs(progs: &[Program], rec: &[u8], head: usize) -> Vec<Option<u32>> {
 
 /// Checks one hit of `progs`, whose head takes `head` bytes and arguments `args_size`.
 fn check_hit(
-    rng: &mut Rng,
+    rng: &mut impl Source,
     progs: &[Program],
     head: usize,
     args_size: usize,
@@ -386,8 +376,9 @@ fn check_print_fmt(progs: &[Program], is_return: bool) -> Verdict {
     })
 }
 
-/// Runs one input; returns a label for the statistics.
-fn check(rng: &mut Rng, input: &str) -> Result<&'static str, String> {
+/// Runs one input, drawing its hits from `rng`; returns a label for the statistics, or what
+/// promise the input breaks.
+pub fn check(rng: &mut impl Source, input: &str) -> Result<&'static str, String> {
     let Ok(Command::Add(d)) = parse(input, &CONFIGS[0]) else {
         return Ok("(not a definition)");
     };
@@ -414,81 +405,10 @@ fn check(rng: &mut Rng, input: &str) -> Result<&'static str, String> {
     Ok(label)
 }
 
-fn main() -> ExitCode {
-    let mut argv = std::env::args().skip(1);
-    let iterations: u64 =
-        argv.next().map_or(Ok(1_000_000), |a| a.replace('_', "").parse()).unwrap_or_else(|_| {
-            eprintln!("usage: event [ITERATIONS [SEED]]");
-            std::process::exit(2)
-        });
-    let seed: u64 = argv.next().and_then(|a| a.parse().ok()).unwrap_or(0x0e5e_47ab);
-    let mut rng = Rng(seed);
-    let mut corpus: Vec<String> =
-        EVENT_SEEDS.iter().chain(SEEDS.iter()).map(|s| s.to_string()).collect();
-    let base = corpus.len();
-    const CORPUS_MAX: usize = 4096;
-    let mut stats: BTreeMap<&'static str, u64> = BTreeMap::new();
-
-    panic::set_hook(Box::new(|_| {}));
-    for i in 0..iterations {
-        let mut bytes = rng.pick(&corpus).clone().into_bytes();
-        for _ in 0..rng.below(4) {
-            mutate(&mut rng, &mut bytes, &corpus);
-        }
-        bytes.truncate(2 * MAX_COMMAND_LEN);
-        let input = String::from_utf8(bytes)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        // Each input gets its own memories, from a generator the input does not disturb.
-        let mut hit_rng = Rng(rng.next());
-        match panic::catch_unwind(AssertUnwindSafe(|| check(&mut hit_rng, &input))) {
-            Ok(Ok(label)) => {
-                *stats.entry(label).or_default() += 1;
-                // Keep hits to mutate further, those that stored strings most.
-                let keep = match label {
-                    "hit: strings stored" => rng.below(2) == 0,
-                    l if l.starts_with("hit") => rng.below(8) == 0,
-                    _ => false,
-                };
-                if keep {
-                    if corpus.len() < CORPUS_MAX {
-                        corpus.push(input);
-                    } else {
-                        let slot = base + rng.below(CORPUS_MAX - base);
-                        corpus[slot] = input;
-                    }
-                }
-            }
-            Ok(Err(why)) => {
-                eprintln!(
-                    "event: input {i} (seed {seed}) breaks an invariant: {why}\ninput: {input:?}"
-                );
-                return ExitCode::FAILURE;
-            }
-            Err(p) => {
-                let msg = p
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned());
-                eprintln!(
-                    "event: input {i} (seed {seed}) panics: {}\ninput: {input:?}",
-                    msg.unwrap_or_default()
-                );
-                return ExitCode::FAILURE;
-            }
-        }
-    }
-    println!("event: {iterations} inputs run (seed {seed}), no panic, no invariant broken");
-    let mut by_count: Vec<_> = stats.into_iter().collect();
-    by_count.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-    for (label, n) in by_count {
-        println!("  {n:>9}  {label}");
-    }
-    ExitCode::SUCCESS
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::{mutate, Rng, SEEDS};
 
     #[test]
     fn seeds_keep_invariants() {

@@ -1,35 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Mutation fuzzer for the fprobe definition parser (`src/pure/probedef/`), on stable Rust.
+//! The promises of the fprobe definition parser (`src/pure/probedef/`), checked on one input.
 //!
-//! ```sh
-//! cargo run --release -p ufgraph-fuzz -- [ITERATIONS [SEED]]
-//! ```
-//!
-//! Deterministic: the same seed runs the same inputs. Each input is a corpus entry (valid and
-//! invalid definitions, upstream's selftest cases) mutated by a few random edits: bytes, parser
-//! tokens, boundary numbers, splices, repetitions. Inputs that parse are added to the corpus, so
-//! the mutations reach deeper into valid definitions as the run goes.
-//!
-//! Beyond not panicking, every input must keep the parser's promises:
+//! Beyond not panicking, every input must keep them:
 //! - an error's caret lies within the command as the log shows it, and the `error_log` entry
 //!   has upstream's shape;
 //! - a definition respects upstream's limits (argument count, names, field sizes, instruction
 //!   budget, entry-data slots), and its listing (`Display`) parses back to the same probe,
 //!   unless upstream itself would refuse that listing (a default event name that is not an
 //!   identifier, a line too long);
-//! - a definition matches itself as an existing probe (no `DIFF_ARG_TYPE`, a `SAME_PROBE`).
-//!
-//! On a violation it prints the input and exits with status 1.
+//! - a definition matches itself as an existing probe (no `DIFF_ARG_TYPE`, a `SAME_PROBE`), and
+//!   a removal naming it (`-:GROUP/EVENT SYMBOL NAME=ARG...`) removes it;
+//! - a multi-line write splits into lines without their newlines and comments, each of which
+//!   keeps the same promises.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::panic::{self, AssertUnwindSafe};
-use std::process::ExitCode;
 
-mod common;
-
-use common::{mutate, Rng, CONFIGS, SEEDS};
+use crate::common::CONFIGS;
 use ufgraph_pure::probedef::{
     commands, parse, Command, Config, ErrCode, Error, FetchArg, Load, ProbeDef, ProbeError,
     StoreKind, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_DEREFS,
@@ -37,9 +24,9 @@ use ufgraph_pure::probedef::{
 };
 
 /// What went wrong with an input.
-type Verdict = Result<(), String>;
+pub type Verdict = Result<(), String>;
 
-fn ensure(ok: bool, what: impl FnOnce() -> String) -> Verdict {
+pub fn ensure(ok: bool, what: impl FnOnce() -> String) -> Verdict {
     if ok {
         Ok(())
     } else {
@@ -169,6 +156,8 @@ fn check_def(cfg: &Config, d: &ProbeDef<'_>) -> Verdict {
         "not the same as itself".into()
     })?;
 
+    check_removal(cfg, d)?;
+
     // Listing round trip.
     let listed = d.to_string();
     match parse(&listed, cfg) {
@@ -188,121 +177,94 @@ fn check_def(cfg: &Config, d: &ProbeDef<'_>) -> Verdict {
     }
 }
 
-/// Runs one input through every configuration; returns a label for the statistics.
-fn check(input: &str) -> Result<&'static str, String> {
-    let mut label = "";
-    for (n, cfg) in CONFIGS.iter().enumerate() {
-        let verdict = match parse(input, cfg) {
-            Ok(Command::Empty) => {
-                label = if n == 0 { "empty" } else { label };
-                Ok(())
-            }
-            Ok(Command::Add(d)) => {
-                label = if n == 0 { "defined" } else { label };
-                check_def(cfg, &d)
-            }
+/// A removal that names the probe removes it, as dynamic_events lists it: by event, by group
+/// and event, and with its symbol and arguments; one that names another event does not.
+fn check_removal(cfg: &Config, d: &ProbeDef<'_>) -> Verdict {
+    let args = || d.args().map(|a| (a.name, a.comm));
+    let mut full = format!("-:{}/{} {}", d.group(), d.event(), d.symbol());
+    for a in d.args() {
+        let _ = write!(full, " {}={}", a.name, a.comm);
+    }
+    let mut forms = vec![format!("-:{}/{}", d.group(), d.event())];
+    // Without a group, a '/' would start the event name (one made from a symbol with a '/',
+    // which no kernel function has).
+    if !d.event().contains('/') {
+        forms.push(format!("-:{}", d.event()));
+    }
+    // Upstream compares the symbol cut to MAX_ARGSTR_LEN bytes: a longer one never matches.
+    // An empty one (`f:e %return`, which the parser takes as upstream's does) names no
+    // function, so no such probe is ever registered.
+    if (1..=MAX_ARGSTR_LEN).contains(&d.symbol().len()) && full.len() <= MAX_COMMAND_LEN {
+        forms.push(full);
+    }
+    for text in &forms {
+        match parse(text, cfg) {
             Ok(Command::Remove(r)) => {
-                label = if n == 0 { "removal" } else { label };
-                let none: [(&str, &str); 0] = [];
-                let _ = r.matches("fprobes", "ev", "vfs_read", none);
-                ensure(r.group().is_some() || !r.event().is_empty(), || "empty removal".into())
+                ensure(r.matches(d.group(), d.event(), d.symbol(), args()), || {
+                    format!("removal {text:?} does not match")
+                })?;
+                let other = format!("{}x", d.event());
+                ensure(!r.matches(d.group(), &other, d.symbol(), args()), || {
+                    format!("removal {text:?} matches another event")
+                })?;
             }
-            Err(Error::Probe(e)) => {
-                label = if n == 0 { e.code.name() } else { label };
-                check_error(input, cfg, &e)
-            }
-            Err(e) => {
-                label = if n == 0 {
-                    match e {
-                        Error::NotFprobe => "(not fprobe)",
-                        Error::TooManyArgs => "(too many args)",
-                        Error::DentryArgsTooLong => "(dentry args too long)",
-                        Error::BadRemove => "(bad removal)",
-                        _ => "(too long)",
-                    }
-                } else {
-                    label
-                };
-                Ok(())
-            }
-        };
-        verdict.map_err(|v| format!("config {n}: {v}"))?;
+            other => return Err(format!("removal {text:?} gives {other:?}")),
+        }
     }
-    // Multi-line writes split into commands.
-    for line in commands(input) {
-        let _ = parse(line, &CONFIGS[0]);
-    }
-    Ok(label)
+    Ok(())
 }
 
-fn main() -> ExitCode {
-    let mut argv = std::env::args().skip(1);
-    let iterations: u64 =
-        argv.next().map_or(Ok(1_000_000), |a| a.replace('_', "").parse()).unwrap_or_else(|_| {
-            eprintln!("usage: probedef [ITERATIONS [SEED]]");
-            std::process::exit(2)
-        });
-    let seed: u64 = argv.next().and_then(|a| a.parse().ok()).unwrap_or(0x0f9b_0be5);
-    let mut rng = Rng(seed);
-    let mut corpus: Vec<String> = SEEDS.iter().map(|s| s.to_string()).collect();
-    let base = corpus.len();
-    const CORPUS_MAX: usize = 4096;
-    let mut stats: BTreeMap<&'static str, u64> = BTreeMap::new();
+/// Runs one command through one configuration; returns a label for the statistics.
+fn check_one(input: &str, cfg: &Config) -> Result<&'static str, String> {
+    match parse(input, cfg) {
+        Ok(Command::Empty) => Ok("empty"),
+        Ok(Command::Add(d)) => check_def(cfg, &d).map(|()| "defined"),
+        Ok(Command::Remove(r)) => {
+            let none: [(&str, &str); 0] = [];
+            let _ = r.matches("fprobes", "ev", "vfs_read", none);
+            ensure(r.group().is_some() || !r.event().is_empty(), || "empty removal".into())
+                .map(|()| "removal")
+        }
+        Err(Error::Probe(e)) => check_error(input, cfg, &e).map(|()| e.code.name()),
+        Err(e) => Ok(match e {
+            Error::NotFprobe => "(not fprobe)",
+            Error::TooManyArgs => "(too many args)",
+            Error::DentryArgsTooLong => "(dentry args too long)",
+            Error::BadRemove => "(bad removal)",
+            _ => "(too long)",
+        }),
+    }
+}
 
-    // Quiet panics: we report the input ourselves.
-    panic::set_hook(Box::new(|_| {}));
-    for i in 0..iterations {
-        let mut bytes = rng.pick(&corpus).clone().into_bytes();
-        for _ in 0..1 + rng.below(4) {
-            mutate(&mut rng, &mut bytes, &corpus);
-        }
-        bytes.truncate(2 * MAX_COMMAND_LEN);
-        let input = String::from_utf8(bytes)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        match panic::catch_unwind(AssertUnwindSafe(|| check(&input))) {
-            Ok(Ok(label)) => {
-                *stats.entry(label).or_default() += 1;
-                // Keep some definitions and a few failures to mutate further, replacing older
-                // finds when full: definitions lead deeper, failures keep the mix varied.
-                let keep = if label == "defined" { rng.below(4) == 0 } else { rng.below(32) == 0 };
-                if keep {
-                    if corpus.len() < CORPUS_MAX {
-                        corpus.push(input);
-                    } else {
-                        let slot = base + rng.below(CORPUS_MAX - base);
-                        corpus[slot] = input;
-                    }
-                }
-            }
-            Ok(Err(why)) => {
-                eprintln!("probedef: input {i} (seed {seed}) breaks an invariant: {why}\ninput: {input:?}");
-                return ExitCode::FAILURE;
-            }
-            Err(p) => {
-                let msg = p
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned());
-                eprintln!(
-                    "probedef: input {i} (seed {seed}) panics: {}\ninput: {input:?}",
-                    msg.unwrap_or_default()
-                );
-                return ExitCode::FAILURE;
-            }
+/// Runs one input through every configuration; returns a label for the statistics (the first
+/// configuration's), or what promise the input breaks.
+pub fn check(input: &str) -> Result<&'static str, String> {
+    let mut label = "";
+    for (n, cfg) in CONFIGS.iter().enumerate() {
+        let l = check_one(input, cfg).map_err(|v| format!("config {n}: {v}"))?;
+        if n == 0 {
+            label = l;
         }
     }
-    println!("probedef: {iterations} inputs run (seed {seed}), no panic, no invariant broken");
-    let mut by_count: Vec<_> = stats.into_iter().collect();
-    by_count.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-    for (label, n) in by_count {
-        println!("  {n:>9}  {label}");
+    // Multi-line writes split into commands: one per line, newline and comment cut off, each
+    // keeping the promises of a single command.
+    if input.contains(['\n', '#']) {
+        let mut lines = 0;
+        for line in commands(input) {
+            ensure(!line.contains(['\n', '#']), || format!("command {line:?} keeps a newline or comment"))?;
+            lines += 1;
+            check_one(line, &CONFIGS[0]).map_err(|v| format!("line {line:?}: {v}"))?;
+        }
+        let want = input.split_terminator('\n').count();
+        ensure(lines == want, || format!("{lines} commands in {want} lines"))?;
     }
-    ExitCode::SUCCESS
+    Ok(label)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::{mutate, Rng, Source, SEEDS};
 
     #[test]
     fn seeds_keep_invariants() {
