@@ -2,7 +2,7 @@
 # make check: set up, then run every test -- host (cargo test over src/pure) and
 # in-VM (KUnit suites and shell tests) -- and end with "N passed, N failed".
 #   UFG_KERNELS  the test kernels whose VM suite runs, ARCH[:FLAVOUR] (default:
-#                "x86_64 x86_64:debug arm64 x86_64:cfi"; cfi: kCFI and return thunks, clang-19)
+#                "x86_64 x86_64:debug arm64")
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -24,7 +24,7 @@ hf=$(awk '/^test result:/ { for (i=1;i<=NF;i++) if ($(i+1) ~ /^failed/) s+=$i } 
 add "$hp" "$hf"
 
 # In-VM tests, per kernel: ARCH or ARCH:FLAVOUR (debug: lockdep, KASAN, kmemleak...).
-for config in ${UFG_KERNELS:-x86_64 x86_64:debug arm64 x86_64:cfi}; do
+for config in ${UFG_KERNELS:-x86_64 x86_64:debug arm64}; do
 	arch=${config%%:*}
 	flavour=${config#"$arch"}; flavour=${flavour#:}
 	tag=$arch${flavour:+-$flavour}
