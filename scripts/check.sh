@@ -2,8 +2,8 @@
 # make check: set up, then run every test -- host (cargo test over src/pure) and
 # in-VM (KUnit suites and shell tests) -- and end with "N passed, N failed".
 #   UFG_KERNELS  the test kernels whose VM suite runs, ARCH[:FLAVOUR] (default:
-#                "x86_64 x86_64:debug arm64 x86_64:cfi"; cfi: kCFI and return thunks, clang-19);
-#                set and empty, none: the host stages only (cargo test and fuzzing)
+#                "x86_64 x86_64:debug arm64"); set and empty, none: the host stages only
+#                (cargo test and fuzzing)
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -35,7 +35,7 @@ ff=$(grep -c '^fail ' "$fuzzlog" 2>/dev/null)
 add "${fp:-0}" "${ff:-0}"
 
 # In-VM tests, per kernel: ARCH or ARCH:FLAVOUR (debug: lockdep, KASAN, kmemleak...).
-for config in ${UFG_KERNELS-x86_64 x86_64:debug arm64 x86_64:cfi}; do
+for config in ${UFG_KERNELS-x86_64 x86_64:debug arm64}; do
 	arch=${config%%:*}
 	flavour=${config#"$arch"}; flavour=${flavour#:}
 	tag=$arch${flavour:+-$flavour}

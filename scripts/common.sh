@@ -32,33 +32,36 @@ ufg_kdir() {
 	echo "$UFG_BUILD/kernel-$1${2:+-$2}"
 }
 
-# The make command line every kernel and module build uses.
-# bindgen loads libclang at run time and takes the newest it finds, which need not be the
-# clang the kernel is built with: with Debian's libclang-19 installed beside clang 14, the
-# bindings fail on flags only clang 14 knows (issue #18). Pin it to the compiler's own.
-# The LLVM toolchain of a flavour: Debian's default clang (14) for most; the `cfi` flavour
-# (kCFI, return thunks: issue #18) needs Debian 12's clang-19. UFG_LLVM_VERSION overrides it
-# (a major version, or "default").
+# The LLVM toolchain every kernel and module is built with: Debian 12's clang-19 (lld-19,
+# llvm-19), the oldest Debian clang with kCFI (CFI_CLANG) and return thunks
+# (-mfunction-return=thunk-extern), which the test kernels enable (issue #18; clang 14, Debian's
+# default, has neither). UFG_LLVM_VERSION overrides it: a major version, or "default" for the
+# unversioned clang/ld.lld (LLVM=1).
 ufg_llvm_version() {
-	local v=${UFG_LLVM_VERSION:-}
-	[ -z "$v" ] && [ "${1:-}" = cfi ] && v=19
+	local v=${UFG_LLVM_VERSION:-19}
 	[ "$v" = default ] && v=
 	echo "$v"
 }
 # The suffix of its tools (clang-19: "-19"; the default: "") and the kernel's LLVM= for it.
-ufg_llvm() { local v; v=$(ufg_llvm_version "${1:-}"); echo "${v:+-$v}"; }
-ufg_llvm_make() { local v; v=$(ufg_llvm "${1:-}"); echo "${v:-1}"; }
+ufg_llvm() { local v; v=$(ufg_llvm_version); echo "${v:+-$v}"; }
+ufg_llvm_make() { local v; v=$(ufg_llvm); echo "${v:-1}"; }
+# bindgen loads libclang at run time and takes the newest it finds, which need not be the
+# clang the kernel is built with: with libclang-19 installed beside a kernel built by clang 14,
+# the bindings fail on flags only clang 14 knows (`unknown argument:
+# '-enable-trivial-auto-var-init-zero-knowing-it-will-be-removed-from-clang'`, issue #18). Pin
+# it to the libclang of the compiler actually used.
 ufg_libclang() {
 	local major
-	major=$("clang$(ufg_llvm "${1:-}")" -dumpversion 2>/dev/null | cut -d. -f1)
+	major=$("clang$(ufg_llvm)" -dumpversion 2>/dev/null | cut -d. -f1)
 	[ -n "$major" ] && [ -d "/usr/lib/llvm-$major/lib" ] && echo "/usr/lib/llvm-$major/lib"
 }
 
+# The make command line every kernel and module build uses.
 ufg_kmake() {
 	local arch=$1 flavour=$2; shift 2
-	LIBCLANG_PATH=${LIBCLANG_PATH:-$(ufg_libclang "$flavour")} \
+	LIBCLANG_PATH=${LIBCLANG_PATH:-$(ufg_libclang)} \
 	make -C "$UFG_SRC" O="$(ufg_kdir "$arch" "$flavour")" ARCH="$arch" \
-		LLVM="$(ufg_llvm_make "$flavour")" RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc \
+		LLVM="$(ufg_llvm_make)" RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc \
 		BINDGEN="$UFG_BINDGEN" -j"$UFG_JOBS" "$@"
 }
 

@@ -38,7 +38,7 @@ mkdir -p "$kdir"
 exec 8>"$kdir.lock"
 flock 8
 
-want=$( (echo "$tarstamp"; cat "${fragments[@]}"; /usr/bin/rustc --version; "$UFG_BINDGEN" --version; "clang$(ufg_llvm "$flavour")" --version) | sha256sum | cut -d' ' -f1)
+want=$( (echo "$tarstamp"; cat "${fragments[@]}"; /usr/bin/rustc --version; "$UFG_BINDGEN" --version; "clang$(ufg_llvm)" --version; "ld.lld$(ufg_llvm)" --version) | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$kdir/.ufgraph-stamp" 2>/dev/null)" = "$want" ] && [ -f "$kdir/Module.symvers" ]; then
 	ufg_log "kernel $arch${flavour:+-$flavour} is up to date"
 	exit 0

@@ -10,7 +10,7 @@ packages=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev
 	libssl-dev cpio xz-utils make gzip
 	libc6-dev # libc6-dev: the static C library for the in-VM helpers (selftests/perfcount)
 	dwarves # dwarves: pahole, which makes the x86_64 test kernel's BTF (BPF fentry/fexit in the benchmarks)
-	clang-19 lld-19 llvm-19 libclang-19-dev) # the cfi test kernel (kCFI, return thunks; issue #18)
+	clang-19 lld-19 llvm-19 libclang-19-dev) # clang-19: every kernel and module (kCFI, return thunks; scripts/common.sh)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -61,11 +61,14 @@ case " ${UFG_KERNELS-x86_64 x86_64:debug arm64} " in
 	;;
 esac
 
-# The kernel's own check that this rustc/bindgen/libclang set builds Rust code.
-if [ ! -f "$UFG_TOOLS/.rustavailable" ]; then
+# The kernel's own check that this rustc/bindgen/libclang set builds Rust code, with the
+# toolchain the builds use (scripts/common.sh); redone when any of them changes.
+avail=$( (/usr/bin/rustc --version; "$UFG_BINDGEN" --version; "clang$(ufg_llvm)" --version; ufg_libclang) | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$UFG_TOOLS/.rustavailable" 2>/dev/null)" != "$avail" ]; then
 	[ -f "$UFG_SRC/Makefile" ] || "$UFG_TOP/scripts/kernel.sh" --unpack-only
-	make -s -C "$UFG_SRC" LLVM=1 RUSTC=/usr/bin/rustc BINDGEN="$UFG_BINDGEN" rustavailable >&2 ||
+	LIBCLANG_PATH=${LIBCLANG_PATH:-$(ufg_libclang)} make -s -C "$UFG_SRC" LLVM="$(ufg_llvm_make)" \
+		RUSTC=/usr/bin/rustc BINDGEN="$UFG_BINDGEN" rustavailable >&2 ||
 		ufg_die "make rustavailable says no: see above"
-	touch "$UFG_TOOLS/.rustavailable"
+	echo "$avail" > "$UFG_TOOLS/.rustavailable"
 fi
 ufg_log "setup done"

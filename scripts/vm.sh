@@ -47,7 +47,11 @@ x86_64)
 	# was being enabled, with ufgraph not even loaded). SMP semantics stay (IPIs, per-CPU
 	# data, migration, interleaving at any instruction-block boundary).
 	qemu=(qemu-system-x86_64 -accel tcg,thread=single -cpu max -smp 2,sockets=2 -kernel "$kdir/arch/x86/boot/bzImage")
-	append="console=ttyS0 tsc=reliable $append"
+	# retbleed=force: QEMU's CPU is not affected, so the kernel would patch its return thunks
+	# (MITIGATION_RETHUNK) back into plain `ret`s at boot; forced, every return of the
+	# kernel, of ufgraph and of its trampoline goes through the untrained return thunk, as on
+	# the CPUs distribution kernels mitigate that way.
+	append="console=ttyS0 tsc=reliable retbleed=force $append"
 	;;
 arm64)
 	qemu=(qemu-system-aarch64 -accel tcg -M virt -cpu max -smp 2 -kernel "$kdir/arch/arm64/boot/Image")
