@@ -105,6 +105,7 @@ build() {
 		[ "${UFG_WERROR:-0}" = 1 ] && ufg_die "bench module build has warnings"
 	fi
 	cp "$bdir/ufgraph/ufgraph.ko" "$bdir/src/ufgraph_bench.ko" "$bdir/modules/"
+	ufg_sign "$arch" "" "$bdir/modules/ufgraph.ko" "$bdir/modules/ufgraph_bench.ko"
 	"$UFG_TOP/scripts/initramfs.sh" "$arch" "$bdir/initramfs.cpio.gz" "$bdir/modules"
 }
 

@@ -65,6 +65,23 @@ ufg_kmake() {
 		BINDGEN="$UFG_BINDGEN" -j"$UFG_JOBS" "$@"
 }
 
+# Signs the modules KO... with the key the ARCH [FLAVOUR] kernel's build generated, when that
+# kernel checks signatures (CONFIG_MODULE_SIG; the test kernels enforce them). `make M=...
+# modules` leaves external modules unsigned (kbuild signs at modules_install), and a module
+# must not change after it is signed, so this runs on the final copies.
+ufg_sign() {
+	local kdir hash key cert ko
+	kdir=$(ufg_kdir "$1" "$2"); shift 2
+	grep -qx 'CONFIG_MODULE_SIG=y' "$kdir/.config" || return 0
+	hash=$(sed -n 's/^CONFIG_MODULE_SIG_HASH="\(.*\)"$/\1/p' "$kdir/.config")
+	key=$(sed -n 's/^CONFIG_MODULE_SIG_KEY="\(.*\)"$/\1/p' "$kdir/.config")
+	case $key in /*) ;; *) key=$kdir/$key ;; esac
+	cert=$kdir/certs/signing_key.x509
+	for ko in "$@"; do
+		"$kdir/scripts/sign-file" "$hash" "$key" "$cert" "$ko" || ufg_die "cannot sign $ko with $key"
+	done
+}
+
 ufg_log() { printf '[ufgraph] %s\n' "$*" >&2; }
 ufg_die() { printf '[ufgraph] error: %s\n' "$*" >&2; exit 1; }
 

@@ -54,4 +54,10 @@ if grep -E 'warning:|WARNING:' "$log.clients"; then
 	[ "${UFG_WERROR:-0}" = 1 ] && ufg_die "client module build for $tag has warnings"
 fi
 cp "$clients"/*.ko "$moddir/"
+# Signed with the kernel's key: the test kernels refuse unsigned modules. One client stays
+# unsigned too, for test 10 to check that refusal.
+if grep -qx 'CONFIG_MODULE_SIG=y' "$(ufg_kdir "$arch" "$flavour")/.config"; then
+	cp "$clients/ufgraph_client.ko" "$moddir/unsigned_client.ko"
+	ufg_sign "$arch" "$flavour" $(ls "$moddir"/*.ko | grep -v '/unsigned_client.ko$')
+fi
 ufg_log "modules for $tag in $moddir"
