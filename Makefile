@@ -13,13 +13,36 @@
 #   make bench-arm64   the arm64 per-call table alone (make bench runs it first)
 #   make bench-profile   one hooked call per hook, single-stepped: instructions (and locked ones) per function
 #   make clean    remove build/ (kernel trees, tools, images)
+#   make KDIR=DIR   build ufgraph.ko against the kernel build tree DIR (kmod_install, kmod_clean)
 
 ARCH ?= x86_64
 SHELL := /bin/bash
 
 .PHONY: all setup kernel module demo check stress host-test fuzz shell bench bench-arm64 bench-profile clean
+.PHONY: kmod kmod_install kmod_clean
 
+# Against an installed kernel instead of the test kernel (README.md, "Building against your
+# kernel"): `make KDIR=/lib/modules/$(uname -r)/build` builds ufgraph.ko here, with Kbuild, as
+# any external module (dkms.conf runs the same). A kernel built by clang (every kernel with
+# Rust in practice) needs LLVM=1 for its modules too: read from its .config.
+ifeq ($(origin KDIR),undefined)
 all: module
+else
+all: kmod
+endif
+KDIR ?= /lib/modules/$(shell uname -r)/build
+KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(LLVM),LLVM=$(LLVM),$(if $(shell grep -sx CONFIG_CC_IS_CLANG=y $(KDIR)/.config),LLVM=1))
+
+kmod:
+	@test -f $(KDIR)/Makefile || { echo "ufgraph: no kernel build tree at KDIR=$(KDIR) (install the headers package of your kernel)"; exit 1; }
+	@grep -qsx CONFIG_RUST=y $(KDIR)/.config || { echo "ufgraph: the kernel at KDIR=$(KDIR) has no CONFIG_RUST=y: ufgraph is a Rust module"; exit 1; }
+	$(KMAKE) modules
+
+kmod_install: kmod
+	$(KMAKE) modules_install
+
+kmod_clean:
+	$(KMAKE) clean
 
 setup:
 	scripts/setup.sh

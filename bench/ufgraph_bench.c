@@ -540,6 +540,13 @@ static int attach_kprobes(int n, unsigned int cap_s)
 	return 0;
 }
 
+static struct ftrace_ops floor_ops;
+
+static void notrace floor_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+			       struct ftrace_regs *fregs)
+{
+}
+
 static int run_attach(const char *kind, int n, unsigned int cap_s)
 {
 	u64 t0, t1, t2;
@@ -560,6 +567,22 @@ static int run_attach(const char *kind, int n, unsigned int cap_s)
 		t1 = ktime_get_ns();
 		ret2 = ret ? 0 : ufgraph_unregister_fprobe(&ufp);
 		t2 = ktime_get_ns();
+	} else if (!strcmp(kind, "ftrace_ops")) {
+		/*
+		 * The floor both fprobes stand on: a bare ftrace_ops with the same filter, what
+		 * ftrace's filter hash and the patching of N call sites cost by themselves.
+		 */
+		memset(&floor_ops, 0, sizeof(floor_ops));
+		floor_ops.func = floor_func;
+		floor_ops.flags = FTRACE_OPS_FL_SAVE_ARGS;
+		t0 = ktime_get_ns();
+		ret = ftrace_set_filter_ips(&floor_ops, funcs, n, 0, 1);
+		if (!ret)
+			ret = register_ftrace_function(&floor_ops);
+		t1 = ktime_get_ns();
+		ret2 = ret ? 0 : unregister_ftrace_function(&floor_ops);
+		t2 = ktime_get_ns();
+		ftrace_free_filter(&floor_ops);
 	} else if (!strncmp(kind, "kfprobe", 7)) {
 		kfp_init(&kfp, exit);
 		t0 = ktime_get_ns();

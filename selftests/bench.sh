@@ -213,7 +213,7 @@ attach() {
 	load_funcs
 	for n in $ATTACH_NS; do
 		[ $n = all ] && n=0
-		for kind in ufprobe kfprobe; do
+		for kind in ufprobe kfprobe ftrace_ops; do
 			r=$(ctl attach $kind $n 0) && say "$r"
 		done
 	done

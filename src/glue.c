@@ -33,6 +33,21 @@
 #ifndef CONFIG_DYNAMIC_FTRACE_WITH_ARGS
 #error "ufgraph needs CONFIG_DYNAMIC_FTRACE_WITH_ARGS"
 #endif
+/*
+ * The other hard requirements, each a clear build error on a kernel without it (README.md,
+ * "Building against your kernel", lists them): the return trampolines exist for these two
+ * architectures; the interface files (dynamic_events, stats) live in debugfs; the f: events
+ * are trace events, and per-task stacks follow the scheduler's tracepoints.
+ */
+#if !defined(CONFIG_X86_64) && !defined(CONFIG_ARM64)
+#error "ufgraph has return trampolines for x86_64 and arm64 only"
+#endif
+#ifndef CONFIG_DEBUG_FS
+#error "ufgraph needs CONFIG_DEBUG_FS (its dynamic_events and stats files)"
+#endif
+#if !defined(CONFIG_EVENT_TRACING) || !defined(CONFIG_TRACEPOINTS)
+#error "ufgraph needs CONFIG_EVENT_TRACING and CONFIG_TRACEPOINTS"
+#endif
 #include <linux/dcache.h>
 #include <linux/capability.h>
 #include <linux/mutex.h>
