@@ -169,22 +169,22 @@ void ufg_preempt_schedule_notrace(void)
 #endif
 }
 
-void ufg_spin_lock_init(spinlock_t *lock)
+void ufg_raw_spin_lock_init(raw_spinlock_t *lock)
 {
-	spin_lock_init(lock);
+	raw_spin_lock_init(lock);
 }
 
-unsigned long ufg_spin_lock_irqsave(spinlock_t *lock)
+unsigned long ufg_raw_spin_lock_irqsave(raw_spinlock_t *lock)
 {
 	unsigned long flags;
 
-	spin_lock_irqsave(lock, flags);
+	raw_spin_lock_irqsave(lock, flags);
 	return flags;
 }
 
-void ufg_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+void ufg_raw_spin_unlock_irqrestore(raw_spinlock_t *lock, unsigned long flags)
 {
-	spin_unlock_irqrestore(lock, flags);
+	raw_spin_unlock_irqrestore(lock, flags);
 }
 
 void ufg_init_work(struct work_struct *work, void (*fn)(struct work_struct *work))

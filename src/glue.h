@@ -17,6 +17,7 @@ struct tracepoint;
 struct rcu_head;
 struct work_struct;
 typedef struct spinlock spinlock_t;
+typedef struct raw_spinlock raw_spinlock_t;
 
 /* Module parameters (module_param cannot be declared from Rust in 6.12). */
 const char *ufg_param_func(void);
@@ -54,10 +55,14 @@ void ufg_preempt_schedule_notrace(void);
 /* preempt_count(), for the KUnit check of the inline one. */
 unsigned int ufg_preempt_count(void);
 
-/* An irq-safe spinlock (the kernel crate of 6.12 has none). */
-void ufg_spin_lock_init(spinlock_t *lock);
-unsigned long ufg_spin_lock_irqsave(spinlock_t *lock);
-void ufg_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+/*
+ * An irq-safe raw spinlock (the kernel crate of 6.12 has none): raw, because it is taken in
+ * tracepoint probes, which run with preemption disabled, where PREEMPT_RT's spinlock_t (a
+ * sleeping lock) must not be taken.
+ */
+void ufg_raw_spin_lock_init(raw_spinlock_t *lock);
+unsigned long ufg_raw_spin_lock_irqsave(raw_spinlock_t *lock);
+void ufg_raw_spin_unlock_irqrestore(raw_spinlock_t *lock, unsigned long flags);
 
 /* Work items: INIT_WORK and schedule_work are macros/inline. */
 void ufg_init_work(struct work_struct *work, void (*fn)(struct work_struct *work));

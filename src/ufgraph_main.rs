@@ -205,6 +205,7 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
     writeln!(m, "skipped_frames {}", g.stats.skipped_frames.load(Relaxed))?;
     writeln!(m, "reserve_failed {}", g.stats.reserve_failed.load(Relaxed))?;
     writeln!(m, "fork_no_stack {}", t.stats.fork_failed.load(Relaxed))?;
+    writeln!(m, "fork_deferred {}", t.stats.fork_deferred.load(Relaxed))?;
     writeln!(m, "dead_frames {}", t.stats.dead_frames.load(Relaxed))?;
     writeln!(m, "table_rebuilds {}", t.stats.rebuilds.load(Relaxed))?;
     // One line per registered graph user: its index and what it missed.

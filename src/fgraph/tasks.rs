@@ -18,17 +18,25 @@
 //!   +-- idle[cpu] ---------> one page per possible CPU, for its idle task
 //!   +-- idle_owner[cpu] ---> that idle task, once it has looked itself up
 //!   +-- cache[cpu] --------> the page of the task that last looked itself up on that CPU
-//!   +-- writer lock (irqsave): fork, free and table rebuilds
+//!   +-- writer lock (raw, irqsave): fork, free and table rebuilds
+//!   +-- pool (raw lock) -----> up to POOL zeroed pages for forks, refilled by a work item
 //! ```
 //!
 //! * Lookup (every hooked entry and return) is lock-free and NMI-safe: one atomic load of the
 //!   table pointer and a short probe, with preemption disabled (an RCU-sched reader).
 //! * Stacks are allocated for every thread when the first graph ops registers, and from then on
-//!   for every new task (the `task_newtask` tracepoint, in atomic context: GFP_ATOMIC). It fires
-//!   in `copy_process()` once the task can no longer fail to be created and before it first
-//!   runs, whoever creates it: `fork()`, `clone()`, kernel threads, and also io_uring workers
-//!   (`create_io_thread()`) and vhost workers, which never pass `sched_process_fork`. A task
-//!   whose allocation fails gets no stack; its hooked calls are counted as missed.
+//!   given to every new task (the `task_newtask` tracepoint). It fires in `copy_process()` once
+//!   the task can no longer fail to be created and before it first runs, whoever creates it:
+//!   `fork()`, `clone()`, kernel threads, and also io_uring workers (`create_io_thread()`) and
+//!   vhost workers, which never pass `sched_process_fork`.
+//! * A tracepoint probe runs with preemption disabled, where PREEMPT_RT allows no allocation at
+//!   all (its slab locks sleep; even `GFP_ATOMIC`). So forks take a stack from a small pool of
+//!   stacks allocated ahead (`POOL`), which a work item refills in process context. A fork that
+//!   finds the pool empty allocates with `GFP_ATOMIC` where that is allowed (not on PREEMPT_RT);
+//!   otherwise, or if that fails too, the task is left for the refill work, which then walks the
+//!   task list and gives a stack to every task without one (`fork_deferred` in `stats`). Until
+//!   then its hooked calls are counted as missed. The writer lock is a raw spinlock for the
+//!   same reason, and nothing under it allocates or frees.
 //! * The current task's lookup (every hooked entry and return) first tries its CPU's cache: one
 //!   pointer per CPU to the page found last, valid if the page's key is `current`. A task runs
 //!   many hooked calls between context switches, so the table is probed about once per switch.
@@ -95,6 +103,24 @@ fn alloc_stack(task: usize, gfp: Flags) -> Option<*mut TaskStack> {
     Some(KBox::into_raw(b))
 }
 
+/// A stack allocated where the caller cannot sleep (a fork probe), if the kernel allows that:
+/// not on PREEMPT_RT, whose slab locks sleep.
+fn alloc_in_atomic() -> Option<*mut TaskStack> {
+    #[cfg(ufgraph_kunit)]
+    if AS_IF_RT.load(Relaxed) {
+        return None;
+    }
+    #[cfg(not(CONFIG_PREEMPT_RT))]
+    return alloc_stack(0, flags::GFP_ATOMIC);
+    #[cfg(CONFIG_PREEMPT_RT)]
+    return None;
+}
+
+/// KUnit only: forks behave as on PREEMPT_RT (no allocation in the fork probe), so that the
+/// deferred path is tested on every kernel.
+#[cfg(ufgraph_kunit)]
+pub static AS_IF_RT: AtomicBool = AtomicBool::new(false);
+
 /// # Safety
 ///
 /// `p` came from `alloc_stack` and no reader can reach it any more.
@@ -125,6 +151,19 @@ impl<const N: usize> Drop for Spare<N> {
     }
 }
 
+/// How many stacks the fork pool holds when full (64 KiB): forks in a burst beyond it before
+/// the refill work runs allocate atomically, or on PREEMPT_RT wait for the walk.
+pub const POOL: usize = 16;
+
+/// Stacks allocated ahead for forks (see the module's doc); under `Tasks::pool`.
+struct Pool {
+    p: [*mut TaskStack; POOL],
+    n: usize,
+}
+
+// SAFETY: the pointers are unpublished stacks that only the pool (under its lock) owns.
+unsafe impl Send for Pool {}
+
 struct Table {
     slots: KVVec<AtomicUsize>,
 }
@@ -142,6 +181,9 @@ pub struct TaskStats {
     pub stacks: AtomicUsize,
     /// Forked tasks that got no stack (allocation failed or table full).
     pub fork_failed: AtomicU64,
+    /// Forked tasks that found the fork pool empty and could not allocate where they were
+    /// (PREEMPT_RT): the refill work's walk gave them their stack.
+    pub fork_deferred: AtomicU64,
     /// Frames found on stacks of tasks that died inside hooked functions.
     pub dead_frames: AtomicU64,
     /// Table rebuilds.
@@ -160,6 +202,12 @@ pub struct Tasks {
     cache: KVVec<CacheLine>,
     #[pin]
     rebuild: Work,
+    #[pin]
+    pool: IrqSpinLock<Pool>,
+    /// Refills `pool`, and walks the task list when `orphans` says a fork got no stack.
+    #[pin]
+    refill: Work,
+    orphans: AtomicBool,
     attached: AtomicBool,
     /// The CPU hotplug state that resets idle stacks (0: none).
     hotplug: AtomicI32,
@@ -175,7 +223,7 @@ unsafe extern "C" fn on_newtask(data: *mut c_void, task: *mut bindings::task_str
     // SAFETY: `data` is the pinned `Tasks` this probe was attached with; it detaches its probes
     // and waits for them before it goes away.
     let tasks = unsafe { &*data.cast::<Tasks>() };
-    tasks.add(TaskRef(task as usize), flags::GFP_ATOMIC);
+    tasks.add_forked(TaskRef(task as usize));
 }
 
 // The `Tasks` whose idle stacks the CPU hotplug callback resets (CPU hotplug callbacks carry no
@@ -207,6 +255,20 @@ unsafe extern "C" fn rebuild_work(w: *mut bindings::work_struct) {
     }
 }
 
+unsafe extern "C" fn refill_work(w: *mut bindings::work_struct) {
+    // SAFETY: the work is the `refill` field of a pinned `Tasks`, which cancels it (waiting for
+    // it to finish) before it goes away.
+    let tasks = unsafe { &*kernel::container_of!(w, Tasks, refill) };
+    tasks.fill_pool();
+    if tasks.attached.load(Relaxed) && tasks.orphans.swap(false, Relaxed) {
+        if let Err(e) = tasks.cover_all() {
+            // Tried again at the next fork that finds no stack.
+            tasks.orphans.store(true, Relaxed);
+            pr_warn!("cannot give every task a shadow stack: {:?}\n", e);
+        }
+    }
+}
+
 impl Tasks {
     /// An empty set: no table, no stacks, no probes, until [`Tasks::attach`].
     pub fn new() -> impl PinInit<Self, Error> {
@@ -217,6 +279,9 @@ impl Tasks {
             idle_owner: per_cpu_vec(GFP_KERNEL, || AtomicUsize::new(0))?,
             cache: per_cpu_vec(GFP_KERNEL, || CacheLine(AtomicPtr::new(null_mut())))?,
             rebuild <- Work::new(rebuild_work),
+            pool <- IrqSpinLock::new(Pool { p: [null_mut(); POOL], n: 0 }),
+            refill <- Work::new(refill_work),
+            orphans: AtomicBool::new(false),
             attached: AtomicBool::new(false),
             hotplug: AtomicI32::new(0),
             stats: TaskStats::default(),
@@ -306,12 +371,114 @@ impl Tasks {
 
     /// Allocates a stack for `task` and files it. Called from the fork probe (atomic) and the
     /// initial walk. A task that has one already keeps it.
-    fn add(&self, task: TaskRef, gfp: Flags) -> bool {
-        let Some(p) = alloc_stack(task.0, gfp) else {
-            self.stats.fork_failed.fetch_add(1, Relaxed);
-            return false;
+    fn add_forked(&self, task: TaskRef) {
+        let p = match self.take_spare().or_else(alloc_in_atomic) {
+            Some(p) => p,
+            None => {
+                // Left for the refill work's walk (see the module's doc).
+                self.stats.fork_deferred.fetch_add(1, Relaxed);
+                self.orphans.store(true, Relaxed);
+                self.refill.schedule();
+                return;
+            }
         };
-        self.file(task, p)
+        // SAFETY: `p` is ours until filed.
+        unsafe { (*p).task = task.0 };
+        self.file(task, p);
+    }
+
+    /// A stack from the fork pool, if it has one; asks for a refill once it is half empty.
+    fn take_spare(&self) -> Option<*mut TaskStack> {
+        let (p, left) = self.pool.with(|pool| match pool.n.checked_sub(1) {
+            Some(n) => {
+                pool.n = n;
+                (Some(core::mem::replace(&mut pool.p[n], null_mut())), n)
+            }
+            None => (None, 0),
+        });
+        if left < POOL / 2 {
+            self.refill.schedule();
+        }
+        p
+    }
+
+    /// Takes back an unpublished stack: into the pool if it has room, else freed. Any context
+    /// (fork probes included): the free is `kfree_rcu`, which PREEMPT_RT allows there.
+    fn give_back(&self, p: *mut TaskStack) {
+        // A pooled stack must be zeroed again: the task word is the only one a filing sets
+        // (`Stack` is untouched until the task runs).
+        // SAFETY: `p` is ours, unpublished.
+        unsafe { (*p).task = 0 };
+        let kept = self.pool.with(|pool| {
+            if pool.n < POOL {
+                pool.p[pool.n] = p;
+                pool.n += 1;
+                true
+            } else {
+                false
+            }
+        });
+        if !kept {
+            // SAFETY: `p` is kmalloc'd (`alloc_stack`), unpublished; `rcu` is in its first page.
+            unsafe { bindings::ufg_kfree_rcu(core::ptr::addr_of_mut!((*p).rcu), p.cast()) };
+        }
+    }
+
+    /// Fills the fork pool. Process context.
+    fn fill_pool(&self) {
+        while self.pool.with(|pool| pool.n) < POOL {
+            let Some(p) = alloc_stack(0, GFP_KERNEL) else { return };
+            self.give_back(p);
+        }
+    }
+
+    /// KUnit: what a fork of `task` does (the fork probe's body).
+    #[cfg(ufgraph_kunit)]
+    pub fn fork_for_test(&self, task: TaskRef) {
+        self.add_forked(task)
+    }
+
+    /// KUnit: takes every stack out of the fork pool (freed when the vector is given back to
+    /// [`Tasks::refill_for_test`]).
+    #[cfg(ufgraph_kunit)]
+    pub fn drain_for_test(&self) -> KVec<usize> {
+        let mut v = KVec::new();
+        // Without scheduling a refill: the test controls when the pool fills again.
+        while let Some(p) = self.pool.with(|pool| {
+            let n = pool.n.checked_sub(1)?;
+            pool.n = n;
+            Some(core::mem::replace(&mut pool.p[n], null_mut()))
+        }) {
+            if v.push(p as usize, GFP_KERNEL).is_err() {
+                // SAFETY: pooled stacks were never published.
+                unsafe { free_stack_now(p) };
+            }
+        }
+        v
+    }
+
+    /// KUnit: gives back what `drain_for_test` took, waits for a refill work queued meanwhile,
+    /// and forgets `task` (a fake one the test forked); how many stacks the pool then holds.
+    #[cfg(ufgraph_kunit)]
+    pub fn refill_for_test(&self, taken: KVec<usize>, task: TaskRef) -> usize {
+        for &p in taken.iter() {
+            self.give_back(p as *mut TaskStack);
+        }
+        self.refill.flush();
+        self.remove(task);
+        self.pool.with(|pool| pool.n)
+    }
+
+    /// Frees the fork pool's stacks (teardown, with no probe left to take one).
+    fn drain_pool(&self) {
+        while let Some(p) = self.pool.with(|pool| {
+            let n = pool.n.checked_sub(1)?;
+            pool.n = n;
+            Some(core::mem::replace(&mut pool.p[n], null_mut()))
+        }) {
+            // SAFETY: pooled stacks were never published.
+            unsafe { free_stack_now(p) };
+        }
     }
 
     // Files a preallocated stack; frees it if the task has one already or the table is full.
@@ -335,15 +502,16 @@ impl Tasks {
                 true
             }
             (Err(InsertError::Exists(_)), _) => {
-                // SAFETY: `p` was never published.
-                unsafe { free_stack_now(p) };
+                self.give_back(p);
                 true
             }
             (Err(InsertError::Full), _) => {
-                // SAFETY: `p` was never published.
-                unsafe { free_stack_now(p) };
+                self.give_back(p);
                 self.stats.fork_failed.fetch_add(1, Relaxed);
+                // The refill work's walk files it once the table has grown.
+                self.orphans.store(true, Relaxed);
                 self.rebuild.schedule();
+                self.refill.schedule();
                 false
             }
         }
@@ -462,6 +630,12 @@ impl Tasks {
         }
         self.hotplug.store(hp, Relaxed);
 
+        self.fill_pool();
+        self.cover_all()
+    }
+
+    /// Gives every task without a stack one. Process context.
+    fn cover_all(&self) -> Result {
         // The walk runs under rcu_read_lock(): allocate outside it, in batches, and repeat until
         // a walk finds every task covered.
         const BATCH: usize = 64;
@@ -521,6 +695,9 @@ impl Tasks {
         let _ = HOTPLUG_TASKS.compare_exchange((self as *const Self).cast_mut(), null_mut(), Release, Relaxed);
         self.attached.store(false, Relaxed);
         self.rebuild.cancel_sync();
+        self.refill.cancel_sync();
+        self.drain_pool();
+        self.orphans.store(false, Relaxed);
         let table = self.writer.with(|counts| {
             *counts = Counts::default();
             self.table.swap(null_mut(), AcqRel)

@@ -270,10 +270,12 @@ pub fn locations(ips: &[usize]) -> Result<KVec<usize>> {
 /// [`locations`], quietly: `None` for an address that is no traceable function (any more: a
 /// module's, once it went).
 pub fn try_locations(ips: &[usize]) -> Result<KVec<Option<usize>>> {
+    // Room for everything up front: the list's read section disables preemption, where
+    // PREEMPT_RT allows no allocation, even GFP_ATOMIC (the pushes below never allocate).
     let mut out = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
     // Which of `ips` are starts, not locations: checked outside the list's read section (the
     // check looks symbols up).
-    let mut starts: KVec<(usize, usize)> = KVec::new();
+    let mut starts: KVec<(usize, usize)> = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
     let mut nomem = false;
     with_locations(|locs| {
         for (i, &a) in ips.iter().enumerate() {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Synchronisation the 6.12 kernel crate lacks: an irq-safe spinlock, preemption guards, RCU
+//! Synchronisation the 6.12 kernel crate lacks: an irq-safe raw spinlock, preemption guards, RCU
 //! grace periods, and work items with a Rust callback.
 
 use crate::bindings;
@@ -9,12 +9,15 @@ use core::marker::PhantomPinned;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-/// A spinlock taken with interrupts disabled (`spin_lock_irqsave`), for data that interrupt or
-/// softirq context (tracepoint probes run in both) also locks.
+/// A raw spinlock taken with interrupts disabled (`raw_spin_lock_irqsave`), for data that
+/// interrupt or softirq context (tracepoint probes run in both) also locks. Raw: tracepoint
+/// probes run with preemption disabled, where PREEMPT_RT's `spinlock_t`, a sleeping lock, must
+/// not be taken; so nothing that may sleep or allocate runs under it (not even `GFP_ATOMIC`,
+/// which takes sleeping locks on PREEMPT_RT).
 #[pin_data]
 pub struct IrqSpinLock<T> {
     #[pin]
-    lock: Opaque<bindings::spinlock_t>,
+    lock: Opaque<bindings::raw_spinlock_t>,
     data: UnsafeCell<T>,
     #[pin]
     _pin: PhantomPinned,
@@ -30,7 +33,7 @@ impl<T> IrqSpinLock<T> {
     pub fn new(data: T) -> impl PinInit<Self> {
         pin_init!(Self {
             // SAFETY: `spin_lock_init` initialises the spinlock in place; it stays pinned.
-            lock <- Opaque::ffi_init(|slot| unsafe { bindings::ufg_spin_lock_init(slot) }),
+            lock <- Opaque::ffi_init(|slot| unsafe { bindings::ufg_raw_spin_lock_init(slot) }),
             data: UnsafeCell::new(data),
             _pin: PhantomPinned,
         })
@@ -39,11 +42,11 @@ impl<T> IrqSpinLock<T> {
     /// Runs `f` with the lock held and local interrupts disabled.
     pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         // SAFETY: the lock was initialised by `new` and is pinned.
-        let flags = unsafe { bindings::ufg_spin_lock_irqsave(self.lock.get()) };
+        let flags = unsafe { bindings::ufg_raw_spin_lock_irqsave(self.lock.get()) };
         // SAFETY: the lock is held: nobody else accesses the data until we release it.
         let r = f(unsafe { &mut *self.data.get() });
         // SAFETY: we hold the lock, taken with these flags.
-        unsafe { bindings::ufg_spin_unlock_irqrestore(self.lock.get(), flags) };
+        unsafe { bindings::ufg_raw_spin_unlock_irqrestore(self.lock.get(), flags) };
         r
     }
 }
@@ -234,6 +237,13 @@ impl Work {
     pub fn cancel_sync(&self) {
         // SAFETY: as for `schedule`; may sleep.
         unsafe { bindings::cancel_work_sync(self.0.get()) };
+    }
+
+    /// Waits for the work's last queueing to have run.
+    #[allow(dead_code)]
+    pub fn flush(&self) {
+        // SAFETY: as for `schedule`; may sleep.
+        unsafe { bindings::flush_work(self.0.get()) };
     }
 
     /// The raw pointer (the callback's argument).

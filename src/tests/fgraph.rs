@@ -851,7 +851,60 @@ fn task_vars_start_at_zero(t: &mut Test) -> CaseResult {
     core_is_idle(t)
 }
 
+/// Forks on a kernel that forbids allocating in the fork probe (PREEMPT_RT; forced here on every
+/// kernel): a fork takes its stack from the pool; with the pool empty, the task is deferred
+/// (counted, no stack, no allocation, the refill work queued); the refill work fills the pool
+/// again, and the next fork gets a zeroed stack from it. Before session 7 the fork probe
+/// allocated with GFP_ATOMIC under a spinlock_t, both forbidden there on PREEMPT_RT.
+fn forks_with_an_empty_pool(t: &mut Test) -> CaseResult {
+    use crate::fgraph::tasks::{AS_IF_RT, POOL};
+    use crate::sys::sync::NoPreempt;
+    use crate::sys::task::TaskRef;
+    core_is_idle(t)?;
+    // A registered ops: every task has a stack, and the pool is full.
+    let mut ops = ops_on(t, c_str!("ufg_test_add"), Rec::new(0, 0, false))?;
+    t.check_ok(ops.register(), "register")?;
+    // SAFETY: the module is loaded while its tests run.
+    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let tasks = g.tasks();
+    // Fake tasks: their addresses are only keys, never dereferenced once filed.
+    let fakes = t.check_ok(KBox::new([0usize; 2], GFP_KERNEL).map_err(Error::from), "KBox::new")?;
+    let (fake1, fake2) = (TaskRef(&fakes[0] as *const usize as usize), TaskRef(&fakes[1] as *const usize as usize));
+    let deferred = tasks.stats.fork_deferred.load(Relaxed);
+    let stacks = tasks.count();
+    let taken = tasks.drain_for_test();
+    kcheck!(t, !taken.is_empty() && taken.len() <= POOL, "the pool held {} stacks", taken.len());
+    AS_IF_RT.store(true, Relaxed);
+    tasks.fork_for_test(fake1);
+    AS_IF_RT.store(false, Relaxed);
+    kcheck_eq!(t, tasks.stats.fork_deferred.load(Relaxed), deferred + 1);
+    kcheck_eq!(t, tasks.count(), stacks);
+    // The deferred fork queued the refill: once it has run, the pool is full again.
+    let pooled = tasks.refill_for_test(taken, fake1);
+    kcheck_eq!(t, pooled, POOL);
+    AS_IF_RT.store(true, Relaxed);
+    tasks.fork_for_test(fake2);
+    AS_IF_RT.store(false, Relaxed);
+    kcheck_eq!(t, tasks.stats.fork_deferred.load(Relaxed), deferred + 1);
+    kcheck_eq!(t, tasks.count(), stacks + 1);
+    {
+        let np = NoPreempt::new();
+        match tasks.of_task(fake2, &np) {
+            Some(s) => kcheck!(t, s.depth() == 0 && s.top() == 0, "a pooled stack not empty: depth {} top {}", s.depth(), s.top()),
+            None => kcheck!(t, false, "the fork from the pool has no stack"),
+        }
+    }
+    let _ = tasks.refill_for_test(KVec::new(), fake2);
+    kcheck_eq!(t, tasks.count(), stacks);
+    drop(ops);
+    // The stacks are freed after a grace period (kfree_rcu): wait before the fakes go.
+    crate::sys::sync::synchronize_rcu();
+    drop(fakes);
+    core_is_idle(t)
+}
+
 kunit_suite!(FGRAPH_SUITE, "ufgraph_fgraph", [
+    forks_with_an_empty_pool,
     task_vars_start_at_zero,
     return_values_and_counts,
     hub_shares_one_ftrace_ops,
