@@ -620,9 +620,13 @@ fn hub_callback_recursion(t: &mut Test) -> CaseResult {
         t.check_ok(ops.register(), "register")?;
     }
     kcheck_eq!(t, add(2, 3), 5);
+    // Where ftrace's list function may stand between the call site and the hub (see
+    // `LIST_FUNC_GUARDS`), its own guard may refuse the second nested call before the hub sees
+    // it: then nothing counts it, but it still never reaches an ops.
+    let missed_ok = |m: u64| m == 1 || (super::LIST_FUNC_GUARDS && m == 0);
     for (n, ops) in [("r", &r), ("s", &s)] {
         let (h, sl) = (ops.handler(), ops.slot());
-        kcheck!(t, h.entries.load(Relaxed) == 2 && h.returns.load(Relaxed) == 2 && sl.missed_recursion.load(Relaxed) == 1,
+        kcheck!(t, h.entries.load(Relaxed) == 2 && h.returns.load(Relaxed) == 2 && missed_ok(sl.missed_recursion.load(Relaxed)),
             "{}: {} entries {} returns {} missed_recursion, want 2 2 1", n,
             h.entries.load(Relaxed), h.returns.load(Relaxed), sl.missed_recursion.load(Relaxed));
     }

@@ -421,7 +421,9 @@ fn recursion_misses_both_kinds(t: &mut Test) -> CaseResult {
     }
     // Per add: outer, then (nested once) y and z on mul, z's exit; y's own mul call refused.
     kcheck_eq!(t, (ENTRIES.load(Relaxed), EXITS.load(Relaxed)), (9, 3));
-    kcheck_eq!(t, (outer.nmissed, y.nmissed, z.nmissed), (0, 3, 3));
+    // Unless ftrace's list function refused y's call first (`LIST_FUNC_GUARDS`): not counted.
+    let missed = (outer.nmissed, y.nmissed, z.nmissed);
+    kcheck!(t, missed == (0, 3, 3) || (super::LIST_FUNC_GUARDS && missed == (0, 0, 0)), "nmissed {:?}, want (0, 3, 3)", missed);
     let cr = core(t)?;
     for p in [&mut outer, &mut y, &mut z] {
         t.check_ok(cr.unregister(&mut **p), "unregister")?;
