@@ -56,8 +56,11 @@ pub const MAX_DEPTH: usize = 32;
 /// kernel's `BTF_ANON_STACK_MAX` (kernel/trace/trace_btf.c).
 pub const ANON_STACK: usize = 16;
 /// The most members one member lookup reads: far more than any real struct has with all its
-/// anonymous members (a struct has at most 65535 members), a bound for blobs made to loop.
-pub const MEMBER_BUDGET: usize = 1 << 20;
+/// anonymous members (vmlinux's largest have a few hundred), a bound for blobs whose anonymous
+/// members contain themselves (the kernel refuses such BTF; this reader finds out only when
+/// a lookup runs into it). With the resolution of each anonymous member's type, a lookup reads
+/// at most a few million words.
+pub const MEMBER_BUDGET: usize = 1 << 16;
 /// The size of a pointer. BTF does not record it; the kernels ufgraph runs on (x86_64, arm64)
 /// and BPF are 64-bit.
 pub const POINTER_SIZE: u32 = 8;
@@ -220,7 +223,7 @@ pub struct Layout {
 pub struct Sizes {
     /// Types in the blob (its own, not its base's).
     pub types: usize,
-    /// Those with a non-empty name.
+    /// Those with a name (not empty).
     pub named: usize,
 }
 
@@ -586,7 +589,12 @@ impl<'a> Btf<'a> {
                     }
                 }
             }
-            let has_name = name_off != 0;
+            // Named: a non-empty name (an offset other than 0 may point at an empty string).
+            let has_name = if name_off < first_str {
+                base.is_some_and(|b| b.str_at(name_off).is_ok_and(|n| !n.is_empty()))
+            } else {
+                strs.get((name_off - first_str) as usize).is_some_and(|&c| c != 0)
+            };
             named += usize::from(has_name);
             each(i, off as u32, has_name)?;
             off += 12 + extra.len();
@@ -916,6 +924,11 @@ impl<'a> Btf<'a> {
     /// This blob's own types' ids (not the base's).
     pub fn own_ids(&self) -> core::ops::Range<u32> {
         self.first_id..self.end_id()
+    }
+
+    /// Per type of this blob, the offset of its entry in the type section (the index by id).
+    pub fn offsets(&self) -> &'a [u32] {
+        self.offsets
     }
 
     /// This blob's named types' ids, sorted by name (the name index).

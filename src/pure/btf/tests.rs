@@ -125,7 +125,7 @@ fn find_by_name_and_kind() {
     // Every named type is found by its name and kind, as the lowest id with both.
     for id in btf.own_ids() {
         let t = btf.ty(id).unwrap();
-        if t.name_off == 0 {
+        if btf.type_name(id).unwrap().is_empty() {
             continue;
         }
         let n = btf.type_name(id).unwrap();
@@ -331,6 +331,24 @@ fn builder_blobs_read_back() {
     assert_eq!(btf.member(st, b"a").unwrap().byte_offset(), Some(0));
     // An anonymous member of int is skipped, not searched.
     assert_eq!(btf.member(st, b"b"), Err(Error::NotFound));
+}
+
+/// A name offset other than 0 that points at an empty string (the NUL ending another name)
+/// leaves the type anonymous: not in the name index, not found by the empty name. (The fuzz
+/// target's first short run found the index holding such a type.)
+#[test]
+fn empty_name_at_a_nonzero_offset_is_anonymous() {
+    let mut b = Builder::new();
+    let int = b.int("int", 4, true);
+    let nul = b.strs.len() as u32 - 1;
+    b.types.extend([nul, 1 << 24, 4, 1 << 24 | 32]);
+    let data = leak(b.build());
+    assert_eq!(Btf::measure(data, None), Ok(Sizes { types: 2, named: 1 }));
+    let btf = load(data, None).unwrap();
+    assert_eq!(btf.by_name(), [int]);
+    assert_eq!(btf.type_name(2), Ok(&b""[..]));
+    assert_eq!(btf.find(b"", Kind::Int), Err(Error::NotFound));
+    assert_eq!(btf.find(b"int", Kind::Int), Ok(int));
 }
 
 /// What a blob with one thing wrong gives: refused by measure() and new() alike.
