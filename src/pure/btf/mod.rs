@@ -418,6 +418,19 @@ pub struct Scalar {
     pub signed: bool,
 }
 
+/// Compares the NUL-terminated strings at the starts of `a` and `b` (a slice's end counts as
+/// a NUL) as their bytes before the NUL compare.
+fn cmp_cstr(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
+    let mut i = 0;
+    loop {
+        let (x, y) = (a.get(i).copied().unwrap_or(0), b.get(i).copied().unwrap_or(0));
+        if x != y || x == 0 {
+            return x.cmp(&y);
+        }
+        i += 1;
+    }
+}
+
 /// The ids a type refers to (one, two for an ARRAY, one per member or parameter...) are
 /// checked against `end`, the first id past the last type.
 fn check_type(kind: Kind, vlen: u16, kind_flag: bool, third: u32, extra: &[u8], big: bool, end: u32) -> Result<(), Error> {
@@ -640,9 +653,18 @@ impl<'a> Btf<'a> {
             by_name: &[],
         };
         {
+            // The sort compares names where they lie, up to the first difference: no NUL
+            // search first, no decoding of the whole entry (vmlinux: 30,000 names or more).
             let b = &btf;
-            let name = |id: u32| b.type_name(id).unwrap_or(b"");
-            super::slice::sort_by(names, |&x, &y| match name(x).cmp(name(y)) {
+            let tail = |id: u32| -> &[u8] {
+                let name_off = b
+                    .offsets
+                    .get(id.wrapping_sub(b.first_id) as usize)
+                    .and_then(|&o| read_u32(b.types, o as usize, b.big).ok())
+                    .unwrap_or(0);
+                b.str_tail(name_off)
+            };
+            super::slice::sort_by(names, |&x, &y| match cmp_cstr(tail(x), tail(y)) {
                 core::cmp::Ordering::Equal => x < y,
                 o => o.is_lt(),
             });
@@ -670,6 +692,15 @@ impl<'a> Btf<'a> {
             offsets,
             by_name: names,
         })
+    }
+
+    /// The strings from offset `off` of the string space to the end of the section it is in
+    /// (empty if `off` is outside): the name there and what follows its NUL.
+    fn str_tail(&self, off: u32) -> &'a [u8] {
+        if off < self.first_str {
+            return self.base.map_or(&[][..], |b| b.str_tail(off));
+        }
+        self.strs.get((off - self.first_str) as usize..).unwrap_or(&[])
     }
 
     /// The string at offset `off` of the string space (the base's, then this blob's).
