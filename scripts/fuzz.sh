@@ -10,7 +10,7 @@
 #                                        (default 600), from a random seed, growing its corpus
 #                                        in $UFG_BUILD/fuzz/corpus-TARGET across runs
 #
-# Targets: probedef fetch shadow symbols (default: all). Writes "ok fuzz:TARGET ..." or
+# Targets: probedef fetch shadow symbols btf (default: all). Writes "ok fuzz:TARGET ..." or
 # "fail fuzz:TARGET ..." lines to $UFG_BUILD/results-fuzz.txt; a crash input is saved as
 # $UFG_BUILD/fuzz/crash-TARGET-*, and its target's binary reruns it:
 #   $UFG_BUILD/fuzz/target/<host triple>/release/cov-TARGET FILE
@@ -24,16 +24,17 @@ if [ "${1:-}" = --long ]; then
 	long=1
 	shift
 fi
-all=(probedef fetch shadow symbols)
+all=(probedef fetch shadow symbols btf)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 # Inputs per target in `make check`: 10 to 20 s of CPU each (the counts and times of a run
 # are in Documentation/building.md).
-declare -A runs=([probedef]=1000000 [fetch]=1000000 [shadow]=80000 [symbols]=1000000)
+declare -A runs=([probedef]=1000000 [fetch]=1000000 [shadow]=80000 [symbols]=1000000 [btf]=500000)
 # Longest input per target: a command of up to MAX_COMMAND_LEN (4095) bytes and past it; a
-# definition with memory for its hits; a whole stack image (506 words of 9 bytes).
-declare -A max_len=([probedef]=4200 [fetch]=8192 [shadow]=4800 [symbols]=4096)
+# definition with memory for its hits; a whole stack image (506 words of 9 bytes); a BTF blob
+# twice the size of the largest seed (clang's sample.btf, 1.9 KB: about 50 types).
+declare -A max_len=([probedef]=4200 [fetch]=8192 [shadow]=4800 [symbols]=4096 [btf]=4096)
 
 fdir=$UFG_BUILD/fuzz
 results=$UFG_BUILD/results-fuzz.txt

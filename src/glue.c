@@ -610,6 +610,21 @@ void ufg_file_close(struct file *f)
 	filp_close(f, NULL);
 }
 
+/*
+ * kernel_read() of a file that has ->read_iter: sysfs files such as /sys/kernel/btf/vmlinux
+ * (kernfs), which the seq_file readers above do not take.
+ */
+long ufg_file_read_plain(struct file *f, void *buf, unsigned long len, long long *pos)
+{
+	return kernel_read(f, buf, len, pos);
+}
+
+/* The size the inode gives: a sysfs binary attribute's (the BTF blob's) size. */
+long long ufg_file_size(struct file *f)
+{
+	return i_size_read(file_inode(f));
+}
+
 unsigned long ufg_regs_return_value(struct pt_regs *regs)
 {
 	return regs_return_value(regs);

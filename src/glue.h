@@ -85,6 +85,8 @@ struct file;
 struct file *ufg_file_open(const char *path);
 long ufg_file_read(struct file *f, void *buf, unsigned long len, long long *pos);
 void ufg_file_close(struct file *f);
+long ufg_file_read_plain(struct file *f, void *buf, unsigned long len, long long *pos);
+long long ufg_file_size(struct file *f);
 bool ufg_glob_match(const char *pat, const char *str);
 bool ufg_within_module(unsigned long addr, const struct module *mod);
 const char *ufg_module_name(const struct module *mod);

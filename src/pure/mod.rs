@@ -6,6 +6,7 @@
 //! `ufgraph-pure` crate (`host/`), where `cargo test` and the fuzz targets exercise it. Keep it free
 //! of `kernel::` and `std::` (tests may use `std`).
 
+pub mod btf;
 pub mod event;
 pub mod fprobe_hdr;
 pub mod funclist;

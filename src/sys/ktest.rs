@@ -82,6 +82,13 @@ impl Test {
         Failed
     }
 
+    /// Marks the test skipped, with why: the case should return right after.
+    pub fn skip(&self, why: &kernel::str::CStr) {
+        // SAFETY: `self.raw` is the live test (type invariant); `why` is NUL-terminated and
+        // the glue copies it.
+        unsafe { bindings::ufg_kunit_skip(self.raw, why.as_char_ptr()) };
+    }
+
     /// Logs a diagnostic line in the test's KTAP output.
     pub fn info(&self, args: fmt::Arguments<'_>) {
         self.emit(false, args);

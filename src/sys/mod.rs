@@ -5,6 +5,7 @@
 //! Every `unsafe` block of ufgraph that touches a kernel object lives here, next to the invariant
 //! that makes it sound. The layers above (`counter`, later the fgraph core and fprobe) are safe Rust.
 
+pub mod btf;
 pub mod debugfs;
 pub mod ftrace;
 pub mod hookers;

@@ -21,6 +21,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "fetch", check: fetch },
     Target { name: "shadow", check: shadow },
     Target { name: "symbols", check: symbols },
+    Target { name: "btf", check: btf },
 ];
 
 /// A write to `dynamic_events`. The kernel refuses text that is not UTF-8 before parsing;
@@ -46,6 +47,12 @@ pub fn shadow(data: &[u8]) -> Result<&'static str, String> {
 /// A buffer read from `available_filter_functions_addrs` or `/proc/kallsyms`, or symbol texts.
 pub fn symbols(data: &[u8]) -> Result<&'static str, String> {
     crate::symbols::check(data)
+}
+
+/// A BTF blob as `/sys/kernel/btf/vmlinux` gives it, or a base and a module's split blob over
+/// it (see [`crate::btf`]).
+pub fn btf(data: &[u8]) -> Result<&'static str, String> {
+    crate::btf::check(data)
 }
 
 /// Runs `check` on `data` as libFuzzer calls a target: a broken promise panics.

@@ -15,6 +15,7 @@
 //!
 //! `cargo test` runs every committed seed (`seeds/TARGET/`) through its target's checks.
 
+pub mod btf;
 pub mod common;
 pub mod cov;
 pub mod event;

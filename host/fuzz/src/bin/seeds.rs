@@ -12,7 +12,9 @@
 //! - fetch: the definitions among those, each followed by a NUL and bytes for its hits;
 //! - shadow: operation sequences like the shadow stack's tests, images of the stacks they
 //!   build, and those stacks with words corrupted where the readers look first;
-//! - symbols: the lines of the symbol parsers' tests.
+//! - symbols: the lines of the symbol parsers' tests;
+//! - btf: the BTF reader's test blobs (clang's, pahole's split pair, both byte orders) and
+//!   small blobs whose types loop (`ufgraph_fuzz::btf::seeds`).
 //!
 //! Files other than `seed-*` (crash inputs kept as regressions) are left alone; the output is
 //! the same on every run, and the committed seeds are what it writes.
@@ -23,7 +25,7 @@ use std::fs;
 use ufgraph_fuzz::common::{Rng, Source, SEEDS, TOKENS};
 use ufgraph_fuzz::cov::seed_dir;
 use ufgraph_fuzz::event::EVENT_SEEDS;
-use ufgraph_fuzz::{shadow, symbols};
+use ufgraph_fuzz::{btf, shadow, symbols};
 use ufgraph_pure::probedef::{parse, Command};
 
 const PROBEDEF_TESTS: &str = include_str!("../../../../src/pure/probedef/tests.rs");
@@ -160,5 +162,6 @@ fn main() -> std::io::Result<()> {
     write("shadow", &stacks)?;
 
     write("symbols", &symbols::SEEDS.iter().map(|s| s.to_vec()).collect::<Vec<_>>())?;
+    write("btf", &btf::seeds())?;
     Ok(())
 }

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Coverage-guided target `btf` (see `ufgraph_fuzz::cov::btf`); run by scripts/fuzz.sh.
+
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ufgraph_fuzz::cov::run(ufgraph_fuzz::cov::btf, data));
