@@ -607,8 +607,8 @@ fn check_kernel(btf: &Btf<'_>, what: &str) {
     assert!(funcs > 1000, "{what}: {funcs} functions");
 }
 
-/// The test kernel's vmlinux ($UFG_BUILD or build/, once built), and the running kernel's
-/// /sys/kernel/btf/vmlinux; each is skipped when absent.
+/// The test kernel's vmlinux ($UFG_BUILD or build/, once built), and with UFG_HOST_BTF=1 the
+/// running kernel's /sys/kernel/btf/vmlinux; each is skipped when absent.
 #[test]
 fn kernel_btf_when_there_is_one() {
     let build = std::env::var("UFG_BUILD").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../build").into());
@@ -629,6 +629,13 @@ fn kernel_btf_when_there_is_one() {
         std::println!("{path}: indexed in {:?}", start.elapsed());
         check_kernel(&btf, &path);
         checked += 1;
+    }
+    // The host's own kernel only on request (UFG_HOST_BTF=1): a newer host kernel may use BTF
+    // kinds 6.12 has not, which ufgraph never meets where it runs.
+    if std::env::var_os("UFG_HOST_BTF").is_none() {
+        std::println!("/sys/kernel/btf/vmlinux: skipped (UFG_HOST_BTF unset)");
+        std::println!("{checked} kernel BTF blobs checked");
+        return;
     }
     match std::fs::read("/sys/kernel/btf/vmlinux") {
         Ok(raw) => {
