@@ -38,7 +38,7 @@ for space in 0 64 256 1024 2048 4096 8192 16384 32768 65536 131072 262144 524288
 		[ ! -e $DBG/ufgraph ] || fail "debugfs left behind (space $space)"
 	fi
 done
-refused=$(dmesg | grep -c "cannot hook it (Error(12))")
+refused=$(dmesg | grep -c "init failed (Error(12))")
 echo "ufgraph init: $refused injected failures refused cleanly"
 [ "$refused" -gt 0 ] || fail "no allocation failure reached ufgraph's init"
 
@@ -78,7 +78,8 @@ client_cmd() {
 	cat $P/cmd_ret
 }
 window="$(cat $F/require-start) $(cat $F/require-end)"
-set -- $(grep '\[ufgraph\]' /proc/kallsyms | sort | awk '$3 ~ /3Hub3add$/ { a = $1; next } a != "" && e == "" { e = $1 } END { print a, e }')
+# (kCFI kernels put a __cfi_ symbol, the type hash, right before each function: not the one.)
+set -- $(grep '\[ufgraph\]' /proc/kallsyms | sort | awk '$3 ~ /3Hub3add$/ && $3 !~ /^__cfi_/ { a = $1; next } a != "" && e == "" { e = $1 } END { print a, e }')
 [ -n "$2" ] || fail "no Hub::add in /proc/kallsyms"
 echo "0x$1" > $F/require-start
 echo "0x$2" > $F/require-end

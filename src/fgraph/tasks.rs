@@ -630,8 +630,11 @@ impl Tasks {
         }
         self.hotplug.store(hp, Relaxed);
 
+        // The walk first: it must give every task a stack, or the registration fails; the pool
+        // only spares forks an allocation, so a failure to fill it is no error.
+        self.cover_all()?;
         self.fill_pool();
-        self.cover_all()
+        Ok(())
     }
 
     /// Gives every task without a stack one. Process context.
