@@ -865,6 +865,12 @@ impl Fprobes {
             return Err(e);
         }
 
+        // A registration starts its count of misses at 0, as upstream's `register_fprobe()`
+        // does: what it missed before was added to `missed_retired` when it was unregistered,
+        // and would be counted again (an `f:` event's probes are registered at every enable).
+        // No handler of `fp` runs before it is published below.
+        // SAFETY: the caller's valid probe; `nmissed` is only ever updated atomically.
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }.store(0, Relaxed);
         // Publish: nothing below can fail (room was reserved, capacity too).
         for e in fresh.into_iter() {
             let ip = e.ip;
