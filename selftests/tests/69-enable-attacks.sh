@@ -98,6 +98,13 @@ busy "a trigger uses it"
 echo '!traceoff' > $T/events/ufga/r/trigger
 echo 1 > $T/tracing_on
 idle "trigger removed"
+# An instance removed while it enables the event: the kernel disables it there first.
+mkdir $T/instances/ufgc || fail "cannot make a second instance"
+echo 1 > $T/instances/ufgc/events/ufga/r/enable || fail "enable r in the second instance"
+cat /proc/version > /dev/null
+grep -q ' r: (vfs_read+' $T/instances/ufgc/trace || fail "no records in the second instance"
+rmdir $T/instances/ufgc || fail "rmdir the second instance with r enabled"
+idle "instance removed"
 if command -v perfcount > /dev/null; then
 	perfcount $rid /proc/version 41 1000000 > /dev/null 2>&1 & pp=$!
 	wait_for '[ "$(stat_of event_probes_registered)" = 1 ]' 100 || fail "perf did not enable r: $(st)"
