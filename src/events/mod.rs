@@ -25,8 +25,12 @@
 //! files over tracefs's `dynamic_events`, `error_log` and `README` to run upstream's
 //! ftracetest cases unmodified.
 //!
-//! Locking: `event_mutex` (the kernel's) first, then `REGISTRY`'s mutex. The kernel calls our
-//! `reg` with `event_mutex` held; it only touches its own event's file list.
+//! Locking: `event_mutex` (the kernel's) first, then the registry's mutex. The kernel calls our
+//! `reg` with `event_mutex` held, and, when it removes an instance, its `trace_types_lock` too;
+//! `reg` takes the registry lock when it registers or unregisters the event's probes. So the
+//! registry lock is never held across `trace_add_event_call()` or `trace_remove_event_call()`,
+//! which take `trace_types_lock` (lockdep, test 69): the entry is added after, or taken out
+//! before. `event_mutex`, held throughout, keeps anyone else from changing the entries.
 //!
 //! Unloading: enabling an event in any instance takes a reference on the module, dropped when
 //! it is disabled, so `rmmod` fails with `EBUSY` (and changes nothing) while any event is
@@ -661,11 +665,14 @@ impl Events {
         let (Ok(()), Ok(gname), Ok(ename)) = (probes.push(slot, GFP_KERNEL), bytes(group), bytes(name)) else {
             return Err(ENOMEM.into());
         };
-        // The kernel calls no `reg` while it adds the event (no instance enables it yet): our
-        // registry lock, held here, is safe.
+        // The kernel adds the event under its `trace_types_lock`, which it also holds when it
+        // disables events removing an instance (calling our `reg`, which takes the registry
+        // lock): the registry lock is not held across it. Under `event_mutex`, which we hold,
+        // nobody else changes the entries meanwhile.
+        drop(reg);
         call.as_mut().register(&g).map_err(|e| fail(e.to_errno()))?;
         // Cannot fail: room was reserved.
-        let _ = reg.entries.push(Entry { group: gname, name: ename, kind: def.kind(), event: call, probes }, GFP_KERNEL);
+        let _ = self.reg.lock().entries.push(Entry { group: gname, name: ename, kind: def.kind(), event: call, probes }, GFP_KERNEL);
         Ok(())
     }
 
@@ -825,25 +832,39 @@ impl Events {
         Ok(())
     }
 
+    /// [`Events::teardown`] of an entry taken out of the registry, without its lock: the kernel
+    /// removes the event under its `trace_types_lock`, which it also holds when it disables
+    /// events removing an instance (calling our `reg`, which takes the registry lock). Under
+    /// `event_mutex` nobody else changes the entries meanwhile. On failure the entry goes back
+    /// where it was (`at`), and is leaked if it cannot (never freed while the kernel has it).
+    fn take_down(&self, g: &trace_event::EventMutexGuard, mut e: Entry, at: usize) -> Result {
+        let Err(err) = Self::teardown(g, &mut e) else { return Ok(()) };
+        // Room: it was taken out just before.
+        if let Err(e) = kvec::insert(&mut self.reg.lock().entries, at, e) {
+            core::mem::forget(e);
+        }
+        Err(err)
+    }
+
     #[inline(never)]
     fn remove(&self, rd: &RemoveDef<'_>) -> Result {
         let g = EventMutex::lock()?;
-        let mut reg = self.reg.lock();
-        let mut found = false;
-        let mut i = 0;
-        while i < reg.entries.len() {
-            let e = &reg.entries[i];
-            let matches = e.probes.iter().any(|p| {
+        let matches = |e: &Entry| {
+            e.probes.iter().any(|p| {
                 let Ok(Command::Add(d)) = probedef::parse(as_str(&p.probe.cmd), &self.cfg) else { return false };
                 rd.matches(as_str(&e.group), as_str(&e.name), d.symbol(), d.args().map(|a| (a.name, a.comm)))
-            });
-            if !matches {
-                i += 1;
-                continue;
-            }
+            })
+        };
+        let mut found = false;
+        loop {
+            // The next match (those before it were taken down already, or do not match).
+            let taken = {
+                let mut reg = self.reg.lock();
+                reg.entries.iter().position(|e| matches(e)).and_then(|i| kvec::remove(&mut reg.entries, i).map(|e| (e, i)))
+            };
+            let Some((e, at)) = taken else { break };
             found = true;
-            Self::teardown(&g, &mut reg.entries[i])?;
-            drop(kvec::remove(&mut reg.entries, i));
+            self.take_down(&g, e, at)?;
         }
         if found { Ok(()) } else { Err(ENOENT) }
     }
@@ -851,15 +872,18 @@ impl Events {
     /// Removes every event (`O_TRUNC`): `EBUSY`, and nothing removed, if one is enabled.
     pub fn clear(&self) -> Result {
         let g = EventMutex::lock()?;
-        let mut reg = self.reg.lock();
-        if reg.entries.iter().any(|e| !e.event.ops().files.load(Acquire).is_null() || e.event.ops().perf_users.load(Relaxed) != 0) {
+        if self.reg.lock().entries.iter().any(|e| !e.event.ops().files.load(Acquire).is_null() || e.event.ops().perf_users.load(Relaxed) != 0) {
             return Err(EBUSY);
         }
-        while let Some(e) = reg.entries.last_mut() {
-            Self::teardown(&g, e)?;
-            drop(kvec::pop(&mut reg.entries));
+        loop {
+            let (taken, at) = {
+                let mut reg = self.reg.lock();
+                let at = reg.entries.len().saturating_sub(1);
+                (kvec::pop(&mut reg.entries), at)
+            };
+            let Some(e) = taken else { return Ok(()) };
+            self.take_down(&g, e, at)?;
         }
-        Ok(())
     }
 
     /// `dynamic_events`: one line per probe, as upstream shows them.
@@ -905,8 +929,9 @@ impl PinnedDrop for Events {
     fn drop(self: Pin<&mut Self>) {
         EVENTS.store(core::ptr::null_mut(), Release);
         let Ok(g) = EventMutex::lock() else { return };
-        let mut reg = self.reg.lock();
-        while let Some(mut e) = kvec::pop(&mut reg.entries) {
+        // Not under the registry lock: see `take_down`.
+        loop {
+            let Some(mut e) = kvec::pop(&mut self.reg.lock().entries) else { break };
             if let Err(err) = Self::teardown(&g, &mut e) {
                 // Only possible if an event is enabled while the module goes, which the module
                 // reference taken on enable prevents. Never free what the kernel points to.
