@@ -47,7 +47,7 @@ typedef void (*ufgraph_fprobe_exit_cb)(struct ufgraph_fprobe *fp, unsigned long 
 				       void *entry_data);
 
 struct ufgraph_fprobe {
-	unsigned long		nmissed;	/* calls the probe could not handle */
+	unsigned long		nmissed;	/* calls the probe could not handle (0 at registration) */
 	unsigned int		flags;		/* UFGRAPH_FPROBE_FL_* */
 	size_t			entry_data_size; /* 0..120 bytes; -E2BIG above */
 	int			nr_maxactive;	/* accepted, never limiting */

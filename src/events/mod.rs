@@ -25,12 +25,18 @@
 //! files over tracefs's `dynamic_events`, `error_log` and `README` to run upstream's
 //! ftracetest cases unmodified.
 //!
-//! Locking: `event_mutex` (the kernel's) first, then `REGISTRY`'s mutex. The kernel calls our
-//! `reg` with `event_mutex` held; it only touches its own event's file list.
+//! Locking: `event_mutex` (the kernel's) first, then the registry's mutex. The kernel calls our
+//! `reg` with `event_mutex` held, and, when it removes an instance, its `trace_types_lock` too;
+//! `reg` takes the registry lock when it registers or unregisters the event's probes. So the
+//! registry lock is never held across `trace_add_event_call()` or `trace_remove_event_call()`,
+//! which take `trace_types_lock` (lockdep, test 69): the entry is added after, or taken out
+//! before. `event_mutex`, held throughout, keeps anyone else from changing the entries.
 //!
 //! Unloading: enabling an event in any instance takes a reference on the module, dropped when
 //! it is disabled, so `rmmod` fails with `EBUSY` (and changes nothing) while any event is
-//! enabled; disabled events are removed by module exit.
+//! enabled; disabled events are removed by module exit. The reference is taken with
+//! `try_module_get`, which fails once `rmmod` has passed its refcount check: an enable in the
+//! window before our exit runs is refused (`ENODEV`) rather than left registered.
 
 mod env;
 
@@ -58,9 +64,18 @@ use kernel::sync::Mutex;
 /// How many `error_log` entries are kept (upstream's `TRACING_LOG_ERRS_MAX`).
 const ERROR_LOG_MAX: usize = 8;
 
-/// The records' instances: a copy-on-write list of the files that enabled the event.
+/// The records' instances: a copy-on-write list of the files that enabled the event. An enable
+/// publishes a new list; a disable clears its file's slot in place (readers skip null slots),
+/// so that it needs no memory: the kernel ignores what a disable returns, and a file left in
+/// the list would get records after the kernel freed it (an instance removed).
 struct FileList {
-    files: KVec<EventFile>,
+    files: KVec<AtomicPtr<bindings::trace_event_file>>,
+}
+
+impl FileList {
+    fn live(&self) -> impl Iterator<Item = EventFile> + '_ {
+        self.files.iter().map(|f| f.load(Acquire)).filter(|f| !f.is_null()).map(EventFile::from_raw)
+    }
 }
 
 /// One event: what its probes record, and where.
@@ -230,6 +245,48 @@ impl Event {
         !self.files.load(Acquire).is_null() || self.perf_users.load(Relaxed) != 0
     }
 
+    /// A new list: the live files of `old` and `file`.
+    fn list_with(old: Option<&FileList>, file: EventFile) -> Result<*mut FileList> {
+        let n = old.map_or(0, |l| l.live().count());
+        let mut files = KVec::with_capacity(n + 1, GFP_KERNEL)?;
+        for f in Iterator::chain(old.into_iter().flat_map(|l| l.live()), core::iter::once(file)) {
+            // Within the capacity: does not allocate.
+            let _ = files.push(AtomicPtr::new(f.as_ptr()), GFP_KERNEL);
+        }
+        Ok(KBox::into_raw(KBox::new(FileList { files }, GFP_KERNEL)?))
+    }
+
+    /// `file` (enabled, in `old`) stops getting records. Cannot fail, allocates nothing: its
+    /// slot is cleared in place, or the list unpublished if it was the last live one. The last
+    /// user gone, the probes are unregistered. Under `event_mutex`.
+    fn disable(&self, ev: &Events, old: *mut FileList, file: EventFile) {
+        // SAFETY: `old` is the published list (the caller found `file` in it), replaced only
+        // under `event_mutex`, which we hold.
+        let list = unsafe { &*old };
+        let last = list.live().all(|f| f == file);
+        if last {
+            self.files.store(core::ptr::null_mut(), Release);
+        } else {
+            for f in list.files.iter() {
+                if f.load(Relaxed) == file.as_ptr() {
+                    f.store(core::ptr::null_mut(), Release);
+                }
+            }
+        }
+        // Hits that may still write to `file` (or read the list) run with preemption disabled.
+        synchronize_rcu();
+        if last {
+            // SAFETY: unpublished above, and no reader is left after the grace period.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+        // The last user unregisters the probes: no handler runs once that returns.
+        if !self.in_use() {
+            ev.disarm(self);
+        }
+        // SAFETY: balances the reference taken when this file enabled the event.
+        unsafe { bindings::module_put(ev.module) };
+    }
+
     fn print_fmt(&self) -> Result<KVec<u8>> {
         format(|w| rec::write_print_fmt(&self.progs, self.is_return, w))
     }
@@ -257,7 +314,7 @@ impl Event {
         // SAFETY: a published list is freed only after a grace period, and we hold preemption
         // disabled (see `reg`).
         let list = unsafe { &*list };
-        for &file in list.files.iter() {
+        for file in list.live() {
             let dsize = rec::dynamic_size(&self.progs, env);
             let len = self.head + self.args_size + dsize;
             // SAFETY: `file` is in the published list: the kernel keeps it at least until
@@ -302,51 +359,48 @@ impl EventOps for Event {
         let old = self.files.load(Acquire);
         // SAFETY: lists are only replaced here, under `event_mutex` (the kernel holds it when
         // it calls `reg`), so `old` is live.
-        let old_files: &[EventFile] = if old.is_null() { &[] } else { unsafe { &(*old).files } };
-        let present = old_files.contains(&file);
+        let old_list = (!old.is_null()).then(|| unsafe { &*old });
+        let present = old_list.is_some_and(|l| l.live().any(|f| f == file));
         if on == present {
             return Ok(());
         }
+        if !on {
+            self.disable(ev, old, file);
+            return Ok(());
+        }
+        // A reference on the module for as long as the file enables the event, refused once
+        // `rmmod` has begun: an event enabled between its refcount check and our exit would
+        // be left registered, its probes on text about to be freed.
+        // SAFETY: our own module, live (we run its code); balanced when disabled or below.
+        if !unsafe { bindings::try_module_get(ev.module) } {
+            return Err(ENODEV);
+        }
         // Everything that can fail before the probes are registered, so that a failure leaves
         // nothing behind.
-        let mut files = KVec::with_capacity(old_files.len() + 1, GFP_KERNEL)?;
-        for &f in old_files.iter().filter(|&&f| f != file) {
-            files.push(f, GFP_KERNEL)?;
-        }
-        let new = if on {
-            files.push(file, GFP_KERNEL)?;
-            KBox::into_raw(KBox::new(FileList { files }, GFP_KERNEL)?)
-        } else if files.is_empty() {
-            core::ptr::null_mut()
-        } else {
-            KBox::into_raw(KBox::new(FileList { files }, GFP_KERNEL)?)
+        let new = match Self::list_with(old_list, file) {
+            Ok(n) => n,
+            Err(e) => {
+                // SAFETY: taken above.
+                unsafe { bindings::module_put(ev.module) };
+                return Err(e);
+            }
         };
         // The first user registers the probes (register on enable).
-        if on && !self.in_use() {
+        if !self.in_use() {
             if let Err(e) = ev.arm(self) {
                 // SAFETY: never published.
                 drop(unsafe { KBox::from_raw(new) });
+                // SAFETY: taken above.
+                unsafe { bindings::module_put(ev.module) };
                 return Err(e);
             }
         }
-        if on {
-            // SAFETY: our own module, live (we run its code); balanced when disabled.
-            unsafe { bindings::__module_get(ev.module) };
-        }
         self.files.store(new, Release);
-        // Hits that may still use the old list (or the file) run with preemption disabled.
+        // Hits that may still use the old list run with preemption disabled.
         synchronize_rcu();
         if !old.is_null() {
             // SAFETY: unpublished above, and no reader is left after the grace period.
             drop(unsafe { KBox::from_raw(old) });
-        }
-        if !on {
-            // The last user unregisters them: no handler runs once that returns.
-            if !self.in_use() {
-                ev.disarm(self);
-            }
-            // SAFETY: balances the reference taken when this file enabled the event.
-            unsafe { bindings::module_put(ev.module) };
         }
         Ok(())
     }
@@ -354,11 +408,18 @@ impl EventOps for Event {
     fn perf(&self, on: bool) -> Result {
         let ev = events().ok_or(ENODEV)?;
         if on {
-            if !self.in_use() {
-                ev.arm(self)?;
+            // As for an instance's enable (see `reg`).
+            // SAFETY: our own module, live; balanced when perf stops listening or below.
+            if !unsafe { bindings::try_module_get(ev.module) } {
+                return Err(ENODEV);
             }
-            // SAFETY: our own module, live; balanced when perf stops listening.
-            unsafe { bindings::__module_get(ev.module) };
+            if !self.in_use() {
+                if let Err(e) = ev.arm(self) {
+                    // SAFETY: taken above.
+                    unsafe { bindings::module_put(ev.module) };
+                    return Err(e);
+                }
+            }
             self.perf_users.fetch_add(1, Relaxed);
         } else {
             self.perf_users.fetch_sub(1, Relaxed);
@@ -604,11 +665,14 @@ impl Events {
         let (Ok(()), Ok(gname), Ok(ename)) = (probes.push(slot, GFP_KERNEL), bytes(group), bytes(name)) else {
             return Err(ENOMEM.into());
         };
-        // The kernel calls no `reg` while it adds the event (no instance enables it yet): our
-        // registry lock, held here, is safe.
+        // The kernel adds the event under its `trace_types_lock`, which it also holds when it
+        // disables events removing an instance (calling our `reg`, which takes the registry
+        // lock): the registry lock is not held across it. Under `event_mutex`, which we hold,
+        // nobody else changes the entries meanwhile.
+        drop(reg);
         call.as_mut().register(&g).map_err(|e| fail(e.to_errno()))?;
         // Cannot fail: room was reserved.
-        let _ = reg.entries.push(Entry { group: gname, name: ename, kind: def.kind(), event: call, probes }, GFP_KERNEL);
+        let _ = self.reg.lock().entries.push(Entry { group: gname, name: ename, kind: def.kind(), event: call, probes }, GFP_KERNEL);
         Ok(())
     }
 
@@ -768,25 +832,39 @@ impl Events {
         Ok(())
     }
 
+    /// [`Events::teardown`] of an entry taken out of the registry, without its lock: the kernel
+    /// removes the event under its `trace_types_lock`, which it also holds when it disables
+    /// events removing an instance (calling our `reg`, which takes the registry lock). Under
+    /// `event_mutex` nobody else changes the entries meanwhile. On failure the entry goes back
+    /// where it was (`at`), and is leaked if it cannot (never freed while the kernel has it).
+    fn take_down(&self, g: &trace_event::EventMutexGuard, mut e: Entry, at: usize) -> Result {
+        let Err(err) = Self::teardown(g, &mut e) else { return Ok(()) };
+        // Room: it was taken out just before.
+        if let Err(e) = kvec::insert(&mut self.reg.lock().entries, at, e) {
+            core::mem::forget(e);
+        }
+        Err(err)
+    }
+
     #[inline(never)]
     fn remove(&self, rd: &RemoveDef<'_>) -> Result {
         let g = EventMutex::lock()?;
-        let mut reg = self.reg.lock();
-        let mut found = false;
-        let mut i = 0;
-        while i < reg.entries.len() {
-            let e = &reg.entries[i];
-            let matches = e.probes.iter().any(|p| {
+        let matches = |e: &Entry| {
+            e.probes.iter().any(|p| {
                 let Ok(Command::Add(d)) = probedef::parse(as_str(&p.probe.cmd), &self.cfg) else { return false };
                 rd.matches(as_str(&e.group), as_str(&e.name), d.symbol(), d.args().map(|a| (a.name, a.comm)))
-            });
-            if !matches {
-                i += 1;
-                continue;
-            }
+            })
+        };
+        let mut found = false;
+        loop {
+            // The next match (those before it were taken down already, or do not match).
+            let taken = {
+                let mut reg = self.reg.lock();
+                reg.entries.iter().position(|e| matches(e)).and_then(|i| kvec::remove(&mut reg.entries, i).map(|e| (e, i)))
+            };
+            let Some((e, at)) = taken else { break };
             found = true;
-            Self::teardown(&g, &mut reg.entries[i])?;
-            drop(kvec::remove(&mut reg.entries, i));
+            self.take_down(&g, e, at)?;
         }
         if found { Ok(()) } else { Err(ENOENT) }
     }
@@ -794,15 +872,18 @@ impl Events {
     /// Removes every event (`O_TRUNC`): `EBUSY`, and nothing removed, if one is enabled.
     pub fn clear(&self) -> Result {
         let g = EventMutex::lock()?;
-        let mut reg = self.reg.lock();
-        if reg.entries.iter().any(|e| !e.event.ops().files.load(Acquire).is_null() || e.event.ops().perf_users.load(Relaxed) != 0) {
+        if self.reg.lock().entries.iter().any(|e| !e.event.ops().files.load(Acquire).is_null() || e.event.ops().perf_users.load(Relaxed) != 0) {
             return Err(EBUSY);
         }
-        while let Some(e) = reg.entries.last_mut() {
-            Self::teardown(&g, e)?;
-            drop(kvec::pop(&mut reg.entries));
+        loop {
+            let (taken, at) = {
+                let mut reg = self.reg.lock();
+                let at = reg.entries.len().saturating_sub(1);
+                (kvec::pop(&mut reg.entries), at)
+            };
+            let Some(e) = taken else { return Ok(()) };
+            self.take_down(&g, e, at)?;
         }
-        Ok(())
     }
 
     /// `dynamic_events`: one line per probe, as upstream shows them.
@@ -848,8 +929,9 @@ impl PinnedDrop for Events {
     fn drop(self: Pin<&mut Self>) {
         EVENTS.store(core::ptr::null_mut(), Release);
         let Ok(g) = EventMutex::lock() else { return };
-        let mut reg = self.reg.lock();
-        while let Some(mut e) = kvec::pop(&mut reg.entries) {
+        // Not under the registry lock: see `take_down`.
+        loop {
+            let Some(mut e) = kvec::pop(&mut self.reg.lock().entries) else { break };
             if let Err(err) = Self::teardown(&g, &mut e) {
                 // Only possible if an event is enabled while the module goes, which the module
                 // reference taken on enable prevents. Never free what the kernel points to.

@@ -112,6 +112,12 @@ struct Private {
     ips: KVec<usize>,
     exit: bool,
     live: *mut Live,
+    /// Room for what unregistration collects (the functions that leave the filter, the entries
+    /// it frees), allocated at registration: unregistration cannot fail, and must not lose
+    /// track of an entry (leaked) or of a function (left in the filter, the ops never going)
+    /// for want of memory. At least `ips.len()` each (`ips` only shrinks).
+    gone: KVec<usize>,
+    dead: KVec<usize>,
 }
 
 struct Reg {
@@ -842,7 +848,9 @@ impl Fprobes {
         self.live.reserve(live_counts, 1, fp_key)?;
         self.regs.reserve(regs_counts, 1, reg_key)?;
         let live = KBox::new(Live { id, fp }, GFP_KERNEL)?;
-        let private = KBox::new(Private { ips, exit: has_exit, live: core::ptr::null_mut() }, GFP_KERNEL)?;
+        let gone = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
+        let dead = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
+        let private = KBox::new(Private { ips, exit: has_exit, live: core::ptr::null_mut(), gone, dead }, GFP_KERNEL)?;
         let mut old_entries: KVec<usize> = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
         // The shortcuts this probe makes wrong: the single entry-only probe (any new probe),
         // no lookup (a first entry-only probe), the single exit probe (a second one). LOOKUP
@@ -865,6 +873,12 @@ impl Fprobes {
             return Err(e);
         }
 
+        // A registration starts its count of misses at 0, as upstream's `register_fprobe()`
+        // does: what it missed before was added to `missed_retired` when it was unregistered,
+        // and would be counted again (an `f:` event's probes are registered at every enable).
+        // No handler of `fp` runs before it is published below.
+        // SAFETY: the caller's valid probe; `nmissed` is only ever updated atomically.
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }.store(0, Relaxed);
         // Publish: nothing below can fail (room was reserved, capacity too).
         for e in fresh.into_iter() {
             let ip = e.ip;
@@ -922,7 +936,7 @@ impl Fprobes {
             return Err(EINVAL);
         }
         // SAFETY: registered probes carry our private record.
-        let private = unsafe { KBox::from_raw((*fp).hlist_array.cast::<Private>()) };
+        let mut private = unsafe { KBox::from_raw((*fp).hlist_array.cast::<Private>()) };
         // SAFETY: as above.
         unsafe { (*fp).hlist_array = core::ptr::null_mut() };
         // SAFETY: the registration's `Live`, allocated at registration and freed only here.
@@ -938,8 +952,9 @@ impl Fprobes {
         // Freed after the grace period below: the return side may be reading it.
         // SAFETY: as above; unpublished now, and nothing else frees it.
         let live = unsafe { KBox::from_raw(private.live) };
-        let mut path_gone: KVec<usize> = KVec::new();
-        let mut dead: KVec<usize> = KVec::new();
+        // Within the capacity reserved at registration: the pushes below do not allocate.
+        let mut path_gone = core::mem::replace(&mut private.gone, KVec::new());
+        let mut dead = core::mem::replace(&mut private.dead, KVec::new());
         for &ip in private.ips.iter() {
             let Some(e) = self.ips.lookup_w(&reg.ips_counts, ip, ip_key) else { continue };
             // SAFETY: writers own the entries.

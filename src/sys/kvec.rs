@@ -35,3 +35,23 @@ pub fn pop<T>(v: &mut KVec<T>) -> Option<T> {
 pub fn clear<T>(v: &mut KVec<T>) {
     while pop(v).is_some() {}
 }
+
+/// Inserts `item` at `i` (`i <= len`), shifting the ones after it up (`Vec::insert`), without
+/// allocating: `Err(item)` back if there is no room (or `i` is out of bounds).
+pub fn insert<T>(v: &mut KVec<T>, i: usize, item: T) -> Result<(), T> {
+    let len = v.len();
+    if i > len || v.capacity() == len {
+        return Err(item);
+    }
+    let p = v.as_mut_ptr();
+    // SAFETY: `len < capacity`: the source `i..len` and the destination `i + 1..len + 1` lie
+    // within the allocation; `ptr::copy` allows them to overlap. Slot `i` is then overwritten
+    // without being dropped (its element moved up).
+    unsafe {
+        core::ptr::copy(p.add(i), p.add(i + 1), len - i);
+        p.add(i).write(item);
+    }
+    // SAFETY: `len + 1 <= capacity`, and the first `len + 1` elements are initialised now.
+    unsafe { v.set_len(len + 1) };
+    Ok(())
+}

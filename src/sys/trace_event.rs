@@ -89,6 +89,12 @@ unsafe impl Send for EventFile {}
 unsafe impl Sync for EventFile {}
 
 impl EventFile {
+    /// A file from its raw pointer, as [`EventFile::as_ptr`] gave it (writing to it is what
+    /// needs a live file: [`EventFile::write`]).
+    pub fn from_raw(p: *mut bindings::trace_event_file) -> Self {
+        EventFile(p)
+    }
+
     /// The raw pointer, as a key.
     pub fn as_ptr(self) -> *mut bindings::trace_event_file {
         self.0

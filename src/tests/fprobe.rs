@@ -393,6 +393,38 @@ fn recursion_and_nmissed(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// A probe unregistered and registered again starts its `nmissed` at 0, as upstream's
+/// `register_fprobe()` does, and the core's total (debugfs `fprobe_missed`) counts each miss
+/// once: an `f:` event's probes are registered each time it is enabled, and before they were
+/// counted again at every unregistration (the total grew by all the earlier misses each time).
+fn missed_total_counts_each_miss_once(t: &mut Test) -> CaseResult {
+    reset();
+    let c = core(t)?;
+    let base = c.missed();
+    let mut fp = probe(true, true, 8);
+    reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_recurse")]))?;
+    // Deeper than a shadow stack holds: some calls are missed.
+    // SAFETY: a plain C fixture; 150 levels are well within the kernel stack.
+    kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(150) }, 150);
+    let m1 = fp.nmissed as usize;
+    kcheck!(t, m1 > 0, "nothing missed at depth 150");
+    kcheck_eq!(t, c.missed() - base, m1);
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
+    kcheck_eq!(t, c.missed() - base, m1);
+    // Registered again: its count starts at 0, the total stays.
+    reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_recurse")]))?;
+    kcheck_eq!(t, fp.nmissed as usize, 0);
+    kcheck_eq!(t, c.missed() - base, m1);
+    // SAFETY: as above.
+    kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(150) }, 150);
+    let m2 = fp.nmissed as usize;
+    kcheck!(t, m2 > 0, "nothing missed at depth 150, registered again");
+    kcheck_eq!(t, c.missed() - base, m1 + m2);
+    t.check_ok(c.unregister(&mut *fp), "unregister again")?;
+    kcheck_eq!(t, c.missed() - base, m1 + m2);
+    Ok(())
+}
+
 // An entry handler that calls a hooked function (ufg_test_mul).
 unsafe extern "C" fn on_entry_calls_mul(_fp: *mut ufgraph_fprobe, _ip: c_ulong, _ret_ip: c_ulong, _fregs: *mut bindings::ftrace_regs, _data: *mut c_void) -> c_int {
     ENTRIES.fetch_add(1, Relaxed);
@@ -506,6 +538,7 @@ kunit_suite!(FPROBE_SUITE, "ufgraph_fprobe", [
     several_probes_on_one_function,
     disable_and_skip,
     recursion_and_nmissed,
+    missed_total_counts_each_miss_once,
     overrun_misses_only_exit_probes,
     mass_attach_everything,
 ]);
