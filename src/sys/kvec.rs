@@ -44,9 +44,9 @@ pub fn insert<T>(v: &mut KVec<T>, i: usize, item: T) -> Result<(), T> {
         return Err(item);
     }
     let p = v.as_mut_ptr();
+    // Slot `i` is overwritten below without being dropped: its element moved up.
     // SAFETY: `len < capacity`: the source `i..len` and the destination `i + 1..len + 1` lie
-    // within the allocation; `ptr::copy` allows them to overlap. Slot `i` is then overwritten
-    // without being dropped (its element moved up).
+    // within the allocation; `ptr::copy` allows them to overlap.
     unsafe {
         core::ptr::copy(p.add(i), p.add(i + 1), len - i);
         p.add(i).write(item);
