@@ -25,7 +25,12 @@ run() {
 echo 'f:ufgr/s copy_from_kernel_nofault s=+0($stack):string' >> $DE || fail "string event"
 run s
 [ "$(grep -c ' s: ' $T/trace)" -ge 5 ] || fail "the string event fired $(grep -c ' s: ' $T/trace) times"
-[ "$(stat_of fprobe_missed)" -ge 1 ] || fail "no nested call counted as missed: $(cat $DBG/ufgraph/stats)"
+# On arm64 with kCFI every call site goes through ftrace's list function whenever another
+# ftrace_ops is registered (Documentation/arm64.md): its own guard may refuse the nested call
+# before ufgraph's counts it. The nesting is bounded all the same (checked below).
+if [ "$(uname -m)" != aarch64 ]; then
+	[ "$(stat_of fprobe_missed)" -ge 1 ] || fail "no nested call counted as missed: $(cat $DBG/ufgraph/stats)"
+fi
 echo > $T/trace
 echo > $DE || fail "remove string event"
 # The numeric form, recording who called copy_from_kernel_nofault: the kprobe's fetch, other
