@@ -124,7 +124,7 @@ boot() {
 	arm64)
 		# As scripts/vm.sh boots it. The clock is the arch timer (62.5 MHz in QEMU: under
 		# -icount shift=0 it ticks every 16 instructions, 0.008 per call over a chunk of 2000).
-		machine=(qemu-system-aarch64 "$@" -M virt -cpu max -smp 2)
+		machine=(qemu-system-aarch64 "$@" -M virt -cpu max,pauth-impdef=on -smp 2)
 		append="console=ttyAMA0 $append"
 		;;
 	esac

@@ -14,7 +14,11 @@ count_of() {
 }
 
 # Load ufgraph.ko with arguments; fail the test if insmod fails.
-load() { insmod "$KO/ufgraph.ko" "$@" || fail "insmod ufgraph.ko $* failed"; }
+# A failed insmod says why: already loaded (a test before left it), or the kernel's last words.
+load() {
+	insmod "$KO/ufgraph.ko" "$@" ||
+		fail "insmod ufgraph.ko $* failed ($(loaded ufgraph && echo 'ufgraph still loaded; ')$(dmesg | tail -n 3 | tr '\n' ' '))"
+}
 unload() { rmmod ufgraph || fail "rmmod ufgraph failed: $(cat $DBG/ufgraph/stats 2>/dev/null)"; }
 loaded() { grep -q "^$1 " /proc/modules; }
 # The address (hex, no 0x) of function $1 from /proc/kallsyms (the kernel's or a module's).

@@ -4,7 +4,9 @@
 cd /selftests || exit 1
 . ./lib.sh
 
-result() { echo "@@ufg $1 $2"; }
+# "@@ufg ok|fail|skip NAME [-- WHY]": a failure carries the test's last FAIL line, so the
+# summary at the end of make check (all a CI log may keep) says why, not only what.
+result() { echo "@@ufg $1 $2${3:+ -- $3}"; }
 
 run_kunit() {
 	if ! insmod "$KO/ufgraph_kunit.ko"; then
@@ -40,11 +42,17 @@ for t in tests/*.sh; do
 	echo "@@ufg run $name"
 	# Each test gets 5 minutes; the long stress run (ufg.stress=R) gets what it needs (about
 	# 5 s per registration and module cycle on the debug kernel, 10 cycles per round).
-	timeout $((300 + ${UFG_STRESS:-0} * 60)) sh "$t"
-	case $? in
+	# stderr (FAIL and SKIP lines) goes to a file, for the reason of a failure, then to the
+	# console. Not a pipe through tee: a workload the test left in the background would hold
+	# the pipe open.
+	timeout $((300 + ${UFG_STRESS:-0} * 60)) sh "$t" 2> /tmp/test-err
+	rc=$?
+	cat /tmp/test-err >&2
+	case $rc in
 	0) result ok "$name" ;;
 	4) result skip "$name" ;;
-	*) result fail "$name" ;;
+	124|137|143) result fail "$name" "killed by its time limit; $(grep '^FAIL' /tmp/test-err | tail -n 1 | cut -c 1-240)" ;;
+	*) result fail "$name" "$(grep '^FAIL' /tmp/test-err | tail -n 1 | cut -c 1-300)" ;;
 	esac
 	# A test that failed half way must not leave anything behind for the next one. First its
 	# processes: a test killed by the timeout leaves its background workloads running, which

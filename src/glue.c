@@ -642,6 +642,7 @@ unsigned long ufg_regs_arg(struct pt_regs *regs, unsigned int n)
  */
 #include <linux/sched/task_stack.h>
 #include <linux/thread_info.h>
+#include <linux/scs.h>
 #include <asm/cpufeature.h>
 
 /*
@@ -682,15 +683,37 @@ bool ufg_arm64_irq_at(unsigned long rec, unsigned long lo, unsigned long pc, uns
 	return READ_ONCE_NOCHECK(regs->pc) == pc && READ_ONCE_NOCHECK(regs->sp) == sp;
 }
 
-bool ufg_arm64_plain_lr_slots(void)
+int ufg_arm64_return_slots(void)
 {
-	/* The epilogue reloads x30 from the shadow call stack, not from the frame record. */
-	if (IS_ENABLED(CONFIG_SHADOW_CALL_STACK))
-		return false;
+	/*
+	 * The epilogue reloads x30 from the shadow call stack (pushed before PACIASP signs it, so
+	 * plain there), not from the frame record. With CONFIG_DYNAMIC_SCS the kernel uses its
+	 * shadow call stack only on a CPU without PAC (it patches PACIASP/AUTIASP into the pushes
+	 * and pops at boot).
+	 */
+	if (scs_is_enabled())
+		return UFG_ARM64_SLOTS_SCS;
 	/* The frame record holds x30 signed with the task's key: only the task can re-sign it. */
 	if (IS_ENABLED(CONFIG_ARM64_PTR_AUTH_KERNEL) && system_supports_address_auth())
-		return false;
-	return true;
+		return UFG_ARM64_SLOTS_SIGNED;
+	return UFG_ARM64_SLOTS_PLAIN;
+}
+
+bool ufg_arm64_scs(const struct task_struct *t, unsigned long *base, unsigned long *sp)
+{
+#ifdef CONFIG_SHADOW_CALL_STACK
+	*base = (unsigned long)task_scs(t);
+	*sp = (unsigned long)task_scs_sp(t);
+	return *base && *sp >= *base && *sp - *base <= SCS_SIZE - sizeof(long);
+#else
+	return false;
+#endif
+}
+
+unsigned long ufg_arm64_strip(unsigned long addr)
+{
+	/* A return address a frame record holds, with its PAC (if any) removed. */
+	return ptrauth_strip_kernel_insn_pac(addr);
 }
 
 unsigned long ufg_arm64_saved_fp(const struct task_struct *t)

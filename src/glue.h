@@ -205,8 +205,18 @@ unsigned long ufg_arm64_peek(unsigned long addr);
 bool ufg_arm64_exit_regs(unsigned long retp, unsigned long tramp);
 /* Whether the frame record at rec is an exception's, taken at pc with stack pointer sp. */
 bool ufg_arm64_irq_at(unsigned long rec, unsigned long lo, unsigned long pc, unsigned long sp);
-/* Whether a frame record's saved lr is what its function returns to, unsigned (no PAC, no SCS). */
-bool ufg_arm64_plain_lr_slots(void);
+/* Where a hooked function takes its return address from (below). */
+int ufg_arm64_return_slots(void);
+/* The saved lr of its frame record, unsigned (no PAC at run time, no shadow call stack). */
+#define UFG_ARM64_SLOTS_PLAIN	0
+/* The shadow call stack, unsigned (the frame record's copy is only authenticated). */
+#define UFG_ARM64_SLOTS_SCS	1
+/* The frame record's copy, signed with the task's key and its entry sp: not rewritable. */
+#define UFG_ARM64_SLOTS_SIGNED	2
+/* The shadow call stack of switched-out t: [*base, *sp) holds its pushed return addresses. */
+bool ufg_arm64_scs(const struct task_struct *t, unsigned long *base, unsigned long *sp);
+/* A code address with its pointer authentication code stripped. */
+unsigned long ufg_arm64_strip(unsigned long addr);
 /* The frame pointer t saved when it was switched out. */
 unsigned long ufg_arm64_saved_fp(const struct task_struct *t);
 #endif

@@ -177,11 +177,13 @@ pub fn settle_slot(_f: &Frame) {}
 /// - the task is inside the trampoline (see [`QuietStack::in_trampoline`]): the function has
 ///   returned already, and the frame goes when the trampoline finishes. Pending: teardown waits
 ///   until the trampoline has popped it;
-/// - otherwise the record is the function's own, and its saved lr is the slot. Only when that
-///   lr is what the function will return to, plainly: not when the kernel signs return
-///   addresses (pointer authentication: the slot holds our address signed with the task's key
-///   and S, which we cannot re-sign, and a plain address would fault at the function's
-///   AUTIASP), nor with a shadow call stack (the function returns to what it pushed there);
+/// - otherwise the record is the function's own. Without a shadow call stack or kernel pointer
+///   authentication its saved lr is the slot. With a shadow call stack, the function returns
+///   to what it pushed there, plainly (the record's signed copy is only authenticated): the
+///   slot is that entry, found by [`QuietStack::scs_slot`]. With pointer authentication alone,
+///   the record's copy is what the function returns to, our address signed with the task's key
+///   and S: we cannot re-sign it, and a plain address would fault at the function's AUTIASP,
+///   so the frame is waited for;
 /// - anything else, unknown: the task is running (the stoppers of stop_machine), the function
 ///   has not saved x30 yet or no longer has it saved (a leaf, preempted).
 ///
@@ -228,13 +230,19 @@ pub unsafe fn find_slot(f: &Frame, task: Option<TaskRef>, view: Option<&StackVie
         return Slot::Unknown;
     } else {
         // SAFETY: no preconditions (configuration and CPU capabilities).
-        if !unsafe { bindings::ufg_arm64_plain_lr_slots() } {
-            return Slot::Unknown;
+        match unsafe { bindings::ufg_arm64_return_slots() } as u32 {
+            bindings::UFG_ARM64_SLOTS_PLAIN => rec + 8,
+            // SAFETY: `fp` is where the switched-out task's chain starts, `rec` a record of it.
+            bindings::UFG_ARM64_SLOTS_SCS => match unsafe { stack.scs_slot(task, fp, rec, tramp) } {
+                Some(at) => at,
+                None => return Slot::Unknown,
+            },
+            _ => return Slot::Unknown,
         }
-        rec + 8
     };
-    // SAFETY: `slot` is the lr word of a frame record of the chain, or the `lr` field of the
-    // entry registers of a live ftrace_caller: inside the quiet stack, 8-byte aligned.
+    // SAFETY: `slot` is the lr word of a frame record of the chain, the `lr` field of the
+    // entry registers of a live ftrace_caller (both inside the quiet stack), or an entry of the
+    // task's quiet shadow call stack: 8-byte aligned words that stay allocated.
     let value = unsafe { stack.peek(slot) };
     if !entering && value != tramp && crate::sys::ksym::hooker(value) == crate::pure::handback::Hooker::Plain {
         // The function's record holds neither our trampoline nor another hooker's: the record
@@ -303,6 +311,105 @@ impl QuietStack {
         // SAFETY: `rec` is a record of the quiet stack; the glue reads the pt_regs around it only
         // if they lie above `lo`, unchecked.
         unsafe { bindings::ufg_arm64_irq_at(rec, self.lo, tramp, sp) }
+    }
+
+    /// The entry of `task`'s shadow call stack that the function whose frame record is `rec` will
+    /// return through, if it is certainly that one and holds our trampoline, plainly.
+    ///
+    /// A function that saves x30 pushes it on the shadow call stack (before PACIASP signs it)
+    /// and stores it in its frame record (signed, with PAC), in its prologue; its epilogue
+    /// authenticates the record's copy and then returns to the shadow call stack's. Entries
+    /// and records of such functions are in the same order, innermost last pushed. Records that
+    /// assembly code builds (ftrace_caller's, an exception's, the trampoline's own) have no
+    /// entry, and a function can be caught between its push and its record, or between its
+    /// record's pop and its entry's. So the entry is found by counting, and only if the counts
+    /// agree over the whole stack:
+    ///
+    /// ```text
+    ///   task stack (records, chain from fp)      shadow call stack [base, sp)
+    ///   +--------------------------+ hi          +----------------+ base
+    ///   | caller's record   lr=A   |             | A              |
+    ///   | rec (ours)  lr=PAC(tramp)| ----------> | tramp          |  k-th tramp entry from the top
+    ///   | ftrace/irq record lr=pc  |  (no entry) | B              |
+    ///   | callee's record   lr=B   |             | tramp          |  (an inner call of ours)
+    ///   | inner call's  lr=PAC(tramp)|           +----------------+ sp (saved at the switch)
+    ///   +--------------------------+ fp
+    /// ```
+    ///
+    /// `k` is the number of records inner to `rec` whose lr (PAC stripped) is the trampoline.
+    /// The answer is the k-th entry from the top that is exactly the trampoline, and only if the
+    /// stack has as many such entries as the chain has such records; any other count (a
+    /// function mid-prologue or mid-epilogue, a task inside the trampoline, a signed entry), or a
+    /// chain that leaves the stack, is `None`: teardown waits for the frame instead.
+    ///
+    /// # Safety
+    ///
+    /// `task` must be switched out and stay so (its shadow call stack is quiet), `fp` the frame
+    /// pointer it saved, and `rec` a record of its chain.
+    unsafe fn scs_slot(&self, task: TaskRef, fp: usize, rec: usize, tramp: usize) -> Option<usize> {
+        // SAFETY: no memory access; stripping a PAC is arithmetic.
+        let strip = |v: usize| unsafe { bindings::ufg_arm64_strip(v as _) as usize };
+        // SAFETY: `rec` is a record of this stack (caller).
+        if strip(unsafe { self.peek(rec + 8) }) != tramp {
+            return None;
+        }
+        let (mut base, mut top) = (0, 0);
+        // SAFETY: `task` is alive and switched out (caller); the glue reads its thread_info.
+        if !unsafe { bindings::ufg_arm64_scs(task.as_ptr(), &mut base, &mut top) } {
+            return None;
+        }
+        let (base, top) = (base as usize, top as usize);
+        let (mut inner, mut total) = (0usize, 0usize);
+        let mut r = fp;
+        while r != 0 {
+            if r < self.lo || r > self.hi - RECORD || !r.is_multiple_of(8) {
+                return None;
+            }
+            // SAFETY: `r` is an aligned record of the stack (checked above).
+            let (next, lr) = unsafe { (self.peek(r), self.peek(r + 8)) };
+            if strip(lr) == tramp {
+                total += 1;
+                if r < rec {
+                    inner += 1;
+                }
+            }
+            // Records go up the stack, and the final one (in the task's first pt_regs) links
+            // to 0.
+            if next != 0 && next <= r {
+                return None;
+            }
+            r = next;
+        }
+        let (mut seen, mut slot) = (0usize, None);
+        let mut at = top;
+        while at > base {
+            at -= 8;
+            // SAFETY: [base, top) is the task's shadow call stack in use (glue), quiet (caller).
+            let v = unsafe { self.peek_any(at) };
+            if v == tramp {
+                if seen == inner {
+                    slot = Some(at);
+                }
+                seen += 1;
+            } else if strip(v) == tramp {
+                // Signed: not what this layout pushes.
+                return None;
+            }
+        }
+        if seen != total {
+            return None;
+        }
+        slot
+    }
+
+    /// A word outside the task's kernel stack (its shadow call stack), read as [`Self::peek`].
+    ///
+    /// # Safety
+    ///
+    /// `addr` must be an 8-byte aligned word of memory that stays allocated.
+    unsafe fn peek_any(&self, addr: usize) -> usize {
+        // SAFETY: a readable word (caller).
+        unsafe { bindings::ufg_arm64_peek(addr) }
     }
 
     /// Walks the frame-record chain from `fp` up to the first record at or above `sp`. Returns the

@@ -570,7 +570,7 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
         Plan::Hand { writes, n, frames } => {
             for &(at, v) in &writes[..n] {
                 // Each address is the return slot `find_slot` found (a word of the quiet task's
-                // stack) or a saved copy the kernel's hookers keep for this task (found and
+                // stack or, on arm64, of its shadow call stack) or a saved copy the kernel's hookers keep for this task (found and
                 // checked by `sys::hookers`): the task takes its return address from them.
                 // SAFETY: valid, aligned words that stay allocated while the task lives, and
                 // that nothing else reads or writes during stop_machine.
@@ -601,7 +601,7 @@ fn report_pending(owner: Owner, func: usize, first: bool) {
     let n = unsafe { bindings::sprint_symbol_no_offset(sym.as_mut_ptr().cast(), func as _) };
     let sym = core::str::from_utf8(&sym[..n.max(0) as usize]).unwrap_or("?");
     if first {
-        pr_warn!("rmmod waits for returns another hooker (function_graph, kretprobe, fprobe) stacked over ufgraph's:\n");
+        pr_warn!("rmmod waits for returns it cannot hand back (another hooker stacked over ufgraph's, or arm64 without a rewritable slot):\n");
     }
     pr_warn!("  pid {} ({}) in {}\n", pid, comm, sym);
 }
