@@ -30,11 +30,13 @@
  * - Same address as the entry registers: the frame's `retp` (the entry `lr` field) is then
  *   the exit `lr` field, which is how src/arch/arm64.rs matches a return to its frame
  *   (a stack pointer test, like x86_64's).
- * - The frame record's return address is exactly the trampoline's: the kernel's unwinder
- *   reports it as-is, and ufgraph's unwinder (ufgraph_stack_trace_save) replaces it with the
- *   real return address of the frame being returned from, then goes on to F's caller
- *   through the saved x29. Without it a trace taken in a return callback would skip F's
- *   caller and map the next trampoline it meets to the wrong frame.
+ * - The frame record's return address is the trampoline's until ufgraph_return_handler()
+ *   has found the frame, and then, before any return callback runs, the real return address
+ *   of the frame being returned from (settle_slot in arm64.rs): the kernel's unwinder, which
+ *   follows frame records, shows F's real caller in a trace taken in a return callback, and
+ *   ufgraph's unwinder (ufgraph_stack_trace_save) recognises the record either way. Without
+ *   a record, a trace taken in a return callback would skip F's caller and map the next
+ *   trampoline it meets to the wrong frame.
  * - fp and sp are what upstream's HAVE_FUNCTION_GRAPH_FP_TEST and the return callbacks
  *   read; lr is x30 as we got it; pc is the trampoline: the real address is only known
  *   once ufgraph_return_handler() has popped the frame.

@@ -13,9 +13,18 @@
  *   then:   rsp -> [ftrace_regs (pt_regs)][slot rsp-8, still holding our address]
  *
  * Re-claiming the slot below the stack pointer makes the frame look like a call to us
- * from the hooked function: UNWIND_HINT_FUNC then lets an unwinder started inside a
- * return callback walk out through the trampoline, and ufgraph's own unwinder replaces
- * the trampoline address it finds in that slot with the real one.
+ * from the hooked function's caller: UNWIND_HINT_FUNC then lets an unwinder started inside
+ * a return callback walk out through the trampoline. ufgraph_return_handler() writes the
+ * real return address into that slot once it has found the frame, before any return
+ * callback runs (settle_slot in src/arch/x86_64.rs), so the kernel's own unwinder
+ * (stack_trace_save() in a callback, perf callchains) goes on to the real caller.
+ *
+ * Our address also turns up as the return address of hooked frames further out. The
+ * kernel's unwinder cannot know where their real return addresses are (on our shadow
+ * stack): it looks up the unwind data of the instruction before a return address, and the
+ * guard below, just before the trampoline's first byte, tells it "undefined": it stops
+ * there cleanly instead of reading whatever code the linker put before us.
+ * ufgraph_stack_trace_save() walks through them.
  *
  * We are reached by `ret`, never by an indirect call or jump: no ENDBR (IBT only checks
  * indirect branch targets). The way out is a `ret` too, through a call that puts the
@@ -33,7 +42,11 @@
 	.code64
 	.section .text, "ax"
 
-SYM_CODE_START(ufgraph_return_trampoline)
+SYM_CODE_START(ufgraph_return_trampoline_guard)
+	UNWIND_HINT_UNDEFINED
+	ANNOTATE_NOENDBR
+	int3
+SYM_INNER_LABEL(ufgraph_return_trampoline, SYM_L_GLOBAL)
 	UNWIND_HINT_UNDEFINED
 	ANNOTATE_NOENDBR
 
@@ -72,4 +85,4 @@ SYM_CODE_START(ufgraph_return_trampoline)
 	ALTERNATIVE __stringify(RET), \
 		    __stringify(ANNOTATE_UNRET_SAFE; ret; int3), \
 		    X86_FEATURE_CALL_DEPTH
-SYM_CODE_END(ufgraph_return_trampoline)
+SYM_CODE_END(ufgraph_return_trampoline_guard)

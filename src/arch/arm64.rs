@@ -82,6 +82,28 @@ impl Fixer {
             // of the call site). Account for the frame, or the next trampoline up would be
             // given its address.
             let _ = fix_ret(&mut self.pos, self.tramp, 0);
+        } else if self.settled(*ip) {
+            // The trampoline's own record, in a return callback: it holds the real address
+            // already (`settle_slot`), which stands for the frame being returned from.
+            self.pos += 1;
+        }
+    }
+
+    /// Whether `ip` is the real return address the trampoline settled in its own frame record
+    /// for the next unaccounted frame: that frame's return is in progress below us. Its exit
+    /// registers then lie where its entry registers did, with the trampoline as pc and the
+    /// function's entry stack pointer as sp; the return address alone could also be a caller's.
+    fn settled(&self, ip: usize) -> bool {
+        // SAFETY: as in `entering`.
+        let Some(g) = (unsafe { graph() }) else { return false };
+        let np = NoPreempt::new();
+        let Some(stack) = g.tasks().current(&np) else { return false };
+        match stack.frames().nth(self.pos) {
+            // SAFETY: a frame of the current task: `retp` and the words after it lie in the
+            // kernel stack (task or interrupt stack) its entry ran on, which stays mapped; the
+            // glue reads them unchecked, as an unwinder does.
+            Some(f) => f.ret == ip && f.ret != self.tramp && unsafe { bindings::ufg_arm64_exit_regs(f.retp, self.tramp) },
+            None => false,
         }
     }
 
@@ -152,11 +174,23 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
     n
 }
 
-/// At a return through the trampoline, before `f` is popped: nothing to do on arm64, where the
-/// frame's `retp` was the entry registers' `lr` field, long gone (teardown recognises a task
-/// inside the trampoline by its frame record: `QuietStack::in_trampoline`).
+/// At a return through the trampoline, before `f` is popped and before any return callback runs:
+/// writes its real return address into the trampoline's frame record (at S - 16, S being the
+/// stack pointer the function returned with, the exit registers' `sp`), which holds the
+/// trampoline's own address until now. The kernel's unwinder follows frame records, so a trace
+/// taken in a return callback then shows the function's real caller where it showed
+/// `ufgraph_return_trampoline`. A tail-called function's frame returns to our trampoline again:
+/// the record keeps it. ufgraph's own unwinder recognises the settled record (`Fixer::fix`), and
+/// teardown never sees it with the frame still on the stack: preemption stays disabled from here
+/// to the pop.
 #[inline(always)]
-pub fn settle_slot(_f: &Frame) {}
+pub fn settle_slot(f: &Frame, regs: &Regs) {
+    let lr = regs.sp().wrapping_sub(RECORD - 8);
+    // SAFETY: the trampoline built its frame record {x29, lr} at S - 16, below the stack pointer
+    // S it was entered with and above the exit registers `regs` points to, on the current task's
+    // stack: an aligned word only this task writes (unwinders read it).
+    unsafe { (lr as *mut usize).write_volatile(f.ret) };
+}
 
 /// Where `f`'s task (`task`, whose kernel stack is `view`, a task that can still run) will take
 /// the frame's return address from, if that place can be found for certain and holds a plain

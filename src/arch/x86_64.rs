@@ -95,12 +95,16 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
     n
 }
 
-/// At a return through the trampoline, before `f` (the frame being returned from) is popped:
-/// writes its real return address into its return slot, which the function's `ret` consumed and
-/// the trampoline reclaimed (only unwinders read it now). A task preempted after the pop then
-/// shows teardown the truth rather than a trampoline address no frame stands behind.
+/// At a return through the trampoline, before `f` (the frame being returned from) is popped and
+/// before any return callback runs: writes its real return address into its return slot, which
+/// the function's `ret` consumed and the trampoline reclaimed as the return address of its own
+/// pseudo-call (`UNWIND_HINT_FUNC` there). Only unwinders read the word now: the kernel's ORC
+/// unwinder, started in a return callback, then walks from the trampoline to the real caller.
+/// A tail-called function's frame returns to our trampoline again (the frame below knows the
+/// real address): the slot keeps it, and an unwinder stops there cleanly
+/// (`ufgraph_return_trampoline_guard`).
 #[inline(always)]
-pub fn settle_slot(f: &Frame) {
+pub fn settle_slot(f: &Frame, _regs: &Regs) {
     // `f` matched this return (`frame_matches`: retp + 8 is the stack pointer the function
     // returned with), so `retp` is the trampoline's own pseudo return slot.
     // SAFETY: an aligned word of the current task's stack, just below the stack pointer the

@@ -1708,6 +1708,13 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(fregs: *mut bindi
         f = c;
     }
 
+    // Before the callbacks: put the real return address where the trampoline's frame keeps the
+    // function's (x86_64: the return slot it reclaimed; arm64: its frame record's lr). Only
+    // unwinders read that word, and now the kernel's own (`stack_trace_save()` in a return
+    // callback, perf callchains, an interrupt's trace) goes on from the trampoline to the real
+    // caller instead of stopping at our address. Preemption is disabled from here to the pop,
+    // so teardown never sees a settled slot with its frame still on the stack.
+    crate::arch::settle_slot(&f, regs);
     let rettime = g.now();
     // Where the call returns to: a tail call's inner frame saved our own trampoline, and the
     // frame below knows the real address (as at the entry).
@@ -1753,11 +1760,6 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(fregs: *mut bindi
             unsafe { (slot.ret)(slot.this, &mut r()) };
         }
     }
-    // Before the frame goes: on x86_64 the slot the function returned through still holds our
-    // trampoline until the trampoline's last instructions, and a task preempted after the pop
-    // (on leaving this handler) would show teardown a trampoline with no frame behind it. The
-    // real address there says what is true; only unwinders read the word now.
-    crate::arch::settle_slot(&f);
     // No counter of returns: a store per hooked call for a figure nobody needs (`live` in
     // stats walks the stacks instead).
     stack.pop(&f);
