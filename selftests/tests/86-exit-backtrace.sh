@@ -32,12 +32,12 @@ first_trace() {
 }
 case $(uname -m) in
 	x86_64) entry=do_syscall_64 ;;
-	*) entry=invoke_syscall ;;
+	*) entry='el0_svc\|do_el0_svc' ;;
 esac
 st=$(first_trace)
 [ -n "$st" ] || fail "no stack trace after a 5-byte vfs_read return: $(grep -c ' rr: ' $T/trace) events; $(head -c 2000 $T/trace)"
 echo "$st" | grep -q '^ksys_read+' || fail "ksys_read (vfs_read's caller) is not in the trace: $(echo $st)"
-echo "$st" | grep -q "^$entry+" || fail "the walk stopped before $entry: $(echo $st)"
+echo "$st" | grep -q "^\($entry\)+" || fail "the walk stopped before $entry: $(echo $st)"
 echo "$st" | grep -q '^ufgraph_return_trampoline+0x0/' && fail "the trampoline is in the trace: $(echo $st)"
 
 # The caller hooked too.
@@ -57,7 +57,7 @@ if [ "$(uname -m)" = x86_64 ]; then
 	# ORC stops at the trampoline: it is the last entry.
 	[ "$(echo "$st" | tail -1 | cut -d+ -f1)" = ufgraph_return_trampoline ] || fail "both hooked: the walk went on past the trampoline: $(echo $st)"
 else
-	echo "$st" | grep -q "^$entry+" || fail "both hooked: the walk stopped before $entry: $(echo $st)"
+	echo "$st" | grep -q "^\($entry\)+" || fail "both hooked: the walk stopped before $entry: $(echo $st)"
 fi
 echo '!stacktrace if ret == 5' > $T/events/ufgb/rr/trigger
 echo 0 > $T/options/sym-offset
