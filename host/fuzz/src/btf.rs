@@ -31,15 +31,7 @@ use std::collections::HashSet;
 
 use ufgraph_pure::btf::{layout, Btf, Error, Kind, Member, ScalarKind, MAX_DEPTH, POINTER_SIZE};
 
-type Verdict = Result<(), String>;
-
-fn ensure(ok: bool, what: impl FnOnce() -> String) -> Verdict {
-    if ok {
-        Ok(())
-    } else {
-        Err(what())
-    }
-}
+use crate::common::{ensure, Verdict};
 
 /// How many ids, named types, members each check looks at, at most.
 const CAP: u32 = 300;

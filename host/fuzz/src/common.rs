@@ -278,3 +278,92 @@ pub fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
         }
     }
 }
+
+/// What a check of one input says: `Ok`, or the promise it breaks.
+pub type Verdict = Result<(), String>;
+
+/// `Ok` if `ok`, else the broken promise `what` describes (built only then).
+pub fn ensure(ok: bool, what: impl FnOnce() -> String) -> Verdict {
+    if ok {
+        Ok(())
+    } else {
+        Err(what())
+    }
+}
+
+/// The driver both deterministic mutation fuzzers (`src/bin/probedef.rs`, `src/bin/event.rs`)
+/// run: `[ITERATIONS [SEED]]` from the command line, then `iterations` inputs, each a corpus
+/// entry mutated by `min_edits` to `min_edits + 3` random edits, cut to twice the longest
+/// command. `check` runs an input (with the run's generator, which it may draw from) and says
+/// how it went: a label for the statistics, or the promise it broke; `keep` says, by label,
+/// whether the input joins the corpus (replacing a find, not a seed, once the corpus is full).
+/// A broken promise or a panic prints the input and fails the run.
+pub fn mutation_fuzzer(
+    name: &str,
+    default_seed: u64,
+    mut corpus: Vec<String>,
+    min_edits: usize,
+    mut check: impl FnMut(&mut Rng, &str) -> Result<&'static str, String>,
+    mut keep: impl FnMut(&mut Rng, &'static str) -> bool,
+) -> std::process::ExitCode {
+    use std::collections::BTreeMap;
+    use std::panic::{self, AssertUnwindSafe};
+    use std::process::ExitCode;
+    use ufgraph_pure::probedef::MAX_COMMAND_LEN;
+    const CORPUS_MAX: usize = 4096;
+
+    let mut argv = std::env::args().skip(1);
+    let iterations: u64 =
+        argv.next().map_or(Ok(1_000_000), |a| a.replace('_', "").parse()).unwrap_or_else(|_| {
+            eprintln!("usage: {name} [ITERATIONS [SEED]]");
+            std::process::exit(2)
+        });
+    let seed: u64 = argv.next().and_then(|a| a.parse().ok()).unwrap_or(default_seed);
+    let mut rng = Rng(seed);
+    let base = corpus.len();
+    let mut stats: BTreeMap<&'static str, u64> = BTreeMap::new();
+
+    // Quiet panics: we report the input ourselves.
+    panic::set_hook(Box::new(|_| {}));
+    for i in 0..iterations {
+        let mut bytes = rng.pick(&corpus).clone().into_bytes();
+        for _ in 0..min_edits + rng.below(4) {
+            mutate(&mut rng, &mut bytes, &corpus);
+        }
+        bytes.truncate(2 * MAX_COMMAND_LEN);
+        let input = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        match panic::catch_unwind(AssertUnwindSafe(|| check(&mut rng, &input))) {
+            Ok(Ok(label)) => {
+                *stats.entry(label).or_default() += 1;
+                if keep(&mut rng, label) {
+                    if corpus.len() < CORPUS_MAX {
+                        corpus.push(input);
+                    } else {
+                        let slot = base + rng.below(CORPUS_MAX - base);
+                        corpus[slot] = input;
+                    }
+                }
+            }
+            Ok(Err(why)) => {
+                eprintln!("{name}: input {i} (seed {seed}) breaks an invariant: {why}\ninput: {input:?}");
+                return ExitCode::FAILURE;
+            }
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned());
+                eprintln!("{name}: input {i} (seed {seed}) panics: {}\ninput: {input:?}", msg.unwrap_or_default());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    println!("{name}: {iterations} inputs run (seed {seed}), no panic, no invariant broken");
+    let mut by_count: Vec<_> = stats.into_iter().collect();
+    by_count.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    for (label, n) in by_count {
+        println!("  {n:>9}  {label}");
+    }
+    ExitCode::SUCCESS
+}

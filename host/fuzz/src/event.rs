@@ -240,15 +240,7 @@ impl Out for Seq {
     }
 }
 
-type Verdict = Result<(), String>;
-
-fn ensure(ok: bool, what: impl FnOnce() -> String) -> Verdict {
-    if ok {
-        Ok(())
-    } else {
-        Err(what())
-    }
-}
+use crate::common::{ensure, Verdict};
 
 fn render(progs: &[Program], rec: &[u8], head: usize) -> Result<String, String> {
     let mut s = Seq::default();

@@ -39,15 +39,7 @@ pub const W: usize = 506;
 type Stack = ShadowStack<W>;
 const MAX_OFFSET: usize = Stack::MAX_OFFSET;
 
-type Verdict = Result<(), String>;
-
-fn ensure(ok: bool, what: impl FnOnce() -> String) -> Verdict {
-    if ok {
-        Ok(())
-    } else {
-        Err(what())
-    }
-}
+use crate::common::{ensure, Verdict};
 
 /// How many kinds of input there are: images, operation sequences, corrupted stacks.
 const MODES: usize = 3;

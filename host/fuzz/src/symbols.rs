@@ -24,15 +24,7 @@ use ufgraph_pure::funclist::{for_each_line, parse, parse_kallsyms, Func, Sym};
 use ufgraph_pure::handback::Hooker;
 use ufgraph_pure::ksymname::hooker;
 
-type Verdict = Result<(), String>;
-
-fn ensure(ok: bool, what: impl FnOnce() -> String) -> Verdict {
-    if ok {
-        Ok(())
-    } else {
-        Err(what())
-    }
-}
+use crate::common::{ensure, Verdict};
 
 fn show(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
