@@ -23,16 +23,7 @@ use ufgraph_pure::probedef::{
     MAX_EVENT_NAME_LEN, MAX_PROBE_EVENT_SIZE, MAX_TRACE_ARGS,
 };
 
-/// What went wrong with an input.
-pub type Verdict = Result<(), String>;
-
-pub fn ensure(ok: bool, what: impl FnOnce() -> String) -> Verdict {
-    if ok {
-        Ok(())
-    } else {
-        Err(what())
-    }
-}
+pub use crate::common::{ensure, Verdict};
 
 fn check_error(cmd: &str, cfg: &Config, e: &ProbeError) -> Verdict {
     let log = e.log(cmd, cfg, 1_234_567_890).to_string();
