@@ -94,17 +94,25 @@ impl Fixer {
     /// registers then lie where its entry registers did, with the trampoline as pc and the
     /// function's entry stack pointer as sp; the return address alone could also be a caller's.
     fn settled(&self, ip: usize) -> bool {
-        // SAFETY: as in `entering`.
-        let Some(g) = (unsafe { graph() }) else { return false };
-        let np = NoPreempt::new();
-        let Some(stack) = g.tasks().current(&np) else { return false };
-        match stack.frames().nth(self.pos) {
-            // SAFETY: a frame of the current task: `retp` and the words after it lie in the
-            // kernel stack (task or interrupt stack) its entry ran on, which stays mapped; the
-            // glue reads them unchecked, as an unwinder does.
-            Some(f) => f.ret == ip && f.ret != self.tramp && unsafe { bindings::ufg_arm64_exit_regs(f.retp, self.tramp) },
+        match self.next_frame() {
+            // A frame of the current task: `retp` and the words after it lie in the kernel stack
+            // (task or interrupt stack) its entry ran on, which stays mapped.
+            Some(f) => {
+                // SAFETY: mapped stack words (above), read unchecked by the glue, as an unwinder does.
+                f.ret == ip && f.ret != self.tramp && unsafe { bindings::ufg_arm64_exit_regs(f.retp, self.tramp) }
+            }
             None => false,
         }
+    }
+
+    /// The current task's next unaccounted frame (`pos` from the top), if any.
+    fn next_frame(&self) -> Option<Frame> {
+        // SAFETY: stack traces are taken while the module is loaded (API calls and callbacks),
+        // so the graph core, if published, is alive.
+        let g = unsafe { graph() }?;
+        let np = NoPreempt::new();
+        let stack = g.tasks().current(&np)?;
+        stack.frames().nth(self.pos)
     }
 
     /// Whether `ip` is ftrace_caller's return address into the function of the next unaccounted
@@ -116,12 +124,7 @@ impl Fixer {
     /// our own trampoline (a tail call) is left alone: ftrace_caller's record of the call site
     /// then holds the trampoline, which accounts for it.
     fn entering(&self, ip: usize) -> bool {
-        // SAFETY: stack traces are taken while the module is loaded (API calls and callbacks),
-        // so the graph core, if published, is alive.
-        let Some(g) = (unsafe { graph() }) else { return false };
-        let np = NoPreempt::new();
-        let Some(stack) = g.tasks().current(&np) else { return false };
-        match stack.frames().nth(self.pos) {
+        match self.next_frame() {
             Some(f) => f.ret != self.tramp && (ip == f.func + INSN || ip == f.func),
             None => false,
         }
@@ -186,9 +189,9 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
 #[inline(always)]
 pub fn settle_slot(f: &Frame, regs: &Regs) {
     let lr = regs.sp().wrapping_sub(RECORD - 8);
-    // SAFETY: the trampoline built its frame record {x29, lr} at S - 16, below the stack pointer
-    // S it was entered with and above the exit registers `regs` points to, on the current task's
-    // stack: an aligned word only this task writes (unwinders read it).
+    // The trampoline built its frame record {x29, lr} at S - 16, below the stack pointer S it
+    // was entered with and above the exit registers `regs` points to, on the current task's stack.
+    // SAFETY: so `lr` is an aligned stack word only this task writes (unwinders read it).
     unsafe { (lr as *mut usize).write_volatile(f.ret) };
 }
 
@@ -274,9 +277,10 @@ pub unsafe fn find_slot(f: &Frame, task: Option<TaskRef>, view: Option<&StackVie
             _ => return Slot::Unknown,
         }
     };
-    // SAFETY: `slot` is the lr word of a frame record of the chain, the `lr` field of the
-    // entry registers of a live ftrace_caller (both inside the quiet stack), or an entry of the
-    // task's quiet shadow call stack: 8-byte aligned words that stay allocated.
+    // `slot` is the lr word of a frame record of the chain, the `lr` field of the entry
+    // registers of a live ftrace_caller (both inside the quiet stack), or an entry of the task's
+    // quiet shadow call stack.
+    // SAFETY: each of those is an 8-byte aligned word that stays allocated (above).
     let value = unsafe { stack.peek(slot) };
     if !entering && value != tramp && crate::sys::ksym::hooker(value) == crate::pure::handback::Hooker::Plain {
         // The function's record holds neither our trampoline nor another hooker's: the record
