@@ -195,6 +195,42 @@ pub fn settle_slot(f: &Frame, regs: &Regs) {
     unsafe { (lr as *mut usize).write_volatile(f.ret) };
 }
 
+/// What teardown remembers while it judges one task's frames, innermost first: the entries of
+/// the task's shadow call stack it has rewritten already. [`QuietStack::scs_slot`] finds a
+/// frame's entry by counting the entries that hold our trampoline; an inner frame handed back a
+/// moment ago no longer holds it in its entry (its frame record's signed copy still does), and
+/// without this list every frame outside it would look miscounted, and be waited for forever
+/// (a task asleep under two nested hooked calls).
+#[derive(Default)]
+pub struct TaskWalk {
+    rewritten: [usize; Self::CAP],
+    n: usize,
+    /// More were rewritten than the list holds: counts can no longer be trusted.
+    overflowed: bool,
+}
+
+impl TaskWalk {
+    /// How many rewritten entries are remembered per task (deeper nesting of hooked calls in one
+    /// sleeping task than this is waited for instead).
+    const CAP: usize = 32;
+
+    /// Teardown rewrote the slot at `addr` (returned by [`find_slot`]).
+    pub fn handed(&mut self, addr: usize) {
+        match self.rewritten.get_mut(self.n) {
+            Some(w) => {
+                *w = addr;
+                self.n += 1;
+            }
+            None => self.overflowed = true,
+        }
+    }
+
+    /// Whether teardown rewrote the word at `addr` during this walk.
+    fn rewrote(&self, addr: usize) -> bool {
+        self.rewritten[..self.n].contains(&addr)
+    }
+}
+
 /// Where `f`'s task (`task`, whose kernel stack is `view`, a task that can still run) will take
 /// the frame's return address from, if that place can be found for certain and holds a plain
 /// address ([`Slot::At`]). If the function was entered with a stack pointer at or below the one
@@ -228,7 +264,7 @@ pub fn settle_slot(f: &Frame, regs: &Regs) {
 ///
 /// Only under `stop_machine`: the owning task cannot run (unless `view.running`) or exit, so its
 /// stack is quiet and stays allocated.
-pub unsafe fn find_slot(f: &Frame, task: Option<TaskRef>, view: Option<&StackView>) -> Slot {
+pub unsafe fn find_slot(f: &Frame, task: Option<TaskRef>, view: Option<&StackView>, walk: &TaskWalk) -> Slot {
     let (Some(task), Some(view)) = (task, view) else {
         return Slot::Unknown;
     };
@@ -270,7 +306,7 @@ pub unsafe fn find_slot(f: &Frame, task: Option<TaskRef>, view: Option<&StackVie
         match unsafe { bindings::ufg_arm64_return_slots() } as u32 {
             bindings::UFG_ARM64_SLOTS_PLAIN => rec + 8,
             // SAFETY: `fp` is where the switched-out task's chain starts, `rec` a record of it.
-            bindings::UFG_ARM64_SLOTS_SCS => match unsafe { stack.scs_slot(task, fp, rec, tramp) } {
+            bindings::UFG_ARM64_SLOTS_SCS => match unsafe { stack.scs_slot(task, fp, rec, tramp, walk) } {
                 Some(at) => at,
                 None => return Slot::Unknown,
             },
@@ -376,7 +412,9 @@ impl QuietStack {
     ///
     /// `k` is the number of records inner to `rec` whose lr (PAC stripped) is the trampoline.
     /// The answer is the k-th entry from the top that is exactly the trampoline, and only if the
-    /// stack has as many such entries as the chain has such records; any other count (a
+    /// stack has as many such entries as the chain has such records. Entries this teardown
+    /// rewrote already (`walk`: inner frames handed back just before) still count as such: their
+    /// records keep the signed trampoline. Any other count (a
     /// function mid-prologue or mid-epilogue, a task inside the trampoline, a signed entry), or a
     /// chain that leaves the stack, is `None`: teardown waits for the frame instead.
     ///
@@ -384,7 +422,10 @@ impl QuietStack {
     ///
     /// `task` must be switched out and stay so (its shadow call stack is quiet), `fp` the frame
     /// pointer it saved, and `rec` a record of its chain.
-    unsafe fn scs_slot(&self, task: TaskRef, fp: usize, rec: usize, tramp: usize) -> Option<usize> {
+    unsafe fn scs_slot(&self, task: TaskRef, fp: usize, rec: usize, tramp: usize, walk: &TaskWalk) -> Option<usize> {
+        if walk.overflowed {
+            return None;
+        }
         // SAFETY: no memory access; stripping a PAC is arithmetic.
         let strip = |v: usize| unsafe { bindings::ufg_arm64_strip(v as _) as usize };
         // SAFETY: `rec` is a record of this stack (caller).
@@ -424,8 +465,12 @@ impl QuietStack {
             at -= 8;
             // SAFETY: [base, top) is the task's shadow call stack in use (glue), quiet (caller).
             let v = unsafe { self.peek_any(at) };
-            if v == tramp {
+            if v == tramp || walk.rewrote(at) {
                 if seen == inner {
+                    if v != tramp {
+                        // Our frame's entry would be one handed back already: the counts are off.
+                        return None;
+                    }
                     slot = Some(at);
                 }
                 seen += 1;

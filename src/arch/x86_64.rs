@@ -112,6 +112,17 @@ pub fn settle_slot(f: &Frame, _regs: &Regs) {
     unsafe { (f.retp as *mut usize).write_volatile(f.ret) };
 }
 
+/// What teardown remembers while it judges one task's frames: nothing on x86_64, where each
+/// frame's slot is found from the frame alone.
+#[derive(Default)]
+pub struct TaskWalk;
+
+impl TaskWalk {
+    /// Teardown rewrote the slot at `addr` (returned by [`find_slot`]).
+    #[inline(always)]
+    pub fn handed(&mut self, _addr: usize) {}
+}
+
 /// Where `f`'s task will take the frame's return address from: its return slot, the stack word
 /// at `retp`. `task` (with kernel stack `view`) can still run.
 ///
@@ -127,7 +138,7 @@ pub fn settle_slot(f: &Frame, _regs: &Regs) {
 ///
 /// Only under `stop_machine`: the owning task cannot run (unless `view.running`: a stopper) or
 /// exit, so its stack is quiet and stays allocated.
-pub unsafe fn find_slot(f: &Frame, _task: Option<TaskRef>, view: Option<&StackView>) -> Slot {
+pub unsafe fn find_slot(f: &Frame, _task: Option<TaskRef>, view: Option<&StackView>, _walk: &TaskWalk) -> Slot {
     let Some(view) = view else {
         // No kernel stack to check the slot against (an idle task that never looked itself up
         // cannot have frames): do not write, and do not assume it is gone.

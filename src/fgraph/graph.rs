@@ -518,7 +518,15 @@ const CHAIN: usize = 8;
 // Out of line: its plan (a few hundred bytes of writes) must not share a stack frame with the
 // walk's chain buffer (the kernel stack is 16 KiB, and the build refuses frames of 2 KiB).
 #[inline(never)]
-fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, view: Option<&crate::sys::task::StackView>, tally: &mut Tally) -> bool {
+fn judge_chain(
+    stack: &Stack,
+    chain: &[Frame],
+    too_long: bool,
+    owner: Owner,
+    view: Option<&crate::sys::task::StackView>,
+    walk: &mut crate::arch::TaskWalk,
+    tally: &mut Tally,
+) -> bool {
     let Some(top) = chain.first() else { return false };
     if top.marks & mark::HANDED != 0 {
         return false;
@@ -541,7 +549,7 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
         return pend();
     }
     // SAFETY: under stop_machine (the caller), with the owner alive and not running.
-    let (addr, value) = match unsafe { crate::arch::find_slot(top, owner.task(), view) } {
+    let (addr, value) = match unsafe { crate::arch::find_slot(top, owner.task(), view, walk) } {
         ArchSlot::Gone => {
             tally.never += chain.len();
             return false;
@@ -576,6 +584,7 @@ fn judge_chain(stack: &Stack, chain: &[Frame], too_long: bool, owner: Owner, vie
                 // that nothing else reads or writes during stop_machine.
                 unsafe { (at as *mut usize).write_volatile(v) };
             }
+            walk.handed(addr);
             for f in &chain[..frames] {
                 stack.set_marks(f, mark::HANDED);
             }
@@ -753,6 +762,9 @@ impl Graph {
                 // SAFETY: as above; nothing runs or exits during stop_machine.
                 let view = owner.task().and_then(|t| unsafe { t.stack_view() });
                 let mut pending = false;
+                // What the architecture learns about this task's stack as its frames are handed
+                // back, innermost first (arm64: the shadow call stack entries rewritten).
+                let mut walk = crate::arch::TaskWalk::default();
                 // Frames sharing a return slot are adjacent: judge them together (a chain).
                 let mut chain: [Frame; CHAIN] = [Frame::default(); CHAIN];
                 let mut n = 0;
@@ -765,7 +777,7 @@ impl Graph {
                     if frames.peek().is_some_and(|g| g.retp == f.retp) {
                         continue;
                     }
-                    pending |= judge_chain(stack, &chain[..n.min(CHAIN)], n > CHAIN, owner, view.as_ref(), c.tally);
+                    pending |= judge_chain(stack, &chain[..n.min(CHAIN)], n > CHAIN, owner, view.as_ref(), &mut walk, c.tally);
                     n = 0;
                 }
                 if !pending {
