@@ -6,6 +6,7 @@
 #   make demo     set up, build the test kernel and module, boot QEMU, show counts
 #   make check    set up and run every test (host and in-VM); ends "N passed, N failed"
 #   make host-test   cargo test of src/pure on the host only
+#   make lint     rustfmt (the kernel's .rustfmt.toml) and clippy on the host crates; make fmt reformats
 #   make fuzz     coverage-guided fuzzing of src/pure (libFuzzer): each target UFG_FUZZ_TIME s (600)
 #   make stress   the long stress run (debug kernel): 1000 registration and module cycles
 #   make shell    boot the test VM to an interactive shell
@@ -18,7 +19,7 @@
 ARCH ?= x86_64
 SHELL := /bin/bash
 
-.PHONY: all setup kernel module demo check stress host-test fuzz shell bench bench-arm64 bench-profile clean
+.PHONY: all setup kernel module demo check stress host-test lint fmt fuzz shell bench bench-arm64 bench-profile clean
 .PHONY: kmod kmod_install kmod_clean
 
 # Against an installed kernel instead of the test kernel (README.md, "Building against your
@@ -66,6 +67,12 @@ stress: setup
 
 host-test:
 	cargo test --workspace
+
+lint:
+	scripts/lint.sh
+
+fmt:
+	scripts/lint.sh fix
 
 fuzz: setup
 	scripts/fuzz.sh --long

@@ -50,6 +50,15 @@ hf=$(awk '/^test result:/ { for (i=1;i<=NF;i++) if ($(i+1) ~ /^failed/) s+=$i } 
 add "$hp" "$hf"
 lap host-test
 
+# The Rust code's form: rustfmt with the kernel's config, clippy on the host crates (the
+# module's clippy run is part of its build).
+ufg_log "host: lint"
+"$UFG_TOP/scripts/lint.sh" > /dev/null
+lintlog=$UFG_BUILD/results-lint.txt
+cat "$lintlog"
+add "$(grep -c '^ok ' "$lintlog")" "$(grep -c '^fail ' "$lintlog")"
+lap lint
+
 # Coverage-guided fuzzing (scripts/fuzz.sh): each libFuzzer target a bounded run, one test each.
 ufg_log "host: fuzz"
 fuzzlog=$UFG_BUILD/results-fuzz.txt
@@ -95,6 +104,7 @@ if [ "$failed" -gt 0 ]; then
 	echo "---- failures ----"
 	[ "$hf" = 0 ] || grep -E '^test .*FAILED|^error' "$hostlog" | head -n 10 | sed 's/^/[host] /'
 	[ "$hf" = 0 ] || [ "$hp" -gt 0 ] || echo "[host] cargo test failed to build or run; see $hostlog"
+	grep '^fail ' "$lintlog" | sed 's/^/[host] /'
 	[ "${ff:-0}" = 0 ] || { grep '^fail ' "$fuzzlog" 2>/dev/null || echo "fuzz: scripts/fuzz.sh failed"; } | sed 's/^/[host] /'
 	for t in "${failed_tags[@]}"; do
 		grep '^fail ' "$UFG_BUILD/results-$t.txt" | grep -v '^fail vm:' | sed "s/^/[$t] /"

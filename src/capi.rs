@@ -35,8 +35,13 @@ impl GraphHandler for COps {
     #[inline(always)]
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         // SAFETY: the ops is valid while registered; C leaves the callbacks alone meanwhile.
-        let Some(f) = (unsafe { (*self.gops()).entryfunc }) else { return false };
-        let mut trace = ufgraph_ent { func: e.func as _, depth: e.depth as c_int };
+        let Some(f) = (unsafe { (*self.gops()).entryfunc }) else {
+            return false;
+        };
+        let mut trace = ufgraph_ent {
+            func: e.func as _,
+            depth: e.depth as c_int,
+        };
         // SAFETY: the C caller registered this callback for exactly these arguments.
         unsafe { f(&mut trace, self.gops(), e.regs.as_ptr()) != 0 }
     }
@@ -44,7 +49,9 @@ impl GraphHandler for COps {
     #[inline(always)]
     fn ret(&self, r: &mut Return<'_>) {
         // SAFETY: as in `entry`.
-        let Some(f) = (unsafe { (*self.gops()).retfunc }) else { return };
+        let Some(f) = (unsafe { (*self.gops()).retfunc }) else {
+            return;
+        };
         let mut trace = ufgraph_ret {
             func: r.func as _,
             retval: r.retval() as _,
@@ -83,10 +90,17 @@ pub unsafe extern "C" fn ufgraph_register(gops: *mut ufgraph_ops) -> c_int {
         return EBUSY.to_errno();
     }
     // SAFETY: API calls are made while the module is loaded.
-    let Some(g) = (unsafe { graph() }) else { return ENODEV.to_errno() };
+    let Some(g) = (unsafe { graph() }) else {
+        return ENODEV.to_errno();
+    };
     // SAFETY: `COps` is a transparent view of the caller's ops, which outlives the registration;
     // so does its embedded ftrace_ops.
-    let slot = unsafe { Slot::new(gops.cast::<COps>().cast_const(), RawOps::from_raw(addr_of_mut!((*gops).ops).cast())) };
+    let slot = unsafe {
+        Slot::new(
+            gops.cast::<COps>().cast_const(),
+            RawOps::from_raw(addr_of_mut!((*gops).ops).cast()),
+        )
+    };
     let slot = match KBox::new(slot, GFP_KERNEL) {
         Ok(s) => s,
         Err(_) => return ENOMEM.to_errno(),
@@ -122,12 +136,22 @@ type Filter = KVec<usize>;
 ///
 /// `gops` must point to a valid ops; `ips` to `cnt` addresses.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_set_filter_ips(gops: *mut ufgraph_ops, ips: *mut c_ulong, cnt: c_uint, remove: c_int, reset: c_int) -> c_int {
+pub unsafe extern "C" fn ufgraph_set_filter_ips(
+    gops: *mut ufgraph_ops,
+    ips: *mut c_ulong,
+    cnt: c_uint,
+    remove: c_int,
+    reset: c_int,
+) -> c_int {
     if gops.is_null() || (ips.is_null() && cnt != 0) {
         return EINVAL.to_errno();
     }
     // SAFETY: the caller passes `cnt` readable addresses (contract).
-    let ips = if cnt == 0 { &[][..] } else { unsafe { core::slice::from_raw_parts(ips.cast::<usize>(), cnt as usize) } };
+    let ips = if cnt == 0 {
+        &[][..]
+    } else {
+        unsafe { core::slice::from_raw_parts(ips.cast::<usize>(), cnt as usize) }
+    };
     // SAFETY: a valid ops (contract).
     match unsafe { set_filter(gops, ips, remove != 0, reset != 0) } {
         Ok(()) => 0,
@@ -141,7 +165,12 @@ pub unsafe extern "C" fn ufgraph_set_filter_ips(gops: *mut ufgraph_ops, ips: *mu
 ///
 /// `gops` must point to a valid ops; `glob` to a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_set_filter(gops: *mut ufgraph_ops, glob: *const kernel::ffi::c_char, remove: c_int, reset: c_int) -> c_int {
+pub unsafe extern "C" fn ufgraph_set_filter(
+    gops: *mut ufgraph_ops,
+    glob: *const kernel::ffi::c_char,
+    remove: c_int,
+    reset: c_int,
+) -> c_int {
     if gops.is_null() || glob.is_null() {
         return EINVAL.to_errno();
     }
@@ -166,7 +195,12 @@ pub unsafe extern "C" fn ufgraph_set_filter(gops: *mut ufgraph_ops, glob: *const
 /// concurrently.
 unsafe fn set_filter(gops: *mut ufgraph_ops, ips: &[usize], remove: bool, reset: bool) -> Result {
     // SAFETY: valid (contract); only this file touches these private fields.
-    let (slot, fp) = unsafe { ((*gops).ufgraph_slot.cast::<Slot>(), addr_of_mut!((*gops).ufgraph_filter)) };
+    let (slot, fp) = unsafe {
+        (
+            (*gops).ufgraph_slot.cast::<Slot>(),
+            addr_of_mut!((*gops).ufgraph_filter),
+        )
+    };
     if !slot.is_null() {
         // SAFETY: the slot `ufgraph_register` made, alive while registered.
         let slot = unsafe { &*slot };
@@ -236,7 +270,9 @@ pub unsafe extern "C" fn ufgraph_unregister(gops: *mut ufgraph_ops) {
         return;
     }
     // SAFETY: a registered ops exists only while the graph core does.
-    let Some(g) = (unsafe { graph() }) else { return };
+    let Some(g) = (unsafe { graph() }) else {
+        return;
+    };
     // SAFETY: `ufgraph_slot` is the box `ufgraph_register` leaked.
     let slot = unsafe { KBox::from_raw(sp) };
     let on_hub = slot.on_hub();
@@ -270,8 +306,11 @@ pub extern "C" fn ufgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_
         return core::ptr::null_mut();
     }
     // SAFETY: called from an entry callback, while the module is loaded.
-    let Some(g) = (unsafe { graph() }) else { return core::ptr::null_mut() };
-    g.reserve_data(idx as usize, size_bytes as usize).map_or(core::ptr::null_mut(), |p| p.cast())
+    let Some(g) = (unsafe { graph() }) else {
+        return core::ptr::null_mut();
+    };
+    g.reserve_data(idx as usize, size_bytes as usize)
+        .map_or(core::ptr::null_mut(), |p| p.cast())
 }
 
 /// See include/ufgraph/fgraph.h.
@@ -280,12 +319,18 @@ pub extern "C" fn ufgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_
 ///
 /// `size_bytes` must be null or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_retrieve_parent_data(idx: c_int, size_bytes: *mut c_int, depth: c_int) -> *mut c_void {
+pub unsafe extern "C" fn ufgraph_retrieve_parent_data(
+    idx: c_int,
+    size_bytes: *mut c_int,
+    depth: c_int,
+) -> *mut c_void {
     if idx < 0 || depth < 0 {
         return core::ptr::null_mut();
     }
     // SAFETY: called from a callback, while the module is loaded.
-    let Some(g) = (unsafe { graph() }) else { return core::ptr::null_mut() };
+    let Some(g) = (unsafe { graph() }) else {
+        return core::ptr::null_mut();
+    };
     match g.retrieve_data(idx as usize, depth as usize) {
         Some((p, words)) => {
             if !size_bytes.is_null() {
@@ -322,11 +367,14 @@ pub unsafe extern "C" fn ufgraph_get_task_var(gops: *mut ufgraph_ops) -> *mut c_
     // SAFETY: the caller passes its registered ops (contract).
     let idx = unsafe { (*gops).idx };
     // SAFETY: called from a callback, while the module is loaded.
-    let Some(g) = (unsafe { graph() }) else { return core::ptr::null_mut() };
+    let Some(g) = (unsafe { graph() }) else {
+        return core::ptr::null_mut();
+    };
     if idx < 0 {
         return core::ptr::null_mut();
     }
-    g.task_var(idx as usize).map_or(core::ptr::null_mut(), |p| p.cast())
+    g.task_var(idx as usize)
+        .map_or(core::ptr::null_mut(), |p| p.cast())
 }
 
 /// See include/ufgraph/fgraph.h.
@@ -335,13 +383,23 @@ pub unsafe extern "C" fn ufgraph_get_task_var(gops: *mut ufgraph_ops) -> *mut c_
 ///
 /// `idx` must be valid for reads and writes; `task` current or pinned.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_ret_addr(task: *mut bindings::task_struct, idx: *mut c_int, ret: c_ulong, retp: *mut c_ulong) -> c_ulong {
+pub unsafe extern "C" fn ufgraph_ret_addr(
+    task: *mut bindings::task_struct,
+    idx: *mut c_int,
+    ret: c_ulong,
+    retp: *mut c_ulong,
+) -> c_ulong {
     if task.is_null() || idx.is_null() {
         return ret;
     }
     // SAFETY: the caller passes a valid int (contract).
     let mut pos = unsafe { *idx }.max(0) as usize;
-    let r = graph::ret_addr(TaskRef(task as usize), &mut pos, ret as usize, retp as usize);
+    let r = graph::ret_addr(
+        TaskRef(task as usize),
+        &mut pos,
+        ret as usize,
+        retp as usize,
+    );
     // SAFETY: as above.
     unsafe { *idx = pos as c_int };
     r as c_ulong
@@ -353,7 +411,11 @@ pub unsafe extern "C" fn ufgraph_ret_addr(task: *mut bindings::task_struct, idx:
 ///
 /// `store` must be valid for `size` writes.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_stack_trace_save(store: *mut c_ulong, size: c_uint, skipnr: c_uint) -> c_uint {
+pub unsafe extern "C" fn ufgraph_stack_trace_save(
+    store: *mut c_ulong,
+    size: c_uint,
+    skipnr: c_uint,
+) -> c_uint {
     if store.is_null() {
         return 0;
     }
@@ -403,7 +465,10 @@ pub unsafe extern "C" fn ufgraph_unregister_kretprobe(rp: *mut bindings::ufgraph
 ///
 /// `rps` must hold `num` valid kretprobes.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_register_kretprobes(rps: *mut *mut bindings::ufgraph_kretprobe, num: c_int) -> c_int {
+pub unsafe extern "C" fn ufgraph_register_kretprobes(
+    rps: *mut *mut bindings::ufgraph_kretprobe,
+    num: c_int,
+) -> c_int {
     if rps.is_null() || num <= 0 {
         return EINVAL.to_errno();
     }
@@ -429,7 +494,10 @@ pub unsafe extern "C" fn ufgraph_register_kretprobes(rps: *mut *mut bindings::uf
 ///
 /// `rps` must hold `num` kretprobes.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_unregister_kretprobes(rps: *mut *mut bindings::ufgraph_kretprobe, num: c_int) {
+pub unsafe extern "C" fn ufgraph_unregister_kretprobes(
+    rps: *mut *mut bindings::ufgraph_kretprobe,
+    num: c_int,
+) {
     if rps.is_null() {
         return;
     }
@@ -474,7 +542,10 @@ pub unsafe extern "C" fn ufgraph_rethook_unregister(rh: *mut bindings::ufgraph_r
 ///
 /// From an entry hook, with that entry's registers; `rh` registered.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_rethook_hook(rh: *mut bindings::ufgraph_rethook, fregs: *mut bindings::ftrace_regs) -> *mut c_void {
+pub unsafe extern "C" fn ufgraph_rethook_hook(
+    rh: *mut bindings::ufgraph_rethook,
+    fregs: *mut bindings::ftrace_regs,
+) -> *mut c_void {
     // SAFETY: forwarded contract.
     unsafe { crate::kretprobe::rethook_hook(rh, fregs) }
 }

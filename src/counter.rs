@@ -9,8 +9,8 @@
 use crate::pure::ipcount::IpCounts;
 use crate::sys::ftrace::{Handler, Ops, Regs};
 use crate::sys::sync::NoPreempt;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;

@@ -25,7 +25,10 @@ pub struct RetHits {
 impl RetHits {
     /// Nothing counted yet.
     pub const fn new() -> Self {
-        Self { entries: IpCounts::new(), returns: IpCounts::new() }
+        Self {
+            entries: IpCounts::new(),
+            returns: IpCounts::new(),
+        }
     }
 
     /// Writes `name entries returns` per function, then totals.

@@ -35,9 +35,9 @@ use core::fmt::{self, Write};
 use core::sync::atomic::Ordering::Relaxed;
 use counter::{Counter, Hits};
 use fgraph::graph::Graph;
+use fgraph::GraphOps;
 use fprobe::capi::ModuleWatch;
 use fprobe::Fprobes;
-use fgraph::GraphOps;
 use retcount::{RetCounter, RetHits};
 use sys::debugfs::{Dir, SeqFile};
 
@@ -115,7 +115,12 @@ pub(crate) fn param_graph() -> Option<&'static CStr> {
 }
 
 /// Starts one of the module's own users from its parameter, if given, saying what happened.
-fn start_user<T>(param: &str, what: &str, glob: Option<&'static CStr>, start: impl FnOnce(&CStr) -> Result<T>) -> Result<Option<T>> {
+fn start_user<T>(
+    param: &str,
+    what: &str,
+    glob: Option<&'static CStr>,
+    start: impl FnOnce(&CStr) -> Result<T>,
+) -> Result<Option<T>> {
     let Some(glob) = glob else { return Ok(None) };
     match start(glob) {
         Ok(u) => {
@@ -131,20 +136,28 @@ fn start_user<T>(param: &str, what: &str, glob: Option<&'static CStr>, start: im
 
 /// What to add to a "cannot hook it" message.
 fn hint(e: Error) -> &'static str {
-    if e == EINVAL || e == ENOENT { "; is it a traceable function?" } else { "" }
+    if e == EINVAL || e == ENOENT {
+        "; is it a traceable function?"
+    } else {
+        ""
+    }
 }
 
 /// The `frames` file: every task with hooked frames on its shadow stack, innermost first.
 fn show_frames(m: &mut SeqFile) -> fmt::Result {
     // SAFETY: debugfs files exist only while the module (and its graph core) is loaded.
-    let Some(g) = (unsafe { fgraph::graph::graph() }) else { return Ok(()) };
+    let Some(g) = (unsafe { fgraph::graph::graph() }) else {
+        return Ok(());
+    };
     let mut r = Ok(());
     sys::task::for_each_thread(|t| {
         if r.is_err() {
             return;
         }
         let np = sys::sync::NoPreempt::new();
-        let Some(stack) = g.tasks().of_task(t, &np) else { return };
+        let Some(stack) = g.tasks().of_task(t, &np) else {
+            return;
+        };
         if stack.depth() == 0 {
             return;
         }
@@ -162,7 +175,8 @@ fn show_frames(m: &mut SeqFile) -> fmt::Result {
     let mut r = Ok(());
     g.tasks().for_each_idle_stack(|cpu, stack| {
         if r.is_ok() && stack.depth() > 0 {
-            r = write!(m, "0 idle/{} depth {}:", cpu, stack.depth()).and_then(|_| write_frames(m, stack));
+            r = write!(m, "0 idle/{} depth {}:", cpu, stack.depth())
+                .and_then(|_| write_frames(m, stack));
         }
     });
     r
@@ -179,7 +193,9 @@ fn write_frames(m: &mut SeqFile, stack: &fgraph::tasks::Stack) -> fmt::Result {
 /// The `stats` file: the fgraph core's state and counters.
 fn show_stats(m: &mut SeqFile) -> fmt::Result {
     // SAFETY: debugfs files exist only while the module (and its graph core) is loaded.
-    let Some(g) = (unsafe { fgraph::graph::graph() }) else { return Ok(()) };
+    let Some(g) = (unsafe { fgraph::graph::graph() }) else {
+        return Ok(());
+    };
     let t = g.tasks();
     writeln!(m, "registered_ops {}", g.registered())?;
     if let Some(f) = fprobe::fprobes() {
@@ -200,7 +216,11 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
     // One reading for both lines: a fork between two readings would make them disagree.
     let stacks = t.count();
     writeln!(m, "tasks_with_stack {}", stacks)?;
-    writeln!(m, "shadow_stack_bytes {}", stacks * core::mem::size_of::<fgraph::tasks::TaskStack>())?;
+    writeln!(
+        m,
+        "shadow_stack_bytes {}",
+        stacks * core::mem::size_of::<fgraph::tasks::TaskStack>()
+    )?;
     writeln!(m, "hub_functions {}", g.hub_functions())?;
     writeln!(m, "skipped_frames {}", g.stats.skipped_frames.load(Relaxed))?;
     writeln!(m, "reserve_failed {}", g.stats.reserve_failed.load(Relaxed))?;
@@ -210,8 +230,14 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
     writeln!(m, "table_rebuilds {}", t.stats.rebuilds.load(Relaxed))?;
     // One line per registered graph user: its index and what it missed.
     g.for_each_slot(|idx, s| {
-        writeln!(m, "ops {} missed_nostack {} missed_overrun {} missed_recursion {}", idx,
-            s.missed_nostack.load(Relaxed), s.missed_overrun.load(Relaxed), s.missed_recursion.load(Relaxed))
+        writeln!(
+            m,
+            "ops {} missed_nostack {} missed_overrun {} missed_recursion {}",
+            idx,
+            s.missed_nostack.load(Relaxed),
+            s.missed_overrun.load(Relaxed),
+            s.missed_recursion.load(Relaxed)
+        )
     })
 }
 
@@ -228,7 +254,10 @@ fn start_events(module: &'static ThisModule) -> Option<Pin<KBox<events::Events>>
     match r {
         Ok(ev) => Some(ev),
         Err(e) => {
-            pr_err!("fprobe events unavailable ({:?}); everything else works\n", e);
+            pr_err!(
+                "fprobe events unavailable ({:?}); everything else works\n",
+                e
+            );
             None
         }
     }
@@ -238,7 +267,8 @@ impl kernel::Module for UfGraph {
     fn init(module: &'static ThisModule) -> Result<Self> {
         // Whatever failed has been undone by the drops on the way out: say so, with the error
         // (test 51 counts these lines).
-        Self::init_parts(module).inspect_err(|e| pr_err!("init failed ({:?}); nothing is left behind\n", e))
+        Self::init_parts(module)
+            .inspect_err(|e| pr_err!("init failed ({:?}); nothing is left behind\n", e))
     }
 }
 
@@ -253,19 +283,44 @@ impl UfGraph {
         rethooks.publish();
 
         let state = State::new_arc()?;
-        let name = if cfg!(ufgraph_kunit) { c_str!("ufgraph_kunit") } else { c_str!("ufgraph") };
+        let name = if cfg!(ufgraph_kunit) {
+            c_str!("ufgraph_kunit")
+        } else {
+            c_str!("ufgraph")
+        };
         let mut debugfs = Dir::new(name, state.clone())?;
         debugfs.add_file(c_str!("counts"), module, |s, m| s.hits.show(m))?;
         debugfs.add_file(c_str!("graph"), module, |s, m| s.ret.show(m))?;
         debugfs.add_file(c_str!("stats"), module, |_, m| show_stats(m))?;
         debugfs.add_file(c_str!("frames"), module, |_, m| show_frames(m))?;
         let events = start_events(module);
-        debugfs.add_rw_file(c_str!("dynamic_events"), module, |_, m| events::files::show(m), |_, t| events::files::write(t), |_| events::files::truncate())?;
-        debugfs.add_rw_file(c_str!("error_log"), module, |_, m| events::files::show_errors(m), |_, t| events::files::write_errors(t), |_| events::files::truncate_errors())?;
-        debugfs.add_file(c_str!("README"), module, |_, m| events::files::show_readme(m))?;
+        debugfs.add_rw_file(
+            c_str!("dynamic_events"),
+            module,
+            |_, m| events::files::show(m),
+            |_, t| events::files::write(t),
+            |_| events::files::truncate(),
+        )?;
+        debugfs.add_rw_file(
+            c_str!("error_log"),
+            module,
+            |_, m| events::files::show_errors(m),
+            |_, t| events::files::write_errors(t),
+            |_| events::files::truncate_errors(),
+        )?;
+        debugfs.add_file(c_str!("README"), module, |_, m| {
+            events::files::show_readme(m)
+        })?;
 
-        let counter = start_user("func", "counting calls of", param_func(), |glob| Counter::start(glob, state.clone()))?;
-        let retcount = start_user("graph", "counting entries and returns of", param_graph(), |glob| retcount::start(glob, state))?;
+        let counter = start_user("func", "counting calls of", param_func(), |glob| {
+            Counter::start(glob, state.clone())
+        })?;
+        let retcount = start_user(
+            "graph",
+            "counting entries and returns of",
+            param_graph(),
+            |glob| retcount::start(glob, state),
+        )?;
         Ok(Self {
             _counter: counter,
             _retcount: retcount,

@@ -9,4 +9,3 @@
 mod pure;
 
 pub use pure::*;
-

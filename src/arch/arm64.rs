@@ -19,12 +19,12 @@
 //!   return:   the trampoline puts its exit ftrace_regs at the same place (same S)
 //! ```
 
+use super::Slot;
 use crate::bindings;
 use crate::fgraph::graph::{fix_ret, graph, trampoline};
 use crate::pure::shadow::Frame;
 use crate::sys::ftrace::Regs;
 use crate::sys::sync::NoPreempt;
-use super::Slot;
 use crate::sys::task::{StackView, TaskRef};
 
 /// Size of an arm64 instruction: the ftrace call site (`bl ftrace_caller`) is one.
@@ -51,7 +51,11 @@ pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
 /// The `pt_regs` the kretprobe API's handlers and perf samples get, from ftrace's registers
 /// (the glue: arm64's `ftrace_partial_regs()` is a static inline): x0..x8, fp, sp, lr and pc
 /// (at a return, `ret_addr`: the return address), every other field zero.
-pub fn fill_pt_regs(regs: &Regs, ret_addr: Option<usize>, out: &mut core::mem::MaybeUninit<bindings::pt_regs>) {
+pub fn fill_pt_regs(
+    regs: &Regs,
+    ret_addr: Option<usize>,
+    out: &mut core::mem::MaybeUninit<bindings::pt_regs>,
+) {
     // SAFETY: `regs` wraps valid registers (type invariant); the glue writes `out` whole.
     unsafe {
         match ret_addr {
@@ -99,7 +103,9 @@ impl Fixer {
             // (task or interrupt stack) its entry ran on, which stays mapped.
             Some(f) => {
                 // SAFETY: mapped stack words (above), read unchecked by the glue, as an unwinder does.
-                f.ret == ip && f.ret != self.tramp && unsafe { bindings::ufg_arm64_exit_regs(f.retp, self.tramp) }
+                f.ret == ip
+                    && f.ret != self.tramp
+                    && unsafe { bindings::ufg_arm64_exit_regs(f.retp, self.tramp) }
             }
             None => false,
         }
@@ -148,7 +154,10 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
         return 0;
     }
     let len = store.len().min(u32::MAX as usize);
-    let mut fixer = Fixer { tramp: trampoline(), pos: 0 };
+    let mut fixer = Fixer {
+        tramp: trampoline(),
+        pos: 0,
+    };
 
     // Trampolines among the skipped entries still stand for frames that must be accounted for
     // in order: read those entries first, using `store` as scratch. Each call walks from this
@@ -158,7 +167,8 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
         let want = (skip - seen).min(len);
         // SAFETY: `store` has room for `want` entries; the walk only reads the current task's
         // stacks.
-        let n = unsafe { bindings::stack_trace_save(store.as_mut_ptr(), want as u32, seen as u32) } as usize;
+        let n = unsafe { bindings::stack_trace_save(store.as_mut_ptr(), want as u32, seen as u32) }
+            as usize;
         for ip in &mut store[..n] {
             fixer.fix(ip);
         }
@@ -170,7 +180,8 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
     }
 
     // SAFETY: as above, with room for `len` entries.
-    let n = unsafe { bindings::stack_trace_save(store.as_mut_ptr(), len as u32, skip as u32) } as usize;
+    let n =
+        unsafe { bindings::stack_trace_save(store.as_mut_ptr(), len as u32, skip as u32) } as usize;
     for ip in &mut store[..n] {
         fixer.fix(ip);
     }
@@ -264,7 +275,12 @@ impl TaskWalk {
 ///
 /// Only under `stop_machine`: the owning task cannot run (unless `view.running`) or exit, so its
 /// stack is quiet and stays allocated.
-pub unsafe fn find_slot(f: &Frame, task: Option<TaskRef>, view: Option<&StackView>, walk: &TaskWalk) -> Slot {
+pub unsafe fn find_slot(
+    f: &Frame,
+    task: Option<TaskRef>,
+    view: Option<&StackView>,
+    walk: &TaskWalk,
+) -> Slot {
     let (Some(task), Some(view)) = (task, view) else {
         return Slot::Unknown;
     };
@@ -283,7 +299,10 @@ pub unsafe fn find_slot(f: &Frame, task: Option<TaskRef>, view: Option<&StackVie
         // The task's stack pointer is above where the function was entered: the call is gone.
         return Slot::Gone;
     }
-    let stack = QuietStack { lo: view.lo, hi: view.hi };
+    let stack = QuietStack {
+        lo: view.lo,
+        hi: view.hi,
+    };
     // SAFETY: the task is switched out and stays so (caller).
     let fp = unsafe { bindings::ufg_arm64_saved_fp(task.as_ptr()) };
     // SAFETY: [lo, hi) is the stack of a switched-out task; during stop_machine nothing runs on
@@ -306,10 +325,12 @@ pub unsafe fn find_slot(f: &Frame, task: Option<TaskRef>, view: Option<&StackVie
         match unsafe { bindings::ufg_arm64_return_slots() } as u32 {
             bindings::UFG_ARM64_SLOTS_PLAIN => rec + 8,
             // SAFETY: `fp` is where the switched-out task's chain starts, `rec` a record of it.
-            bindings::UFG_ARM64_SLOTS_SCS => match unsafe { stack.scs_slot(task, fp, rec, tramp, walk) } {
-                Some(at) => at,
-                None => return Slot::Unknown,
-            },
+            bindings::UFG_ARM64_SLOTS_SCS => {
+                match unsafe { stack.scs_slot(task, fp, rec, tramp, walk) } {
+                    Some(at) => at,
+                    None => return Slot::Unknown,
+                }
+            }
             _ => return Slot::Unknown,
         }
     };
@@ -318,7 +339,10 @@ pub unsafe fn find_slot(f: &Frame, task: Option<TaskRef>, view: Option<&StackVie
     // quiet shadow call stack.
     // SAFETY: each of those is an 8-byte aligned word that stays allocated (above).
     let value = unsafe { stack.peek(slot) };
-    if !entering && value != tramp && crate::sys::ksym::hooker(value) == crate::pure::handback::Hooker::Plain {
+    if !entering
+        && value != tramp
+        && crate::sys::ksym::hooker(value) == crate::pure::handback::Hooker::Plain
+    {
         // The function's record holds neither our trampoline nor another hooker's: the record
         // is not this call's (it returned, or has not saved x30 yet): do not guess.
         return Slot::Unknown;
@@ -354,7 +378,13 @@ impl QuietStack {
     /// # Safety
     ///
     /// `below`, if any, must be a record of this quiet stack.
-    unsafe fn in_ftrace_caller(&self, f: &Frame, sp: usize, rec: usize, below: Option<usize>) -> bool {
+    unsafe fn in_ftrace_caller(
+        &self,
+        f: &Frame,
+        sp: usize,
+        rec: usize,
+        below: Option<usize>,
+    ) -> bool {
         if rec != sp - RECORD || below != Some(sp - 2 * RECORD) {
             return false;
         }
@@ -422,7 +452,14 @@ impl QuietStack {
     ///
     /// `task` must be switched out and stay so (its shadow call stack is quiet), `fp` the frame
     /// pointer it saved, and `rec` a record of its chain.
-    unsafe fn scs_slot(&self, task: TaskRef, fp: usize, rec: usize, tramp: usize, walk: &TaskWalk) -> Option<usize> {
+    unsafe fn scs_slot(
+        &self,
+        task: TaskRef,
+        fp: usize,
+        rec: usize,
+        tramp: usize,
+        walk: &TaskWalk,
+    ) -> Option<usize> {
         if walk.overflowed {
             return None;
         }

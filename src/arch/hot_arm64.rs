@@ -86,7 +86,9 @@ pub fn rcu_watching() -> bool {
     unsafe {
         let off = core::ptr::addr_of!(__per_cpu_offset).add(cpu()).read();
         let ct = (core::ptr::addr_of!(context_tracking) as usize).wrapping_add(off);
-        ((ct + b::UFG_CT_STATE as usize) as *const u32).read_volatile() & b::UFG_CT_RCU_WATCHING as u32 != 0
+        ((ct + b::UFG_CT_STATE as usize) as *const u32).read_volatile()
+            & b::UFG_CT_RCU_WATCHING as u32
+            != 0
     }
 }
 

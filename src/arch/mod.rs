@@ -14,10 +14,10 @@ mod x86_64;
 pub use x86_64::*;
 
 #[cfg(CONFIG_ARM64)]
+mod arm64;
+#[cfg(CONFIG_ARM64)]
 #[path = "hot_arm64.rs"]
 pub mod hot;
-#[cfg(CONFIG_ARM64)]
-mod arm64;
 #[cfg(CONFIG_ARM64)]
 pub use arm64::*;
 
@@ -50,6 +50,10 @@ pub fn cpu_online(cpu: usize) -> bool {
     let bits = usize::BITS as usize;
     // SAFETY: `__cpu_online_mask` is a bitmap of NR_CPUS bits, and `cpu` a CPU number (below
     // nr_cpu_ids <= NR_CPUS): the word is inside it. A plain racy read, as cpu_online() does.
-    let w = unsafe { core::ptr::addr_of!(__cpu_online_mask).add(cpu / bits).read_volatile() };
+    let w = unsafe {
+        core::ptr::addr_of!(__cpu_online_mask)
+            .add(cpu / bits)
+            .read_volatile()
+    };
     w & (1 << (cpu % bits)) != 0
 }

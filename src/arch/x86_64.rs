@@ -4,11 +4,11 @@
 //! entry (`retp`). When the function returns, `ret` pops it, so the trampoline starts with the
 //! stack pointer at `retp + 8`, which is what it saves in `ftrace_regs`.
 
+use super::Slot;
 use crate::bindings;
 use crate::fgraph::graph::{fix_ret, trampoline};
 use crate::pure::shadow::Frame;
 use crate::sys::ftrace::Regs;
-use super::Slot;
 use crate::sys::task::{StackView, TaskRef};
 
 /// Whether `f` is the frame of the return the trampoline is handling.
@@ -23,7 +23,11 @@ pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
 /// report it), cs the kernel's, flags the always-set bit, every other field zero. Each field is
 /// written once, in place: no memset, no call.
 #[inline(always)]
-pub fn fill_pt_regs(regs: &Regs, ret_addr: Option<usize>, out: &mut core::mem::MaybeUninit<bindings::pt_regs>) {
+pub fn fill_pt_regs(
+    regs: &Regs,
+    ret_addr: Option<usize>,
+    out: &mut core::mem::MaybeUninit<bindings::pt_regs>,
+) {
     use crate::arch::hot::fregs as o;
     let w = |off: usize| regs.word(off);
     // The argument registers are not saved at a return.
@@ -46,7 +50,9 @@ pub fn fill_pt_regs(regs: &Regs, ret_addr: Option<usize>, out: &mut core::mem::M
         di: arg(0),
         orig_ax: 0,
         ip: ret_addr.unwrap_or_else(|| regs.ip()),
-        __bindgen_anon_1: bindings::pt_regs__bindgen_ty_1 { csx: bindings::UFG_KERNEL_CS as u64 },
+        __bindgen_anon_1: bindings::pt_regs__bindgen_ty_1 {
+            csx: bindings::UFG_KERNEL_CS as u64,
+        },
         flags: bindings::UFG_EFLAGS_FIXED as _,
         sp: w(o::SP),
         __bindgen_anon_2: bindings::pt_regs__bindgen_ty_2 { ssx: 0 },
@@ -138,7 +144,12 @@ impl TaskWalk {
 ///
 /// Only under `stop_machine`: the owning task cannot run (unless `view.running`: a stopper) or
 /// exit, so its stack is quiet and stays allocated.
-pub unsafe fn find_slot(f: &Frame, _task: Option<TaskRef>, view: Option<&StackView>, _walk: &TaskWalk) -> Slot {
+pub unsafe fn find_slot(
+    f: &Frame,
+    _task: Option<TaskRef>,
+    view: Option<&StackView>,
+    _walk: &TaskWalk,
+) -> Slot {
     let Some(view) = view else {
         // No kernel stack to check the slot against (an idle task that never looked itself up
         // cannot have frames): do not write, and do not assume it is gone.
@@ -150,5 +161,8 @@ pub unsafe fn find_slot(f: &Frame, _task: Option<TaskRef>, view: Option<&StackVi
     // SAFETY: a word of the task's kernel stack (checked above), which stays allocated: the task
     // cannot exit now (caller).
     let value = unsafe { (f.retp as *const usize).read_volatile() };
-    Slot::At { addr: f.retp, value }
+    Slot::At {
+        addr: f.retp,
+        value,
+    }
 }

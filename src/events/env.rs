@@ -29,13 +29,25 @@ pub(super) struct HitEnv<'a> {
 fn read_kernel(addr: u64, buf: &mut [u8]) -> bool {
     // SAFETY: copy_from_kernel_nofault() checks the address and catches faults; `buf` is
     // writable for its length.
-    unsafe { bindings::copy_from_kernel_nofault(buf.as_mut_ptr().cast(), addr as usize as *const _, buf.len()) == 0 }
+    unsafe {
+        bindings::copy_from_kernel_nofault(
+            buf.as_mut_ptr().cast(),
+            addr as usize as *const _,
+            buf.len(),
+        ) == 0
+    }
 }
 
 fn read_user(addr: u64, buf: &mut [u8]) -> bool {
     // SAFETY: copy_from_user_nofault() checks access_ok() and catches faults; `buf` is
     // writable for its length.
-    unsafe { bindings::copy_from_user_nofault(buf.as_mut_ptr().cast(), addr as usize as *const _, buf.len()) == 0 }
+    unsafe {
+        bindings::copy_from_user_nofault(
+            buf.as_mut_ptr().cast(),
+            addr as usize as *const _,
+            buf.len(),
+        ) == 0
+    }
 }
 
 /// Reads memory as upstream's `probe_mem_read()`: where user and kernel addresses do not
@@ -53,7 +65,12 @@ fn read(addr: u64, user: bool, buf: &mut [u8]) -> bool {
 /// Reads the NUL-terminated string at `addr` a page-bounded chunk at a time, giving each chunk
 /// to `sink` (which returns false to stop). Returns the string's length including its NUL
 /// (capped at `max`), or `None` if the first byte cannot be read or a later chunk faults.
-fn walk_str(addr: u64, user: bool, max: usize, mut sink: impl FnMut(&[u8]) -> bool) -> Option<usize> {
+fn walk_str(
+    addr: u64,
+    user: bool,
+    max: usize,
+    mut sink: impl FnMut(&[u8]) -> bool,
+) -> Option<usize> {
     let mut chunk = [0u8; CHUNK];
     let mut done = 0usize;
     while done < max {

@@ -49,13 +49,15 @@ use crate::sys::ftrace::Regs;
 use crate::sys::ksym;
 use crate::sys::kvec;
 use crate::sys::sync::{synchronize_rcu, NoPreempt};
-use crate::sys::trace_event::{self, EventCall, EventFile, EventMutex, EventOps, Fields, PerfCall, SeqOut};
+use crate::sys::trace_event::{
+    self, EventCall, EventFile, EventMutex, EventOps, Fields, PerfCall, SeqOut,
+};
 use core::ffi::c_void;
-use kernel::ffi::{c_int, c_ulong};
 use core::fmt::{self, Write};
 use core::pin::Pin;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 use kernel::alloc::{KBox, KVec};
+use kernel::ffi::{c_int, c_ulong};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -74,7 +76,11 @@ struct FileList {
 
 impl FileList {
     fn live(&self) -> impl Iterator<Item = EventFile> + '_ {
-        self.files.iter().map(|f| f.load(Acquire)).filter(|f| !f.is_null()).map(EventFile::from_raw)
+        self.files
+            .iter()
+            .map(|f| f.load(Acquire))
+            .filter(|f| !f.is_null())
+            .map(EventFile::from_raw)
     }
 }
 
@@ -185,7 +191,9 @@ struct VecWriter(KVec<u8>);
 
 impl Write for VecWriter {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.0.extend_from_slice(s.as_bytes(), GFP_KERNEL).map_err(|_| fmt::Error)
+        self.0
+            .extend_from_slice(s.as_bytes(), GFP_KERNEL)
+            .map_err(|_| fmt::Error)
     }
 }
 
@@ -218,7 +226,13 @@ impl Event {
                 return Err(e);
             }
             let p = p.map_err(|e| Error::from_errno(e.errno()))?;
-            field_types.push(format(|w| { p.write_field_type(w)?; w.write_str("\0") })?, GFP_KERNEL)?;
+            field_types.push(
+                format(|w| {
+                    p.write_field_type(w)?;
+                    w.write_str("\0")
+                })?,
+                GFP_KERNEL,
+            )?;
             field_names.push(cvec(p.name().as_bytes())?, GFP_KERNEL)?;
             progs.push(p, GFP_KERNEL)?;
         }
@@ -226,7 +240,11 @@ impl Event {
         entry_args.extend_from_slice(def.entry_args(), GFP_KERNEL)?;
         Ok(Event {
             is_return: def.is_return(),
-            head: if def.is_return() { rec::EXIT_HEAD } else { rec::ENTRY_HEAD },
+            head: if def.is_return() {
+                rec::EXIT_HEAD
+            } else {
+                rec::ENTRY_HEAD
+            },
             args_size: def.args_size(),
             progs,
             entry_args,
@@ -249,7 +267,10 @@ impl Event {
     fn list_with(old: Option<&FileList>, file: EventFile) -> Result<*mut FileList> {
         let n = old.map_or(0, |l| l.live().count());
         let mut files = KVec::with_capacity(n + 1, GFP_KERNEL)?;
-        for f in Iterator::chain(old.into_iter().flat_map(|l| l.live()), core::iter::once(file)) {
+        for f in Iterator::chain(
+            old.into_iter().flat_map(|l| l.live()),
+            core::iter::once(file),
+        ) {
             // Within the capacity: does not allocate.
             let _ = files.push(AtomicPtr::new(f.as_ptr()), GFP_KERNEL);
         }
@@ -294,7 +315,13 @@ impl Event {
     /// Writes one record per enabled instance, and one for perf if it listens. `head` fills
     /// the head fields; `ret_addr` is the return address at a return (perf then samples the
     /// exit registers, ip = that address).
-    fn record(&self, env: &env::HitEnv<'_>, perf: PerfCall, ret_addr: Option<usize>, head: impl Fn(&mut [u8])) {
+    fn record(
+        &self,
+        env: &env::HitEnv<'_>,
+        perf: PerfCall,
+        ret_addr: Option<usize>,
+        head: impl Fn(&mut [u8]),
+    ) {
         let _np = NoPreempt::new();
         if self.perf_users.load(Relaxed) != 0 {
             let len = self.head + self.args_size + rec::dynamic_size(&self.progs, env);
@@ -350,7 +377,10 @@ fn put_word(r: &mut [u8], at: usize, v: u64) {
 }
 
 fn get_word(r: &[u8], at: usize) -> u64 {
-    r.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0)
+    r.get(at..at + 8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .unwrap_or(0)
 }
 
 impl EventOps for Event {
@@ -447,7 +477,15 @@ impl EventOps for Event {
         for (i, p) in self.progs.iter().enumerate() {
             let (ty, name) = (&self.field_types[i], &self.field_names[i]);
             // SAFETY: the strings live in the event, which outlives its registration.
-            unsafe { fields.define(ty, name, p.field_offset(self.head), p.field_size(), p.is_signed())? };
+            unsafe {
+                fields.define(
+                    ty,
+                    name,
+                    p.field_offset(self.head),
+                    p.field_size(),
+                    p.is_signed(),
+                )?
+            };
         }
         Ok(())
     }
@@ -491,7 +529,13 @@ fn probe_of<'a>(fp: *mut ufgraph_fprobe) -> &'a Probe {
     unsafe { &*fp.cast::<Probe>() }
 }
 
-unsafe extern "C" fn entry_handler(fp: *mut ufgraph_fprobe, ip: c_ulong, _ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) -> c_int {
+unsafe extern "C" fn entry_handler(
+    fp: *mut ufgraph_fprobe,
+    ip: c_ulong,
+    _ret_ip: c_ulong,
+    fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) -> c_int {
     let p = probe_of(fp);
     // SAFETY: the event outlives its probes (they are unregistered before it is freed).
     let ev = unsafe { &*p.event };
@@ -507,12 +551,22 @@ unsafe extern "C" fn entry_handler(fp: *mut ufgraph_fprobe, ip: c_ulong, _ret_ip
         }
         return 0;
     }
-    let env = env::HitEnv { regs, data: &[], thread_size: events().map_or(0, |e| e.thread_words) };
+    let env = env::HitEnv {
+        regs,
+        data: &[],
+        thread_size: events().map_or(0, |e| e.thread_words),
+    };
     ev.record(&env, p.perf, None, |r| put_word(r, 8, ip as u64));
     0
 }
 
-unsafe extern "C" fn exit_handler(fp: *mut ufgraph_fprobe, ip: c_ulong, ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) {
+unsafe extern "C" fn exit_handler(
+    fp: *mut ufgraph_fprobe,
+    ip: c_ulong,
+    ret_ip: c_ulong,
+    fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) {
     let p = probe_of(fp);
     // SAFETY: as in `entry_handler`.
     let ev = unsafe { &*p.event };
@@ -525,7 +579,11 @@ unsafe extern "C" fn exit_handler(fp: *mut ufgraph_fprobe, ip: c_ulong, ret_ip: 
         // SAFETY: the entry data the entry handler filled, `words` words, for this call.
         unsafe { core::slice::from_raw_parts(data.cast::<u64>(), words) }
     };
-    let env = env::HitEnv { regs, data: saved, thread_size: events().map_or(0, |e| e.thread_words) };
+    let env = env::HitEnv {
+        regs,
+        data: saved,
+        thread_size: events().map_or(0, |e| e.thread_words),
+    };
     ev.record(&env, p.perf, Some(ret_ip as usize), |r| {
         put_word(r, 8, ip as u64);
         put_word(r, 16, ret_ip as u64);
@@ -549,7 +607,11 @@ impl Events {
     pub fn new(module: *mut bindings::module) -> impl PinInit<Self> {
         // SAFETY: constants from the glue.
         let (thread_words, dn, fd) = unsafe {
-            (bindings::ufg_stack_index_max() as u64, bindings::ufg_dentry_name_offset(), bindings::ufg_file_dentry_offset())
+            (
+                bindings::ufg_stack_index_max() as u64,
+                bindings::ufg_dentry_name_offset(),
+                bindings::ufg_file_dentry_offset(),
+            )
         };
         let cfg = Config {
             max_stack_index: thread_words.min(u16::MAX as u64) as u16,
@@ -573,7 +635,9 @@ impl Events {
     fn log_error(&self, cmd: &str, err: &probedef::ProbeError) {
         // SAFETY: no preconditions.
         let ts = unsafe { bindings::trace_clock_local() };
-        let Ok(text) = format(|w| write!(w, "{}", err.log(cmd, &self.cfg, ts))) else { return };
+        let Ok(text) = format(|w| write!(w, "{}", err.log(cmd, &self.cfg, ts))) else {
+            return;
+        };
         let mut reg = self.reg.lock();
         if reg.errors.len() >= ERROR_LOG_MAX {
             drop(kvec::remove(&mut reg.errors, 0));
@@ -599,7 +663,10 @@ impl Events {
         let cmd = match probedef::parse(line, &self.cfg) {
             Ok(c) => c,
             Err(e) => {
-                return Err(Failure { errno: Error::from_errno(e.errno().to_kernel()), log: e.probe().copied() });
+                return Err(Failure {
+                    errno: Error::from_errno(e.errno().to_kernel()),
+                    log: e.probe().copied(),
+                });
             }
         };
         match cmd {
@@ -615,12 +682,17 @@ impl Events {
             pr_info!("tracepoint probes (t:) are not supported by ufgraph events\n");
             return Err(Error::from_errno(-95).into());
         }
-        let fail = |errno: i32| Failure { errno: Error::from_errno(errno), log: def.registration_error(errno) };
+        let fail = |errno: i32| Failure {
+            errno: Error::from_errno(errno),
+            log: def.registration_error(errno),
+        };
         let (group, name) = (def.group().as_bytes(), def.event().as_bytes());
         // The kernel's own events of that name (checked before event_mutex, which it takes).
         let ours = {
             let reg = self.reg.lock();
-            reg.entries.iter().any(|e| e.group == group && e.name == name)
+            reg.entries
+                .iter()
+                .any(|e| e.group == group && e.name == name)
         };
         if !ours && trace_event::event_exists(group, name).map_err(|e| fail(e.to_errno()))? {
             return Err(fail(EEXIST.to_errno()));
@@ -635,15 +707,25 @@ impl Events {
         let g = EventMutex::lock().map_err(Failure::from)?;
         let mut reg = self.reg.lock();
         // Room first: nothing may fail after the event is registered.
-        reg.entries.reserve(1, GFP_KERNEL).map_err(|_| Failure::from(ENOMEM))?;
-        if let Some(entry) = reg.entries.iter_mut().find(|e| e.group == group && e.name == name) {
+        reg.entries
+            .reserve(1, GFP_KERNEL)
+            .map_err(|_| Failure::from(ENOMEM))?;
+        if let Some(entry) = reg
+            .entries
+            .iter_mut()
+            .find(|e| e.group == group && e.name == name)
+        {
             // Another probe for an existing event: same kind, same arguments, not a duplicate.
             self.check_append(def, entry)?;
             let r = resolved.map_err(|e| fail(e.to_errno()))?;
             let evp: *const Event = entry.event.ops();
             let perf = entry.event.perf_call();
-            entry.probes.reserve(1, GFP_KERNEL).map_err(|_| Failure::from(ENOMEM))?;
-            let mut slot = Self::new_slot(def, evp, perf, cmd, sym, r).map_err(|e| fail(e.to_errno()))?;
+            entry
+                .probes
+                .reserve(1, GFP_KERNEL)
+                .map_err(|_| Failure::from(ENOMEM))?;
+            let mut slot =
+                Self::new_slot(def, evp, perf, cmd, sym, r).map_err(|e| fail(e.to_errno()))?;
             // An event in use gets its new probe registered now. (Upstream from 6.17 leaves a
             // probe appended to an enabled event unregistered until the event is next
             // enabled: it would miss every call meanwhile.)
@@ -662,7 +744,9 @@ impl Events {
         let perf = call.perf_call();
         let slot = Self::new_slot(def, evp, perf, cmd, sym, r).map_err(|e| fail(e.to_errno()))?;
         let mut probes = KVec::new();
-        let (Ok(()), Ok(gname), Ok(ename)) = (probes.push(slot, GFP_KERNEL), bytes(group), bytes(name)) else {
+        let (Ok(()), Ok(gname), Ok(ename)) =
+            (probes.push(slot, GFP_KERNEL), bytes(group), bytes(name))
+        else {
             return Err(ENOMEM.into());
         };
         // The kernel adds the event under its `trace_types_lock`, which it also holds when it
@@ -672,7 +756,16 @@ impl Events {
         drop(reg);
         call.as_mut().register(&g).map_err(|e| fail(e.to_errno()))?;
         // Cannot fail: room was reserved.
-        let _ = self.reg.lock().entries.push(Entry { group: gname, name: ename, kind: def.kind(), event: call, probes }, GFP_KERNEL);
+        let _ = self.reg.lock().entries.push(
+            Entry {
+                group: gname,
+                name: ename,
+                kind: def.kind(),
+                event: call,
+                probes,
+            },
+            GFP_KERNEL,
+        );
         Ok(())
     }
 
@@ -680,16 +773,25 @@ impl Events {
     #[inline(never)]
     fn check_append(&self, def: &ProbeDef<'_>, entry: &Entry) -> core::result::Result<(), Failure> {
         if let Some(e) = def.diff_probe_type(entry.event.ops().is_return, entry.kind) {
-            return Err(Failure { errno: EEXIST, log: Some(e) });
+            return Err(Failure {
+                errno: EEXIST,
+                log: Some(e),
+            });
         }
         if let Some(first) = entry.probes.first() {
             if let Some(e) = self.diff_args(def, &first.probe.cmd) {
-                return Err(Failure { errno: EEXIST, log: Some(e) });
+                return Err(Failure {
+                    errno: EEXIST,
+                    log: Some(e),
+                });
             }
         }
         for p in entry.probes.iter() {
             if let Some(e) = self.same_probe(def, &p.probe.cmd)? {
-                return Err(Failure { errno: EEXIST, log: Some(e) });
+                return Err(Failure {
+                    errno: EEXIST,
+                    log: Some(e),
+                });
             }
         }
         Ok(())
@@ -697,17 +799,27 @@ impl Events {
 
     #[inline(never)]
     fn diff_args(&self, def: &ProbeDef<'_>, cmd: &[u8]) -> Option<probedef::ProbeError> {
-        let Ok(Command::Add(fdef)) = probedef::parse(as_str(cmd), &self.cfg) else { return None };
+        let Ok(Command::Add(fdef)) = probedef::parse(as_str(cmd), &self.cfg) else {
+            return None;
+        };
         def.diff_arg_types(fdef.args().map(|a| a.sig()))
     }
 
     #[inline(never)]
-    fn same_probe(&self, def: &ProbeDef<'_>, cmd: &[u8]) -> core::result::Result<Option<probedef::ProbeError>, Failure> {
-        let Ok(Command::Add(pdef)) = probedef::parse(as_str(cmd), &self.cfg) else { return Ok(None) };
+    fn same_probe(
+        &self,
+        def: &ProbeDef<'_>,
+        cmd: &[u8],
+    ) -> core::result::Result<Option<probedef::ProbeError>, Failure> {
+        let Ok(Command::Add(pdef)) = probedef::parse(as_str(cmd), &self.cfg) else {
+            return Ok(None);
+        };
         let mut texts: KVec<KVec<u8>> = KVec::new();
         for a in pdef.args() {
             let t = format(|w| write!(w, "{}", a.comm))?;
-            texts.push(t, GFP_KERNEL).map_err(|_| Failure::from(ENOMEM))?;
+            texts
+                .push(t, GFP_KERNEL)
+                .map_err(|_| Failure::from(ENOMEM))?;
         }
         Ok(def.same_probe(pdef.symbol(), texts.iter().map(|t| as_str(t))))
     }
@@ -724,7 +836,14 @@ impl Events {
     }
 
     /// A probe for `def`'s event, not registered yet, on the functions `r`.
-    fn new_slot(def: &ProbeDef<'_>, ev: *const Event, perf: PerfCall, cmd: KVec<u8>, sym: KVec<u8>, r: fprobe::Resolved) -> Result<Slot> {
+    fn new_slot(
+        def: &ProbeDef<'_>,
+        ev: *const Event,
+        perf: PerfCall,
+        cmd: KVec<u8>,
+        sym: KVec<u8>,
+        r: fprobe::Resolved,
+    ) -> Result<Slot> {
         let mut fp = ufgraph_fprobe::default();
         if def.is_return() {
             fp.exit_handler = Some(exit_handler);
@@ -737,8 +856,22 @@ impl Events {
         }
         // What registration would refuse of the probe itself (too much entry data), refused now.
         fprobe::Fprobes::check_probe(&fp)?;
-        let probe = KBox::pin(Probe { fp, event: ev, perf, cmd }, GFP_KERNEL)?;
-        Ok(Slot { probe, sym, ips: r.ips, gen: r.gen, armed: false })
+        let probe = KBox::pin(
+            Probe {
+                fp,
+                event: ev,
+                perf,
+                cmd,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(Slot {
+            probe,
+            sym,
+            ips: r.ips,
+            gen: r.gen,
+            armed: false,
+        })
     }
 
     /// Registers a probe with the fprobe core on the functions its symbol matches now: the
@@ -790,7 +923,11 @@ impl Events {
     /// not enable event").
     fn arm(&self, ev: &Event) -> Result {
         let mut reg = self.reg.lock();
-        let entry = reg.entries.iter_mut().find(|e| core::ptr::eq(e.event.ops(), ev)).ok_or(ENODEV)?;
+        let entry = reg
+            .entries
+            .iter_mut()
+            .find(|e| core::ptr::eq(e.event.ops(), ev))
+            .ok_or(ENODEV)?;
         for i in 0..entry.probes.len() {
             if let Err(e) = Self::arm_slot(&mut entry.probes[i]) {
                 for s in entry.probes.iter_mut() {
@@ -815,7 +952,11 @@ impl Events {
     /// returns, no handler of theirs runs.
     fn disarm(&self, ev: &Event) {
         let mut reg = self.reg.lock();
-        if let Some(entry) = reg.entries.iter_mut().find(|e| core::ptr::eq(e.event.ops(), ev)) {
+        if let Some(entry) = reg
+            .entries
+            .iter_mut()
+            .find(|e| core::ptr::eq(e.event.ops(), ev))
+        {
             for s in entry.probes.iter_mut() {
                 Self::disarm_slot(s);
             }
@@ -838,7 +979,9 @@ impl Events {
     /// `event_mutex` nobody else changes the entries meanwhile. On failure the entry goes back
     /// where it was (`at`), and is leaked if it cannot (never freed while the kernel has it).
     fn take_down(&self, g: &trace_event::EventMutexGuard, mut e: Entry, at: usize) -> Result {
-        let Err(err) = Self::teardown(g, &mut e) else { return Ok(()) };
+        let Err(err) = Self::teardown(g, &mut e) else {
+            return Ok(());
+        };
         // Room: it was taken out just before.
         if let Err(e) = kvec::insert(&mut self.reg.lock().entries, at, e) {
             core::mem::forget(e);
@@ -851,8 +994,15 @@ impl Events {
         let g = EventMutex::lock()?;
         let matches = |e: &Entry| {
             e.probes.iter().any(|p| {
-                let Ok(Command::Add(d)) = probedef::parse(as_str(&p.probe.cmd), &self.cfg) else { return false };
-                rd.matches(as_str(&e.group), as_str(&e.name), d.symbol(), d.args().map(|a| (a.name, a.comm)))
+                let Ok(Command::Add(d)) = probedef::parse(as_str(&p.probe.cmd), &self.cfg) else {
+                    return false;
+                };
+                rd.matches(
+                    as_str(&e.group),
+                    as_str(&e.name),
+                    d.symbol(),
+                    d.args().map(|a| (a.name, a.comm)),
+                )
             })
         };
         let mut found = false;
@@ -860,19 +1010,29 @@ impl Events {
             // The next match (those before it were taken down already, or do not match).
             let taken = {
                 let mut reg = self.reg.lock();
-                reg.entries.iter().position(|e| matches(e)).and_then(|i| kvec::remove(&mut reg.entries, i).map(|e| (e, i)))
+                reg.entries
+                    .iter()
+                    .position(|e| matches(e))
+                    .and_then(|i| kvec::remove(&mut reg.entries, i).map(|e| (e, i)))
             };
             let Some((e, at)) = taken else { break };
             found = true;
             self.take_down(&g, e, at)?;
         }
-        if found { Ok(()) } else { Err(ENOENT) }
+        if found {
+            Ok(())
+        } else {
+            Err(ENOENT)
+        }
     }
 
     /// Removes every event (`O_TRUNC`): `EBUSY`, and nothing removed, if one is enabled.
     pub fn clear(&self) -> Result {
         let g = EventMutex::lock()?;
-        if self.reg.lock().entries.iter().any(|e| !e.event.ops().files.load(Acquire).is_null() || e.event.ops().perf_users.load(Relaxed) != 0) {
+        if self.reg.lock().entries.iter().any(|e| {
+            !e.event.ops().files.load(Acquire).is_null()
+                || e.event.ops().perf_users.load(Relaxed) != 0
+        }) {
             return Err(EBUSY);
         }
         loop {
@@ -918,8 +1078,16 @@ impl Events {
     pub fn counts(&self) -> (usize, usize, usize, usize) {
         let reg = self.reg.lock();
         let probes = reg.entries.iter().map(|e| e.probes.len()).sum();
-        let armed = reg.entries.iter().map(|e| e.probes.iter().filter(|s| s.armed).count()).sum();
-        let dropped = reg.entries.iter().map(|e| e.event.ops().dropped.load(Relaxed)).sum();
+        let armed = reg
+            .entries
+            .iter()
+            .map(|e| e.probes.iter().filter(|s| s.armed).count())
+            .sum();
+        let dropped = reg
+            .entries
+            .iter()
+            .map(|e| e.event.ops().dropped.load(Relaxed))
+            .sum();
         (reg.entries.len(), probes, armed, dropped)
     }
 }
@@ -931,11 +1099,18 @@ impl PinnedDrop for Events {
         let Ok(g) = EventMutex::lock() else { return };
         // Not under the registry lock: see `take_down`.
         loop {
-            let Some(mut e) = kvec::pop(&mut self.reg.lock().entries) else { break };
+            let Some(mut e) = kvec::pop(&mut self.reg.lock().entries) else {
+                break;
+            };
             if let Err(err) = Self::teardown(&g, &mut e) {
                 // Only possible if an event is enabled while the module goes, which the module
                 // reference taken on enable prevents. Never free what the kernel points to.
-                pr_err!("event {}/{} still in use at unload ({:?}): leaking it\n", as_str(&e.group), as_str(&e.name), err);
+                pr_err!(
+                    "event {}/{} still in use at unload ({:?}): leaking it\n",
+                    as_str(&e.group),
+                    as_str(&e.name),
+                    err
+                );
                 core::mem::forget(e);
             }
         }

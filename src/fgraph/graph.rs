@@ -48,18 +48,18 @@
 //! exits with frames, an idle task whose CPU went offline, a task preempted inside the trampoline,
 //! none of them can make teardown end early or wait for ever.
 
+use super::hub::{Hub, HubState};
 use super::tasks::{Owner, Stack, TaskStack, Tasks};
-use crate::bindings;
-use crate::pure::lru::Lru;
 use crate::arch::Slot as ArchSlot;
+use crate::bindings;
 use crate::pure::handback::{self, Hooker, Plan};
+use crate::pure::lru::Lru;
 use crate::pure::shadow::{mark, DataRef, Frame, ARRAY_SIZE, FRAME_WORDS};
 use crate::sys::ftrace::{RawOps, Regs};
-use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion, Refused};
 #[cfg(CONFIG_PREEMPTION)]
 use crate::sys::sync::synchronize_rcu_tasks;
+use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion, Refused};
 use crate::sys::tracepoint::Probe;
-use super::hub::{Hub, HubState};
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use kernel::alloc::KVec;
@@ -94,7 +94,11 @@ enum EntryFrame {
     /// Not pushed yet (the one-step path, [`GraphHandler::RESERVES_FIRST`]): the first
     /// reservation pushes it with its data, or the core pushes it bare if the callback wants the
     /// return without data. `ret` and `retp` are the call's.
-    Lazy { ret: usize, retp: usize, calltime: u64 },
+    Lazy {
+        ret: usize,
+        retp: usize,
+        calltime: u64,
+    },
 }
 
 /// Counts a refused data reservation that was not the caller's mistake (see `Stats`).
@@ -113,8 +117,17 @@ fn reserve_failed(bytes: usize) {
 #[cold]
 fn lazy_overrun(idx: usize) {
     // SAFETY: callbacks run only while the graph core exists.
-    let Some(g) = (unsafe { graph() }) else { return };
-    let Some(p) = g.array.get(idx).map(|a| a.load(Acquire)).filter(|p| !p.is_null()) else { return };
+    let Some(g) = (unsafe { graph() }) else {
+        return;
+    };
+    let Some(p) = g
+        .array
+        .get(idx)
+        .map(|a| a.load(Acquire))
+        .filter(|p| !p.is_null())
+    else {
+        return;
+    };
     // SAFETY: a slot in the array stays valid until a grace period after it is removed, and the
     // entry callback runs with preemption disabled.
     unsafe { &*p }.missed_overrun.fetch_add(1, Relaxed);
@@ -126,10 +139,17 @@ impl<'a> Entry<'a> {
     #[inline(always)]
     pub fn reserve(&mut self, bytes: usize) -> Option<&'a mut [usize]> {
         let d = match self.frame {
-            EntryFrame::Lazy { ret, retp, calltime } if (1..=crate::pure::shadow::MAX_DATA_BYTES).contains(&bytes) => {
+            EntryFrame::Lazy {
+                ret,
+                retp,
+                calltime,
+            } if (1..=crate::pure::shadow::MAX_DATA_BYTES).contains(&bytes) => {
                 let words = bytes.div_ceil(core::mem::size_of::<usize>());
                 // The frame and the data in one step (one move of the stack top).
-                match self.stack.push_with_data(ret, self.func, calltime, retp, self.idx, words) {
+                match self
+                    .stack
+                    .push_with_data(ret, self.func, calltime, retp, self.idx, words)
+                {
                     Ok((bm, d)) => {
                         self.frame = EntryFrame::Pushed(bm);
                         Some(d)
@@ -283,7 +303,14 @@ pub trait GraphHandler: Send + Sync + 'static {
     /// [`GraphHandler::wants_pre_entry`] says so; not on the hub, nor for hooks made through
     /// [`Graph::enter`].
     #[inline(always)]
-    fn pre_entry(&self, ip: usize, _parent_ip: usize, regs: &Regs, np: &NoPreempt, enter: impl FnOnce(usize, &Regs, &NoPreempt, usize)) {
+    fn pre_entry(
+        &self,
+        ip: usize,
+        _parent_ip: usize,
+        regs: &Regs,
+        np: &NoPreempt,
+        enter: impl FnOnce(usize, &Regs, &NoPreempt, usize),
+    ) {
         enter(ip, regs, np, 0)
     }
     /// Whether calls from the handler's own `ftrace_ops` go through
@@ -336,7 +363,8 @@ pub struct Slot {
     ret: unsafe fn(*const (), &mut Return<'_>),
     /// The ftrace callback for this slot's handler type: `graph_entry::<H>`, in which the
     /// handler's entry callback is a direct (inlined) call.
-    ftrace_func: unsafe extern "C" fn(usize, usize, *mut bindings::ftrace_ops, *mut bindings::ftrace_regs),
+    ftrace_func:
+        unsafe extern "C" fn(usize, usize, *mut bindings::ftrace_ops, *mut bindings::ftrace_regs),
     missed: unsafe fn(*const (), usize),
     set_index: unsafe fn(*const (), Option<usize>),
     wants_times: bool,
@@ -437,8 +465,14 @@ impl Slot {
     /// hub's common users, the C API's ops, then need no call through a pointer and no `Entry`
     /// in memory (one `Entry` per branch: the one handed to the pointer has to be in memory).
     #[inline(always)]
-    pub(super) fn call_entry_built<'a, Q: GraphHandler>(&self, make: impl Fn() -> Entry<'a>) -> bool {
-        if core::ptr::fn_addr_eq(self.entry, slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool) {
+    pub(super) fn call_entry_built<'a, Q: GraphHandler>(
+        &self,
+        make: impl Fn() -> Entry<'a>,
+    ) -> bool {
+        if core::ptr::fn_addr_eq(
+            self.entry,
+            slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
+        ) {
             // SAFETY: the slot was made for a `Q` (above), alive while it is registered.
             unsafe { &*self.this.cast::<Q>() }.entry(&mut make())
         } else {
@@ -449,7 +483,10 @@ impl Slot {
     /// [`Slot::call_entry_built`] for an `Entry` its caller built already.
     #[inline(always)]
     pub(super) fn call_entry_as<Q: GraphHandler>(&self, e: &mut Entry<'_>) -> bool {
-        if core::ptr::fn_addr_eq(self.entry, slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool) {
+        if core::ptr::fn_addr_eq(
+            self.entry,
+            slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
+        ) {
             // SAFETY: the slot was made for a `Q` (above), alive while it is registered.
             unsafe { &*self.this.cast::<Q>() }.entry(e)
         } else {
@@ -527,7 +564,9 @@ fn judge_chain(
     walk: &mut crate::arch::TaskWalk,
     tally: &mut Tally,
 ) -> bool {
-    let Some(top) = chain.first() else { return false };
+    let Some(top) = chain.first() else {
+        return false;
+    };
     if top.marks & mark::HANDED != 0 {
         return false;
     }
@@ -540,7 +579,11 @@ fn judge_chain(
     if too_long {
         // All of the run, not only the frames judged: the wait must cover every frame of the
         // slot that may still return through the trampoline.
-        for f in stack.frames().skip_while(|f| f.start != top.start).take_while(|f| f.retp == top.retp) {
+        for f in stack
+            .frames()
+            .skip_while(|f| f.start != top.start)
+            .take_while(|f| f.retp == top.retp)
+        {
             stack.set_marks(&f, mark::PENDING);
         }
         return true;
@@ -563,16 +606,25 @@ fn judge_chain(
         *r = f.ret;
     }
     let task = owner.task();
-    let plan = handback::plan::<{ CHAIN + 4 }>(&rets[..chain.len()], addr, value, tramp, crate::sys::ksym::hooker, |k, visited| {
-        let t = task?;
-        match k {
-            // SAFETY: under stop_machine, the owner alive and not running (the caller).
-            Hooker::Fgraph => unsafe { crate::sys::hookers::fgraph_next(t, top.retp, visited) },
-            // SAFETY: as for function_graph, just above.
-            Hooker::Rethook => unsafe { crate::sys::hookers::rethook_next(t, top.retp, visited) },
-            _ => None,
-        }
-    });
+    let plan = handback::plan::<{ CHAIN + 4 }>(
+        &rets[..chain.len()],
+        addr,
+        value,
+        tramp,
+        crate::sys::ksym::hooker,
+        |k, visited| {
+            let t = task?;
+            match k {
+                // SAFETY: under stop_machine, the owner alive and not running (the caller).
+                Hooker::Fgraph => unsafe { crate::sys::hookers::fgraph_next(t, top.retp, visited) },
+                // SAFETY: as for function_graph, just above.
+                Hooker::Rethook => unsafe {
+                    crate::sys::hookers::rethook_next(t, top.retp, visited)
+                },
+                _ => None,
+            }
+        },
+    );
     match plan {
         Plan::Pending => pend(),
         Plan::Hand { writes, n, frames } => {
@@ -690,7 +742,10 @@ impl Graph {
     }
 
     /// Calls `f` on every registered slot with its index (under the registration lock).
-    pub fn for_each_slot<E>(&self, mut f: impl FnMut(usize, &Slot) -> core::result::Result<(), E>) -> core::result::Result<(), E> {
+    pub fn for_each_slot<E>(
+        &self,
+        mut f: impl FnMut(usize, &Slot) -> core::result::Result<(), E>,
+    ) -> core::result::Result<(), E> {
         let _reg = self.reg.lock();
         for (i, a) in self.array.iter().enumerate() {
             let p = a.load(Acquire);
@@ -777,7 +832,15 @@ impl Graph {
                     if frames.peek().is_some_and(|g| g.retp == f.retp) {
                         continue;
                     }
-                    pending |= judge_chain(stack, &chain[..n.min(CHAIN)], n > CHAIN, owner, view.as_ref(), &mut walk, c.tally);
+                    pending |= judge_chain(
+                        stack,
+                        &chain[..n.min(CHAIN)],
+                        n > CHAIN,
+                        owner,
+                        view.as_ref(),
+                        &mut walk,
+                        c.tally,
+                    );
                     n = 0;
                 }
                 if !pending {
@@ -791,19 +854,39 @@ impl Graph {
                     Owner::Task(t) => {
                         // SAFETY: alive (above); unpinned once teardown stops waiting for it.
                         unsafe { t.pin() };
-                        Wait { owner, page: ts as *const TaskStack, done: false }
+                        Wait {
+                            owner,
+                            page: ts as *const TaskStack,
+                            done: false,
+                        }
                     }
-                    Owner::Idle { .. } => Wait { owner, page: ts as *const TaskStack, done: false },
+                    Owner::Idle { .. } => Wait {
+                        owner,
+                        page: ts as *const TaskStack,
+                        done: false,
+                    },
                 };
                 // Within the capacity reserved by the caller: does not allocate.
                 let _ = c.waits.push(w, GFP_ATOMIC);
             });
             0
         }
-        let mut c = Ctx { g: self, waits, cap, tally, full: false };
+        let mut c = Ctx {
+            g: self,
+            waits,
+            cap,
+            tally,
+            full: false,
+        };
         // SAFETY: `run` matches cpu_stop_fn_t and only touches `c` and the stacks; a NULL cpumask
         // runs it on one CPU while all others are stopped.
-        unsafe { bindings::stop_machine(Some(run), (&mut c as *mut Ctx<'_>).cast(), core::ptr::null()) };
+        unsafe {
+            bindings::stop_machine(
+                Some(run),
+                (&mut c as *mut Ctx<'_>).cast(),
+                core::ptr::null(),
+            )
+        };
         !c.full
     }
 
@@ -835,7 +918,11 @@ impl Graph {
                 tally.handed, tally.patched);
         }
         if tally.gone + tally.never > 0 {
-            pr_info!("left {} frames of tasks that can no longer run alone, and {} of abandoned calls\n", tally.gone, tally.never);
+            pr_info!(
+                "left {} frames of tasks that can no longer run alone, and {} of abandoned calls\n",
+                tally.gone,
+                tally.never
+            );
         }
         // Tasks that entered the trampoline before the hand-back are still finishing it.
         wait_trampoline_exits();
@@ -994,7 +1081,10 @@ impl Graph {
         let change = sorted(&crate::sys::ksym::locations(ips)?)?;
         let mut reg = self.reg.lock();
         let idx = slot.idx();
-        if !slot.on_hub() || idx >= ARRAY_SIZE || self.array[idx].load(Relaxed) != (slot as *const Slot).cast_mut() {
+        if !slot.on_hub()
+            || idx >= ARRAY_SIZE
+            || self.array[idx].load(Relaxed) != (slot as *const Slot).cast_mut()
+        {
             return Err(ENOENT);
         }
         // SAFETY: the registration lock is held (the `hub_ips` invariant).
@@ -1067,10 +1157,18 @@ impl Graph {
             let (mut keep, mut gone) = (KVec::new(), KVec::new());
             let mut ok = true;
             for &ip in cur.iter() {
-                ok &= if within(ip) { gone.push(ip, GFP_KERNEL) } else { keep.push(ip, GFP_KERNEL) }.is_ok();
+                ok &= if within(ip) {
+                    gone.push(ip, GFP_KERNEL)
+                } else {
+                    keep.push(ip, GFP_KERNEL)
+                }
+                .is_ok();
             }
             if !ok {
-                pr_err!("hub: out of memory: ops {} keeps functions of a going module\n", idx);
+                pr_err!(
+                    "hub: out of memory: ops {} keeps functions of a going module\n",
+                    idx
+                );
                 continue;
             }
             self.hub.remove(&mut reg.hub, idx, &gone, &mut dead);
@@ -1083,7 +1181,10 @@ impl Graph {
         if dropped > 0 {
             synchronize_rcu();
             Hub::free_dead(&mut dead);
-            pr_info!("hub: dropped {} functions of a module going away\n", dropped);
+            pr_info!(
+                "hub: dropped {} functions of a module going away\n",
+                dropped
+            );
         }
     }
 
@@ -1248,7 +1349,12 @@ unsafe fn op_slot<'a>(op: *mut bindings::ftrace_ops) -> &'a Slot {
 ///
 /// As for [`graph_entry`]: ftrace's callback arguments for a graph ops made for an `H`.
 #[inline(never)]
-unsafe fn graph_entry_pre<H: GraphHandler>(ip: usize, parent_ip: usize, op: *mut bindings::ftrace_ops, fregs: *mut bindings::ftrace_regs) {
+unsafe fn graph_entry_pre<H: GraphHandler>(
+    ip: usize,
+    parent_ip: usize,
+    op: *mut bindings::ftrace_ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
     // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (glue.c),
     // whose ftrace always passes its registers.
     debug_assert!(!fregs.is_null());
@@ -1287,14 +1393,21 @@ unsafe fn graph_entry_pre<H: GraphHandler>(ip: usize, parent_ip: usize, op: *mut
 ///
 /// As for [`graph_entry_pre`].
 #[inline(never)]
-unsafe fn graph_entry_direct<H: GraphHandler>(ip: usize, parent_ip: usize, op: *mut bindings::ftrace_ops, fregs: *mut bindings::ftrace_regs) {
+unsafe fn graph_entry_direct<H: GraphHandler>(
+    ip: usize,
+    parent_ip: usize,
+    op: *mut bindings::ftrace_ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
     // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (glue.c),
     // whose ftrace always passes its registers.
     debug_assert!(!fregs.is_null());
     // SAFETY: the caller's contract.
     let slot = unsafe { op_slot(op) };
     // SAFETY: registered ops exist only while the graph core does.
-    let Some(g) = (unsafe { graph() }) else { return };
+    let Some(g) = (unsafe { graph() }) else {
+        return;
+    };
     // SAFETY: the slot was made for an `H`, alive while it is registered.
     let h = unsafe { &*slot.this.cast::<H>() };
     let guard = match Recursion::try_lock(ip, parent_ip) {
@@ -1307,7 +1420,17 @@ unsafe fn graph_entry_direct<H: GraphHandler>(ip: usize, parent_ip: usize, op: *
         Err(Refused::Unsafe) => return,
     };
     // SAFETY: the caller's contract; the guard is held.
-    unsafe { g.enter_guarded(slot, ip, fregs, 0, guard.no_preempt(), H::RESERVES_FIRST, |e| h.entry(e)) };
+    unsafe {
+        g.enter_guarded(
+            slot,
+            ip,
+            fregs,
+            0,
+            guard.no_preempt(),
+            H::RESERVES_FIRST,
+            |e| h.entry(e),
+        )
+    };
     drop(guard);
 }
 
@@ -1319,13 +1442,25 @@ unsafe fn graph_entry_direct<H: GraphHandler>(ip: usize, parent_ip: usize, op: *
 ///
 /// As for [`Graph::enter_guarded`], with `slot` made for an `H`.
 #[inline(never)]
-unsafe fn graph_enter<H: GraphHandler>(slot: &Slot, ip: usize, fregs: *mut bindings::ftrace_regs, cookie: usize, np: &NoPreempt) {
+unsafe fn graph_enter<H: GraphHandler>(
+    slot: &Slot,
+    ip: usize,
+    fregs: *mut bindings::ftrace_regs,
+    cookie: usize,
+    np: &NoPreempt,
+) {
     // SAFETY: registered ops exist only while the graph core does.
-    let Some(g) = (unsafe { graph() }) else { return };
+    let Some(g) = (unsafe { graph() }) else {
+        return;
+    };
     // SAFETY: the slot was made for an `H`, alive while it is registered.
     let h = unsafe { &*slot.this.cast::<H>() };
     // SAFETY: the caller's contract.
-    unsafe { g.enter_guarded(slot, ip, fregs, cookie, np, H::RESERVES_FIRST, |e| h.entry(e)) };
+    unsafe {
+        g.enter_guarded(slot, ip, fregs, cookie, np, H::RESERVES_FIRST, |e| {
+            h.entry(e)
+        })
+    };
 }
 
 impl Graph {
@@ -1338,10 +1473,21 @@ impl Graph {
     /// `fregs` must be the valid registers of the entry of `ip` (called from `parent_ip`) on the
     /// current task, `slot` a slot in this graph's array, and the caller in a non-preemptible
     /// context or an ftrace callback.
-    pub unsafe fn enter(&self, slot: &Slot, ip: usize, parent_ip: usize, fregs: *mut bindings::ftrace_regs, cookie: usize) -> bool {
+    pub unsafe fn enter(
+        &self,
+        slot: &Slot,
+        ip: usize,
+        parent_ip: usize,
+        fregs: *mut bindings::ftrace_regs,
+        cookie: usize,
+    ) -> bool {
         // SAFETY: the caller's contract; `this` is the handler this slot was made for, alive
         // while registered.
-        unsafe { self.enter_with(slot, ip, parent_ip, fregs, cookie, false, |e| (slot.entry)(slot.this, e)) }
+        unsafe {
+            self.enter_with(slot, ip, parent_ip, fregs, cookie, false, |e| {
+                (slot.entry)(slot.this, e)
+            })
+        }
     }
 
     /// [`Graph::enter`], with the slot's entry callback given as `entry` (a direct call when the
@@ -1377,7 +1523,8 @@ impl Graph {
             Err(Refused::Unsafe) => return false,
         };
         // SAFETY: the caller's contract, and the guard is held.
-        let wanted = unsafe { self.enter_guarded(slot, ip, fregs, cookie, guard.no_preempt(), lazy, entry) };
+        let wanted =
+            unsafe { self.enter_guarded(slot, ip, fregs, cookie, guard.no_preempt(), lazy, entry) };
         drop(guard);
         wanted
     }
@@ -1462,7 +1609,11 @@ impl Graph {
                 stack,
                 idx,
                 np,
-                frame: EntryFrame::Lazy { ret: old_ret, retp: retp as usize, calltime },
+                frame: EntryFrame::Lazy {
+                    ret: old_ret,
+                    retp: retp as usize,
+                    calltime,
+                },
             };
             let wanted = entry(&mut e);
             let bm = match (e.frame, wanted) {
@@ -1472,18 +1623,20 @@ impl Graph {
                     return false;
                 }
                 (EntryFrame::Lazy { .. }, false) => return false,
-                (EntryFrame::Lazy { .. }, true) => match stack.push(old_ret, ip, calltime, retp as usize) {
-                    Ok(bm) => {
-                        stack.mark_seen(bm, idx);
-                        bm
+                (EntryFrame::Lazy { .. }, true) => {
+                    match stack.push(old_ret, ip, calltime, retp as usize) {
+                        Ok(bm) => {
+                            stack.mark_seen(bm, idx);
+                            bm
+                        }
+                        Err(_) => {
+                            slot.missed_overrun.fetch_add(1, Relaxed);
+                            // SAFETY: the slot's handler is alive while it is registered.
+                            unsafe { (slot.missed)(slot.this, ip) };
+                            return false;
+                        }
                     }
-                    Err(_) => {
-                        slot.missed_overrun.fetch_add(1, Relaxed);
-                        // SAFETY: the slot's handler is alive while it is registered.
-                        unsafe { (slot.missed)(slot.this, ip) };
-                        return false;
-                    }
-                },
+                }
             };
             stack.set_bitmap(bm, 1 << idx);
             *frame_out = Some((bm, old_ret, calltime != 0));
@@ -1510,7 +1663,12 @@ impl Graph {
         // Whether the frame has its call time (for the hub's next ops: see `join_locked`).
         let mut has_time;
         let bm = match top {
-            Some(f) if old_ret == tramp && f.retp == retp as usize && f.func == ip && f.seen & (1 << idx) == 0 => {
+            Some(f)
+                if old_ret == tramp
+                    && f.retp == retp as usize
+                    && f.func == ip
+                    && f.seen & (1 << idx) == 0 =>
+            {
                 has_time = f.calltime != 0;
                 // The ops that pushed the frame may not have wanted the time, this one does.
                 if slot.wants_times && f.calltime == 0 {
@@ -1547,9 +1705,26 @@ impl Graph {
 
         // The real return address: what the slot held, unless it is our trampoline (a frame
         // joined, or a tail call), in which case the frame below knows it.
-        let ret_ip = if old_ret == tramp { stack.frames().find(|f| f.ret != tramp).map_or(old_ret, |f| f.ret) } else { old_ret };
+        let ret_ip = if old_ret == tramp {
+            stack
+                .frames()
+                .find(|f| f.ret != tramp)
+                .map_or(old_ret, |f| f.ret)
+        } else {
+            old_ret
+        };
         let save = stack.top();
-        let mut e = Entry { func: ip, ret_ip, depth: stack.depth(), regs, cookie, stack, idx, np, frame: EntryFrame::Pushed(bm) };
+        let mut e = Entry {
+            func: ip,
+            ret_ip,
+            depth: stack.depth(),
+            regs,
+            cookie,
+            stack,
+            idx,
+            np,
+            frame: EntryFrame::Pushed(bm),
+        };
         // A lazy handler's entry is inlined once, in the one-step path above; here (a frame
         // joined, a tail call) it is called through the slot.
         let wanted = if lazy {
@@ -1616,7 +1791,17 @@ impl Graph {
         // SAFETY: valid for the call (caller).
         let regs = unsafe { Regs::from_raw(fregs) };
         let depth = stack.depth();
-        let wanted = slot.call_entry_built::<Q>(|| Entry { func: ip, ret_ip, depth, regs, cookie: 0, stack, idx, np, frame: EntryFrame::Pushed(bm) });
+        let wanted = slot.call_entry_built::<Q>(|| Entry {
+            func: ip,
+            ret_ip,
+            depth,
+            regs,
+            cookie: 0,
+            stack,
+            idx,
+            np,
+            frame: EntryFrame::Pushed(bm),
+        });
         if !wanted {
             stack.truncate(save);
         }
@@ -1678,7 +1863,9 @@ impl Graph {
 /// Only from the trampoline, which only runs as the return of a function whose entry installed
 /// it on the current task's stack.
 #[inline(always)]
-pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(fregs: *mut bindings::ftrace_regs) -> usize {
+pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
+    fregs: *mut bindings::ftrace_regs,
+) -> usize {
     // The frame is popped whatever happens; only the callbacks need the recursion guard (a
     // return callback that calls a hooked function, whose own return would re-enter here).
     // Either way preemption is disabled once.
@@ -1730,7 +1917,14 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(fregs: *mut bindi
     let rettime = g.now();
     // Where the call returns to: a tail call's inner frame saved our own trampoline, and the
     // frame below knows the real address (as at the entry).
-    let ret_ip = if f.ret == trampoline() { stack.frames().find(|x| x.ret != f.ret).map_or(f.ret, |x| x.ret) } else { f.ret };
+    let ret_ip = if f.ret == trampoline() {
+        stack
+            .frames()
+            .find(|x| x.ret != f.ret)
+            .map_or(f.ret, |x| x.ret)
+    } else {
+        f.ret
+    };
     let mut bits = f.bitmap;
     while bits != 0 {
         let idx = bits.trailing_zeros() as usize;
@@ -1755,15 +1949,31 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(fregs: *mut bindi
         }
         // One `Return` per branch: the one handed to the slot's function pointer has to be in
         // memory, the direct call's need not be.
-        let r = || Return { func: f.func, ret_ip, depth: stack.depth(), calltime: f.calltime, rettime, regs, stack, idx, np };
+        let r = || Return {
+            func: f.func,
+            ret_ip,
+            depth: stack.depth(),
+            calltime: f.calltime,
+            rettime,
+            regs,
+            stack,
+            idx,
+            np,
+        };
         // A slot whose return callback is `slot_ret::<P>` was made for a `P` (one instance of it
         // in the module: the kernel builds Rust as one codegen unit; were two identical
         // instances merged, calling one for the other would do the same), so its callback is
         // inlined here. Any other goes through the slot.
-        if core::ptr::fn_addr_eq(slot.ret, slot_ret::<P> as unsafe fn(*const (), &mut Return<'_>)) {
+        if core::ptr::fn_addr_eq(
+            slot.ret,
+            slot_ret::<P> as unsafe fn(*const (), &mut Return<'_>),
+        ) {
             // SAFETY: the slot was made for a `P` (above), alive while the slot is.
             unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
-        } else if core::ptr::fn_addr_eq(slot.ret, slot_ret::<Q> as unsafe fn(*const (), &mut Return<'_>)) {
+        } else if core::ptr::fn_addr_eq(
+            slot.ret,
+            slot_ret::<Q> as unsafe fn(*const (), &mut Return<'_>),
+        ) {
             // The same for the second type (the C API's ops: several on one function).
             // SAFETY: the slot was made for a `Q` (above), alive while the slot is.
             unsafe { &*slot.this.cast::<Q>() }.ret(&mut r());
@@ -1781,14 +1991,23 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(fregs: *mut bindi
 /// The real return address for a frame of `task`'s stack whose return address slot at `retp`
 /// holds our trampoline: upstream's `ftrace_graph_ret_addr()`. `idx` carries the position between
 /// calls when walking a stack outwards (start at 0). Returns `ret` unchanged if it is not ours.
-pub fn ret_addr(task: crate::sys::task::TaskRef, idx: &mut usize, ret: usize, retp: usize) -> usize {
+pub fn ret_addr(
+    task: crate::sys::task::TaskRef,
+    idx: &mut usize,
+    ret: usize,
+    retp: usize,
+) -> usize {
     if ret != trampoline() {
         return ret;
     }
     // SAFETY: API calls are made while the module is loaded.
-    let Some(g) = (unsafe { graph() }) else { return ret };
+    let Some(g) = (unsafe { graph() }) else {
+        return ret;
+    };
     let np = NoPreempt::new();
-    let Some(stack) = g.tasks.of_task(task, &np) else { return ret };
+    let Some(stack) = g.tasks.of_task(task, &np) else {
+        return ret;
+    };
     let mut n = 0;
     let mut found = ret;
     for f in stack.frames() {

@@ -77,7 +77,10 @@ unsafe impl Sync for Hub {}
 
 impl Hub {
     pub(super) fn new() -> Self {
-        Self { ops: Opaque::new(bindings::ftrace_ops::default()), masks: RcuTable::new() }
+        Self {
+            ops: Opaque::new(bindings::ftrace_ops::default()),
+            masks: RcuTable::new(),
+        }
     }
 
     fn raw(&self) -> RawOps {
@@ -99,7 +102,13 @@ impl Hub {
     /// Adds ops `idx` on `ips` (sorted, no duplicates). Functions new to the hub join its ftrace
     /// filter, and the hub's `ftrace_ops` is registered if it was not. On failure ops `idx` is
     /// on none of `ips`.
-    pub(super) fn add(&self, st: &mut HubState, idx: usize, ips: &[usize], dead: &mut KVec<usize>) -> Result {
+    pub(super) fn add(
+        &self,
+        st: &mut HubState,
+        idx: usize,
+        ips: &[usize],
+        dead: &mut KVec<usize>,
+    ) -> Result {
         let r = self.try_add(st, idx, ips);
         if r.is_err() {
             self.remove(st, idx, ips, dead);
@@ -121,7 +130,14 @@ impl Hub {
                 }
                 continue;
             }
-            let e = KBox::new(IpMask { ip, mask: AtomicUsize::new(bit), filtered: AtomicBool::new(false) }, GFP_KERNEL)?;
+            let e = KBox::new(
+                IpMask {
+                    ip,
+                    mask: AtomicUsize::new(bit),
+                    filtered: AtomicBool::new(false),
+                },
+                GFP_KERNEL,
+            )?;
             let p = KBox::into_raw(e) as usize;
             if let Err(err) = self.masks.upsert(&mut st.counts, ip, p, mask_key) {
                 // SAFETY: never published: ours to free.
@@ -140,7 +156,9 @@ impl Hub {
         self.raw().set_filter_ips(&new_ips, false, false)?;
         for &e in fresh.iter() {
             // SAFETY: live entries, as above.
-            unsafe { &*(e as *const IpMask) }.filtered.store(true, Relaxed);
+            unsafe { &*(e as *const IpMask) }
+                .filtered
+                .store(true, Relaxed);
         }
         st.filtered += fresh.len();
         if !st.live {
@@ -161,12 +179,20 @@ impl Hub {
 
     /// Takes ops `idx` off `ips`. Functions no ops selects any more leave the filter and the
     /// table; their entries go to `dead`, for [`Hub::free_dead`] after a grace period.
-    pub(super) fn remove(&self, st: &mut HubState, idx: usize, ips: &[usize], dead: &mut KVec<usize>) {
+    pub(super) fn remove(
+        &self,
+        st: &mut HubState,
+        idx: usize,
+        ips: &[usize],
+        dead: &mut KVec<usize>,
+    ) {
         let bit = 1usize << idx;
         let mut gone = KVec::new();
         let mut unfilter = KVec::new();
         for &ip in ips {
-            let Some(e) = self.masks.lookup_w(&st.counts, ip, mask_key) else { continue };
+            let Some(e) = self.masks.lookup_w(&st.counts, ip, mask_key) else {
+                continue;
+            };
             // SAFETY: a live entry (see `try_add`).
             let m = unsafe { &*(e as *const IpMask) };
             if m.mask.fetch_and(!bit, Release) & !bit != 0 {
@@ -205,7 +231,12 @@ impl Hub {
         st.filtered -= unfilter.len();
         for &e in gone.iter() {
             // Only ours to drop if it is still the table's entry for its function.
-            if self.masks.remove(&mut st.counts, mask_key(e), mask_key).is_some() && dead.push(e, GFP_KERNEL).is_err() {
+            if self
+                .masks
+                .remove(&mut st.counts, mask_key(e), mask_key)
+                .is_some()
+                && dead.push(e, GFP_KERNEL).is_err()
+            {
                 // Cannot remember it for freeing: leak one small entry rather than free it early.
                 pr_warn!("hub: leaking an entry\n");
             }
@@ -244,17 +275,26 @@ impl Hub {
 /// is for). Others are called through the slot.
 type Direct = crate::capi::COps;
 
-unsafe extern "C" fn hub_entry<Q: GraphHandler>(ip: usize, parent_ip: usize, _op: *mut bindings::ftrace_ops, fregs: *mut bindings::ftrace_regs) {
+unsafe extern "C" fn hub_entry<Q: GraphHandler>(
+    ip: usize,
+    parent_ip: usize,
+    _op: *mut bindings::ftrace_ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
     // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (glue.c),
     // whose ftrace always passes its registers.
     debug_assert!(!fregs.is_null());
     // SAFETY: the hub's ops is registered only while the graph core exists.
-    let Some(g) = (unsafe { graph() }) else { return };
+    let Some(g) = (unsafe { graph() }) else {
+        return;
+    };
     let guard = match Recursion::try_lock(ip, parent_ip) {
         Ok(guard) => guard,
         Err(Refused::Recursion) => {
             let np = NoPreempt::new();
-            each_slot(g, g.hub.mask(ip, &np), |slot| slot.note_missed(ip, |s| &s.missed_recursion));
+            each_slot(g, g.hub.mask(ip, &np), |slot| {
+                slot.note_missed(ip, |s| &s.missed_recursion)
+            });
             return;
         }
         Err(Refused::Unsafe) => return,
@@ -282,7 +322,9 @@ unsafe extern "C" fn hub_entry<Q: GraphHandler>(ip: usize, parent_ip: usize, _op
         },
         // SAFETY: as above.
         None => unsafe {
-            g.enter_locked(slot, ip, fregs, 0, stack, np, false, &mut frame, |e| slot.call_entry_as::<Q>(e));
+            g.enter_locked(slot, ip, fregs, 0, stack, np, false, &mut frame, |e| {
+                slot.call_entry_as::<Q>(e)
+            });
         },
     });
     drop(guard);

@@ -56,7 +56,12 @@ impl<H: GraphHandler> GraphOps<H> {
             addr_of_mut!((*p).slot).write(Slot::new(addr_of_mut!((*p).handler), ops));
             Pin::from(b.assume_init())
         };
-        Ok(Self { inner: ManuallyDrop::new(b), registered: false, hub_ips: (!H::OWN_FTRACE_OPS).then(KVec::new), hub_set: false })
+        Ok(Self {
+            inner: ManuallyDrop::new(b),
+            registered: false,
+            hub_ips: (!H::OWN_FTRACE_OPS).then(KVec::new),
+            hub_set: false,
+        })
     }
 
     /// Selects the functions matching `glob` (replacing the filter), on the ops' own

@@ -170,7 +170,12 @@ struct Table {
 
 impl Table {
     fn new(cap: usize) -> Result<KBox<Self>> {
-        Ok(KBox::new(Self { slots: crate::sys::rcutable::alloc_slots(cap)? }, GFP_KERNEL)?)
+        Ok(KBox::new(
+            Self {
+                slots: crate::sys::rcutable::alloc_slots(cap)?,
+            },
+            GFP_KERNEL,
+        )?)
     }
 }
 
@@ -219,7 +224,11 @@ pub struct Tasks {
 #[repr(C, align(64))]
 struct CacheLine(AtomicPtr<TaskStack>);
 
-unsafe extern "C" fn on_newtask(data: *mut c_void, task: *mut bindings::task_struct, _clone_flags: core::ffi::c_ulong) {
+unsafe extern "C" fn on_newtask(
+    data: *mut c_void,
+    task: *mut bindings::task_struct,
+    _clone_flags: core::ffi::c_ulong,
+) {
     // SAFETY: `data` is the pinned `Tasks` this probe was attached with; it detaches its probes
     // and waits for them before it goes away.
     let tasks = unsafe { &*data.cast::<Tasks>() };
@@ -427,7 +436,9 @@ impl Tasks {
     /// Fills the fork pool. Process context.
     fn fill_pool(&self) {
         while self.pool.with(|pool| pool.n) < POOL {
-            let Some(p) = alloc_stack(0, GFP_KERNEL) else { return };
+            let Some(p) = alloc_stack(0, GFP_KERNEL) else {
+                return;
+            };
             self.give_back(p);
         }
     }
@@ -607,8 +618,14 @@ impl Tasks {
         // `self` is pinned, and the caller detaches the probes (`detach`) before it goes away.
         // SAFETY: the signatures match task_newtask(task, clone_flags) and sched_process_free(task).
         unsafe {
-            probes.push(Probe::attach(c_str!("task_newtask"), on_newtask as *mut c_void, data)?, GFP_KERNEL)?;
-            probes.push(Probe::attach(c_str!("sched_process_free"), on_free as *mut c_void, data)?, GFP_KERNEL)?;
+            probes.push(
+                Probe::attach(c_str!("task_newtask"), on_newtask as *mut c_void, data)?,
+                GFP_KERNEL,
+            )?;
+            probes.push(
+                Probe::attach(c_str!("sched_process_free"), on_free as *mut c_void, data)?,
+                GFP_KERNEL,
+            )?;
         }
 
         let mut n = 0;
@@ -626,7 +643,11 @@ impl Tasks {
         let hp = unsafe { bindings::ufg_cpuhp_add(Some(on_cpu_prepare)) };
         if hp <= 0 {
             pr_err!("cannot add a CPU hotplug state ({})\n", hp);
-            return Err(if hp < 0 { Error::from_errno(hp) } else { EINVAL });
+            return Err(if hp < 0 {
+                Error::from_errno(hp)
+            } else {
+                EINVAL
+            });
         }
         self.hotplug.store(hp, Relaxed);
 
@@ -642,7 +663,10 @@ impl Tasks {
         // The walk runs under rcu_read_lock(): allocate outside it, in batches, and repeat until
         // a walk finds every task covered.
         const BATCH: usize = 64;
-        let mut spare = Spare { p: [null_mut(); BATCH], n: 0 };
+        let mut spare = Spare {
+            p: [null_mut(); BATCH],
+            n: 0,
+        };
         let result = loop {
             while spare.n < BATCH {
                 match alloc_stack(0, GFP_KERNEL) {
@@ -695,7 +719,12 @@ impl Tasks {
             // SAFETY: the state `attach` added; removing it waits for a running callback.
             unsafe { bindings::ufg_cpuhp_remove(hp) };
         }
-        let _ = HOTPLUG_TASKS.compare_exchange((self as *const Self).cast_mut(), null_mut(), Release, Relaxed);
+        let _ = HOTPLUG_TASKS.compare_exchange(
+            (self as *const Self).cast_mut(),
+            null_mut(),
+            Release,
+            Relaxed,
+        );
         self.attached.store(false, Relaxed);
         self.rebuild.cancel_sync();
         self.refill.cancel_sync();
@@ -731,7 +760,9 @@ impl Tasks {
     /// Forgets the frames on `cpu`'s idle stack: the CPU is offline and about to be brought up,
     /// its idle task restarting from scratch, so they can never return.
     fn reset_idle(&self, cpu: usize) {
-        let Some(slot) = self.idle.get(cpu) else { return };
+        let Some(slot) = self.idle.get(cpu) else {
+            return;
+        };
         let p = slot.load(Acquire);
         if !p.is_null() {
             // SAFETY: idle stacks live until `detach`, which removes this callback first; the
@@ -765,7 +796,13 @@ impl Tasks {
             if !p.is_null() {
                 let task = self.idle_owner.get(cpu).map_or(0, |o| o.load(Relaxed));
                 // SAFETY: idle stacks live until `detach`.
-                f(Owner::Idle { cpu, task: (task != 0).then_some(TaskRef(task)) }, unsafe { &*p });
+                f(
+                    Owner::Idle {
+                        cpu,
+                        task: (task != 0).then_some(TaskRef(task)),
+                    },
+                    unsafe { &*p },
+                );
             }
         }
     }

@@ -4,9 +4,9 @@
 
 use super::{fprobes, Fprobes, Target};
 use crate::bindings::{self, ufgraph_fprobe};
-use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::alloc::{KBox, KVec};
 use kernel::ffi::c_char;
+use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::types::Opaque;
@@ -32,8 +32,14 @@ unsafe fn opt_cstr<'a>(p: *const c_char) -> Option<&'a CStr> {
 ///
 /// `fp` must stay valid until unregistered; the strings are NUL-terminated or null.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_register_fprobe(fp: *mut ufgraph_fprobe, filter: *const c_char, notfilter: *const c_char) -> c_int {
-    let Some(core) = fprobes() else { return ENODEV.to_errno() };
+pub unsafe extern "C" fn ufgraph_register_fprobe(
+    fp: *mut ufgraph_fprobe,
+    filter: *const c_char,
+    notfilter: *const c_char,
+) -> c_int {
+    let Some(core) = fprobes() else {
+        return ENODEV.to_errno();
+    };
     // SAFETY: the caller passes NUL-terminated strings (or null).
     let (Some(f), nf) = (unsafe { opt_cstr(filter) }, unsafe { opt_cstr(notfilter) }) else {
         return EINVAL.to_errno();
@@ -51,8 +57,14 @@ pub unsafe extern "C" fn ufgraph_register_fprobe(fp: *mut ufgraph_fprobe, filter
 ///
 /// `fp` as above; `addrs` valid for `num` reads.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_register_fprobe_ips(fp: *mut ufgraph_fprobe, addrs: *mut c_ulong, num: c_int) -> c_int {
-    let Some(core) = fprobes() else { return ENODEV.to_errno() };
+pub unsafe extern "C" fn ufgraph_register_fprobe_ips(
+    fp: *mut ufgraph_fprobe,
+    addrs: *mut c_ulong,
+    num: c_int,
+) -> c_int {
+    let Some(core) = fprobes() else {
+        return ENODEV.to_errno();
+    };
     if fp.is_null() || addrs.is_null() || num <= 0 {
         return EINVAL.to_errno();
     }
@@ -68,8 +80,14 @@ pub unsafe extern "C" fn ufgraph_register_fprobe_ips(fp: *mut ufgraph_fprobe, ad
 ///
 /// `fp` as above; `syms` valid for `num` reads of NUL-terminated strings.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_register_fprobe_syms(fp: *mut ufgraph_fprobe, syms: *mut *const c_char, num: c_int) -> c_int {
-    let Some(core) = fprobes() else { return ENODEV.to_errno() };
+pub unsafe extern "C" fn ufgraph_register_fprobe_syms(
+    fp: *mut ufgraph_fprobe,
+    syms: *mut *const c_char,
+    num: c_int,
+) -> c_int {
+    let Some(core) = fprobes() else {
+        return ENODEV.to_errno();
+    };
     if fp.is_null() || syms.is_null() || num <= 0 {
         return EINVAL.to_errno();
     }
@@ -78,7 +96,9 @@ pub unsafe extern "C" fn ufgraph_register_fprobe_syms(fp: *mut ufgraph_fprobe, s
         // SAFETY: the caller passes `num` readable pointers.
         let p = unsafe { *syms.add(i) };
         // SAFETY: each is a NUL-terminated string (or null, refused).
-        let Some(s) = (unsafe { opt_cstr(p) }) else { return EINVAL.to_errno() };
+        let Some(s) = (unsafe { opt_cstr(p) }) else {
+            return EINVAL.to_errno();
+        };
         if names.push(s, GFP_KERNEL).is_err() {
             return ENOMEM.to_errno();
         }
@@ -94,7 +114,9 @@ pub unsafe extern "C" fn ufgraph_register_fprobe_syms(fp: *mut ufgraph_fprobe, s
 /// `fp` must be null or point to a probe.
 #[no_mangle]
 pub unsafe extern "C" fn ufgraph_unregister_fprobe(fp: *mut ufgraph_fprobe) -> c_int {
-    let Some(core) = fprobes() else { return ENODEV.to_errno() };
+    let Some(core) = fprobes() else {
+        return ENODEV.to_errno();
+    };
     if fp.is_null() {
         return EINVAL.to_errno();
     }
@@ -120,7 +142,10 @@ pub unsafe extern "C" fn ufgraph_fprobe_is_registered(fp: *mut ufgraph_fprobe) -
 ///
 /// The strings are NUL-terminated or null.
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_fprobe_count_ips_from_filter(filter: *const c_char, notfilter: *const c_char) -> c_int {
+pub unsafe extern "C" fn ufgraph_fprobe_count_ips_from_filter(
+    filter: *const c_char,
+    notfilter: *const c_char,
+) -> c_int {
     // SAFETY: the caller passes NUL-terminated strings (or null).
     let (Some(f), nf) = (unsafe { opt_cstr(filter) }, unsafe { opt_cstr(notfilter) }) else {
         return EINVAL.to_errno();
@@ -139,7 +164,11 @@ pub struct ModuleWatch {
     nb: Pin<KBox<Opaque<bindings::notifier_block>>>,
 }
 
-unsafe extern "C" fn on_module(_nb: *mut bindings::notifier_block, action: c_ulong, data: *mut c_void) -> c_int {
+unsafe extern "C" fn on_module(
+    _nb: *mut bindings::notifier_block,
+    action: c_ulong,
+    data: *mut c_void,
+) -> c_int {
     let coming = action == bindings::module_state_MODULE_STATE_COMING as c_ulong;
     let going = action == bindings::module_state_MODULE_STATE_GOING as c_ulong;
     if coming || going {

@@ -204,9 +204,12 @@ fn missed(fp: *mut ufgraph_fprobe) {
     // Callers found `fp` in a published entry, inside a preemption-disabled section that
     // unregistration waits for, so it is a registered probe.
     // SAFETY: `fp` is valid (above); `nmissed` is only ever updated atomically.
-    unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }.fetch_add(1, Relaxed);
+    unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
+        .fetch_add(1, Relaxed);
     // SAFETY: as above; the flags word is read once.
-    if unsafe { core::ptr::addr_of!((*fp).flags).read_volatile() } & crate::kretprobe::FL_KRETPROBE != 0 {
+    if unsafe { core::ptr::addr_of!((*fp).flags).read_volatile() } & crate::kretprobe::FL_KRETPROBE
+        != 0
+    {
         crate::kretprobe::missed(fp);
     }
 }
@@ -243,7 +246,14 @@ impl GraphHandler for GraphSide {
     const STACKS_ON_DEMAND: bool = true;
 
     #[inline(always)]
-    fn pre_entry(&self, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt, enter: impl FnOnce(usize, &Regs, &NoPreempt, usize)) {
+    fn pre_entry(
+        &self,
+        ip: usize,
+        parent_ip: usize,
+        regs: &Regs,
+        np: &NoPreempt,
+        enter: impl FnOnce(usize, &Regs, &NoPreempt, usize),
+    ) {
         let d = DISPATCH.load(Acquire);
         if d <= LOOKUP {
             if d == 0 {
@@ -264,7 +274,15 @@ impl GraphHandler for GraphSide {
                 if let Some(h) = unsafe { (*fp).entry_handler } {
                     // SAFETY: the caller's handler, for its registered probe, with the documented
                     // arguments and no entry data.
-                    unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
+                    unsafe {
+                        h(
+                            fp,
+                            ip as _,
+                            parent_ip as _,
+                            regs.as_ptr(),
+                            core::ptr::null_mut(),
+                        )
+                    };
                 }
             }
         }
@@ -317,7 +335,9 @@ impl GraphHandler for GraphSide {
 /// `Entry` in memory on every path, the single-probe one included (40 instructions a call).
 #[inline(always)]
 fn graph_side_lookup(core: &Fprobes, e: &mut Entry<'_>) -> bool {
-    let Some(ent) = core.ips.lookup(e.func, ip_key, e.no_preempt()) else { return false };
+    let Some(ent) = core.ips.lookup(e.func, ip_key, e.no_preempt()) else {
+        return false;
+    };
     // SAFETY: a published entry stays valid until a grace period after it is replaced, which
     // the entry's preemption-disabled section holds off.
     graph_side_probes(e, unsafe { &*(ent as *const IpEntry) })
@@ -367,16 +387,26 @@ fn graph_side_probes(e: &mut Entry<'_>, ent: &IpEntry) -> bool {
                 missed(fp);
                 continue;
             }
-            let dptr = if w > 0 { data[off + 1..].as_mut_ptr().cast::<c_void>() } else { core::ptr::null_mut() };
+            let dptr = if w > 0 {
+                data[off + 1..].as_mut_ptr().cast::<c_void>()
+            } else {
+                core::ptr::null_mut()
+            };
             // SAFETY: as above.
             let handler = unsafe { (*fp).entry_handler };
             let skip = match handler {
                 // SAFETY: the C caller's handler, for its registered probe, with the documented
                 // arguments; `dptr` points to `w` words reserved for this call.
-                Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
+                Some(h) => {
+                    (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0
+                }
                 None => false,
             };
-            data[off] = if skip { fprobe_hdr::encode(0, w) } else { fprobe_hdr::encode(p.id, w) };
+            data[off] = if skip {
+                fprobe_hdr::encode(0, w)
+            } else {
+                fprobe_hdr::encode(p.id, w)
+            };
             any |= !skip;
             off += 1 + w;
         }
@@ -402,7 +432,11 @@ fn graph_side_ret(r: &mut Return<'_>) {
             // SAFETY: see `GraphSide::entry`.
             let (sid, fp) = unsafe { ((*single).id, (*single).fp) };
             if id == Some(sid) && w + 1 == data.len() {
-                let dptr = if w > 0 { data[1..].as_ptr().cast_mut().cast::<c_void>() } else { core::ptr::null_mut() };
+                let dptr = if w > 0 {
+                    data[1..].as_ptr().cast_mut().cast::<c_void>()
+                } else {
+                    core::ptr::null_mut()
+                };
                 call_exit(fp, r.func, r.ret_ip, r.regs, dptr);
                 return;
             }
@@ -429,12 +463,23 @@ fn call_exit(fp: *mut ufgraph_fprobe, func: usize, ret_ip: usize, regs: &Regs, d
 /// only one. Takes the return's fields, not the `Return`: an out-of-line call given the
 /// `Return` by reference would make the caller build it in memory on the fast path too.
 #[inline(never)]
-fn graph_side_ret_all(core: &Fprobes, func: usize, ret_ip: usize, regs: &Regs, np: &NoPreempt, data: &[usize]) {
+fn graph_side_ret_all(
+    core: &Fprobes,
+    func: usize,
+    ret_ip: usize,
+    regs: &Regs,
+    np: &NoPreempt,
+    data: &[usize],
+) {
     {
         let mut off = 0;
         while off < data.len() {
             let (id, w) = fprobe_hdr::decode(data[off]);
-            let dptr = if w > 0 && off + 1 < data.len() { data[off + 1..].as_ptr().cast_mut().cast::<c_void>() } else { core::ptr::null_mut() };
+            let dptr = if w > 0 && off + 1 < data.len() {
+                data[off + 1..].as_ptr().cast_mut().cast::<c_void>()
+            } else {
+                core::ptr::null_mut()
+            };
             if let Some(id) = id {
                 // A registration that ended since the entry is gone from `regs`; its exit handler
                 // must not run (the probe may be freed memory by now, or registered again: a
@@ -450,7 +495,13 @@ fn graph_side_ret_all(core: &Fprobes, func: usize, ret_ip: usize, regs: &Regs, n
                 if let Some(l) = l {
                     // SAFETY: a `Live` found in `regs` (or published as the single one) stays
                     // allocated until a grace period after it leaves, which `np` holds off.
-                    call_exit(unsafe { (*(l as *const Live)).fp }, func, ret_ip, regs, dptr);
+                    call_exit(
+                        unsafe { (*(l as *const Live)).fp },
+                        func,
+                        ret_ip,
+                        regs,
+                        dptr,
+                    );
                 }
             }
             off += 1 + w;
@@ -467,12 +518,18 @@ fn only_exit_probe(e: &mut Entry<'_>, id: usize, fp: *mut ufgraph_fprobe) -> boo
     }
     // SAFETY: a registered probe (see the caller). Registration bounds the size; the `min`
     // tells the compiler, which then needs no overflow check below.
-    let w = unsafe { (*fp).entry_data_size }.div_ceil(8).min(fprobe_hdr::MAX_DATA_WORDS);
+    let w = unsafe { (*fp).entry_data_size }
+        .div_ceil(8)
+        .min(fprobe_hdr::MAX_DATA_WORDS);
     let Some(data) = e.reserve((1 + w) * 8) else {
         missed(fp);
         return false;
     };
-    let dptr = if w > 0 { data[1..].as_mut_ptr().cast::<c_void>() } else { core::ptr::null_mut() };
+    let dptr = if w > 0 {
+        data[1..].as_mut_ptr().cast::<c_void>()
+    } else {
+        core::ptr::null_mut()
+    };
     // SAFETY: as above.
     let skip = match unsafe { (*fp).entry_handler } {
         // SAFETY: the caller's handler, for its registered probe, with the documented arguments;
@@ -496,7 +553,10 @@ fn missed_at(func: usize, exit: Option<bool>) {
         for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
             let fp = p.fp.load(Acquire);
             // SAFETY: as in `GraphSide::entry`.
-            if !fp.is_null() && exit.is_none_or(|x| unsafe { (*fp).exit_handler.is_some() } == x) && !disabled(fp) {
+            if !fp.is_null()
+                && exit.is_none_or(|x| unsafe { (*fp).exit_handler.is_some() } == x)
+                && !disabled(fp)
+            {
                 missed(fp);
             }
         }
@@ -508,8 +568,17 @@ fn missed_at(func: usize, exit: Option<bool>) {
 /// needs no second lookup) if a probe on it has an exit handler. Out of line, so that the
 /// shortcut paths save no registers they do not use.
 #[inline(never)]
-fn entry_side_lookup(core: &Fprobes, ip: usize, parent_ip: usize, regs: &Regs, np: &NoPreempt, enter: impl FnOnce(usize, &Regs, &NoPreempt, usize)) {
-    let Some(e) = core.ips.lookup(ip, ip_key, np) else { return };
+fn entry_side_lookup(
+    core: &Fprobes,
+    ip: usize,
+    parent_ip: usize,
+    regs: &Regs,
+    np: &NoPreempt,
+    enter: impl FnOnce(usize, &Regs, &NoPreempt, usize),
+) {
+    let Some(e) = core.ips.lookup(ip, ip_key, np) else {
+        return;
+    };
     // SAFETY: as in `GraphSide::entry`.
     let ent = unsafe { &*(e as *const IpEntry) };
     let mut exit = false;
@@ -529,7 +598,15 @@ fn entry_side_lookup(core: &Fprobes, ip: usize, parent_ip: usize, regs: &Regs, n
         // SAFETY: as above.
         if let Some(h) = unsafe { (*fp).entry_handler } {
             // SAFETY: the caller's handler, documented arguments, no entry data.
-            unsafe { h(fp, ip as _, parent_ip as _, regs.as_ptr(), core::ptr::null_mut()) };
+            unsafe {
+                h(
+                    fp,
+                    ip as _,
+                    parent_ip as _,
+                    regs.as_ptr(),
+                    core::ptr::null_mut(),
+                )
+            };
         }
     }
     if exit {
@@ -640,7 +717,10 @@ impl Fprobes {
             }
             None => 0,
         };
-        let gone = |f: &crate::pure::funclist::Func<'_>| f.module.is_some_and(|m| going.iter().any(|g| g.as_slice() == m));
+        let gone = |f: &crate::pure::funclist::Func<'_>| {
+            f.module
+                .is_some_and(|m| going.iter().any(|g| g.as_slice() == m))
+        };
         let mut out = KVec::new();
         match t {
             Target::Ips(ips) => out = ksym::locations(ips)?,
@@ -652,13 +732,18 @@ impl Fprobes {
                 for i in 0..syms.len() {
                     order.push(i, GFP_KERNEL)?;
                 }
-                crate::pure::slice::sort_by(&mut order, |&a, &b| syms[a].as_bytes() < syms[b].as_bytes());
+                crate::pure::slice::sort_by(&mut order, |&a, &b| {
+                    syms[a].as_bytes() < syms[b].as_bytes()
+                });
                 ksym::for_each_function(|f| {
                     if gone(f) {
                         return true;
                     }
                     let from = order.partition_point(|&i| syms[i].as_bytes() < f.name);
-                    for &i in order[from..].iter().take_while(|&&i| syms[i].as_bytes() == f.name) {
+                    for &i in order[from..]
+                        .iter()
+                        .take_while(|&&i| syms[i].as_bytes() == f.name)
+                    {
                         if found[i].is_none() {
                             found[i] = Some(f.loc);
                         }
@@ -748,7 +833,11 @@ impl Fprobes {
     /// What registration checks of a probe itself (handlers, entry data size), without
     /// registering it: `EINVAL` or `E2BIG` as [`Fprobes::register`] would fail.
     pub fn check_probe(fp: &ufgraph_fprobe) -> Result {
-        let (has_entry, has_exit, size) = (fp.entry_handler.is_some(), fp.exit_handler.is_some(), fp.entry_data_size);
+        let (has_entry, has_exit, size) = (
+            fp.entry_handler.is_some(),
+            fp.exit_handler.is_some(),
+            fp.entry_data_size,
+        );
         if !has_entry && !has_exit {
             return Err(EINVAL);
         }
@@ -790,13 +879,22 @@ impl Fprobes {
     /// # Safety
     ///
     /// As for [`Fprobes::register`].
-    unsafe fn register_ips(&self, fp: *mut ufgraph_fprobe, ips: KVec<usize>, gen: Option<u64>) -> Result {
+    unsafe fn register_ips(
+        &self,
+        fp: *mut ufgraph_fprobe,
+        ips: KVec<usize>,
+        gen: Option<u64>,
+    ) -> Result {
         // SAFETY: the caller passes a valid probe.
         unsafe { Self::check(fp)? };
         // SAFETY: as above.
         let has_exit = unsafe { (*fp).exit_handler.is_some() };
         let mut reg = self.reg.lock();
-        if self.live.lookup_w(&reg.live_counts, fp as usize, fp_key).is_some() {
+        if self
+            .live
+            .lookup_w(&reg.live_counts, fp as usize, fp_key)
+            .is_some()
+        {
             return Err(EBUSY);
         }
         // Checked under `reg`, which the module notifier takes to drop a going module's
@@ -812,7 +910,9 @@ impl Fprobes {
         // The shared ops gives tasks no shadow stack until a probe needs one (an exit probe).
         if has_exit {
             // SAFETY: API calls are made while the module (and its graph core) is loaded.
-            unsafe { crate::fgraph::graph::graph() }.ok_or(ENODEV)?.need_stacks()?;
+            unsafe { crate::fgraph::graph::graph() }
+                .ok_or(ENODEV)?
+                .need_stacks()?;
         }
         // Everything that can fail first: the new entries, room in both tables, the private
         // record. Then the filter update (which can fail too, and is undone by not publishing).
@@ -830,27 +930,68 @@ impl Fprobes {
                 for p in o.probes.iter() {
                     let q = p.fp.load(Relaxed);
                     if !q.is_null() {
-                        probes.push(ProbeRef { fp: AtomicPtr::new(q), id: p.id }, GFP_KERNEL)?;
+                        probes.push(
+                            ProbeRef {
+                                fp: AtomicPtr::new(q),
+                                id: p.id,
+                            },
+                            GFP_KERNEL,
+                        )?;
                     }
                 }
                 exit = o.exit;
                 entry_only = o.entry_only;
             }
-            probes.push(ProbeRef { fp: AtomicPtr::new(fp), id }, GFP_KERNEL)?;
+            probes.push(
+                ProbeRef {
+                    fp: AtomicPtr::new(fp),
+                    id,
+                },
+                GFP_KERNEL,
+            )?;
             if old.is_none() {
                 path_new.push(ip, GFP_KERNEL)?;
             }
-            if has_exit { exit += 1 } else { entry_only += 1 }
-            fresh.push(KBox::new(IpEntry { ip, exit, entry_only, probes }, GFP_KERNEL)?, GFP_KERNEL)?;
+            if has_exit {
+                exit += 1
+            } else {
+                entry_only += 1
+            }
+            fresh.push(
+                KBox::new(
+                    IpEntry {
+                        ip,
+                        exit,
+                        entry_only,
+                        probes,
+                    },
+                    GFP_KERNEL,
+                )?,
+                GFP_KERNEL,
+            )?;
         }
-        let Reg { ips_counts, live_counts, regs_counts, .. } = &mut *reg;
+        let Reg {
+            ips_counts,
+            live_counts,
+            regs_counts,
+            ..
+        } = &mut *reg;
         self.ips.reserve(ips_counts, ips.len(), ip_key)?;
         self.live.reserve(live_counts, 1, fp_key)?;
         self.regs.reserve(regs_counts, 1, reg_key)?;
         let live = KBox::new(Live { id, fp }, GFP_KERNEL)?;
         let gone = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
         let dead = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
-        let private = KBox::new(Private { ips, exit: has_exit, live: core::ptr::null_mut(), gone, dead }, GFP_KERNEL)?;
+        let private = KBox::new(
+            Private {
+                ips,
+                exit: has_exit,
+                live: core::ptr::null_mut(),
+                gone,
+                dead,
+            },
+            GFP_KERNEL,
+        )?;
         let mut old_entries: KVec<usize> = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
         // The shortcuts this probe makes wrong: the single entry-only probe (any new probe),
         // no lookup (a first entry-only probe), the single exit probe (a second one). LOOKUP
@@ -863,7 +1004,10 @@ impl Fprobes {
             changed |= DISPATCH.swap(LOOKUP, AcqRel) != LOOKUP;
         }
         if has_exit {
-            changed |= !self.single_exit.swap(core::ptr::null_mut(), AcqRel).is_null();
+            changed |= !self
+                .single_exit
+                .swap(core::ptr::null_mut(), AcqRel)
+                .is_null();
         }
         if changed && !path_new.is_empty() {
             synchronize_rcu();
@@ -878,7 +1022,8 @@ impl Fprobes {
         // and would be counted again (an `f:` event's probes are registered at every enable).
         // No handler of `fp` runs before it is published below.
         // SAFETY: the caller's valid probe; `nmissed` is only ever updated atomically.
-        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }.store(0, Relaxed);
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
+            .store(0, Relaxed);
         // Publish: nothing below can fail (room was reserved, capacity too).
         for e in fresh.into_iter() {
             let ip = e.ip;
@@ -895,20 +1040,32 @@ impl Fprobes {
                 }
             }
         }
-        let _ = self.live.upsert(&mut reg.live_counts, fp as usize, fp as usize, fp_key);
+        let _ = self
+            .live
+            .upsert(&mut reg.live_counts, fp as usize, fp as usize, fp_key);
         let live = KBox::into_raw(live);
-        let _ = self.regs.upsert(&mut reg.regs_counts, id, live as usize, reg_key);
+        let _ = self
+            .regs
+            .upsert(&mut reg.regs_counts, id, live as usize, reg_key);
         reg.next_id = next_id;
         let mut private = private;
         private.live = live;
         // SAFETY: the probe is ours to annotate while registered (the field is private to us).
         unsafe { (*fp).hlist_array = KBox::into_raw(private).cast() };
-        if has_exit { reg.exit_probes += 1 } else { reg.entry_probes += 1 }
+        if has_exit {
+            reg.exit_probes += 1
+        } else {
+            reg.entry_probes += 1
+        }
         self.settle(&reg);
         // The entries replaced go after a grace period, without this registration waiting for
         // it (a second probe on 10000 hooked functions replaces 10000 entries).
         if !old_entries.is_empty() {
-            if reg.garbage.extend_from_slice(&old_entries, GFP_KERNEL).is_ok() {
+            if reg
+                .garbage
+                .extend_from_slice(&old_entries, GFP_KERNEL)
+                .is_ok()
+            {
                 self.reaper.schedule();
                 return Ok(());
             }
@@ -925,14 +1082,20 @@ impl Fprobes {
     /// Whether `fp` is registered.
     pub fn is_registered(&self, fp: *mut ufgraph_fprobe) -> bool {
         let reg = self.reg.lock();
-        self.live.lookup_w(&reg.live_counts, fp as usize, fp_key).is_some()
+        self.live
+            .lookup_w(&reg.live_counts, fp as usize, fp_key)
+            .is_some()
     }
 
     /// Unregisters `fp`: when this returns, neither handler runs any more. `EINVAL` if it is not
     /// registered.
     pub fn unregister(&self, fp: *mut ufgraph_fprobe) -> Result {
         let mut reg = self.reg.lock();
-        if self.live.remove(&mut reg.live_counts, fp as usize, fp_key).is_none() {
+        if self
+            .live
+            .remove(&mut reg.live_counts, fp as usize, fp_key)
+            .is_none()
+        {
             return Err(EINVAL);
         }
         // SAFETY: registered probes carry our private record.
@@ -943,11 +1106,20 @@ impl Fprobes {
         let id = unsafe { (*private.live).id };
         // Not the single probe any more: callbacks look it up (and find it gone) from now on.
         if private.exit {
-            let _ = self.single_exit.compare_exchange(private.live, core::ptr::null_mut(), AcqRel, Relaxed);
+            let _ = self.single_exit.compare_exchange(
+                private.live,
+                core::ptr::null_mut(),
+                AcqRel,
+                Relaxed,
+            );
         } else {
             let _ = DISPATCH.compare_exchange(private.live as usize, LOOKUP, AcqRel, Relaxed);
         }
-        if private.exit { reg.exit_probes -= 1 } else { reg.entry_probes -= 1 }
+        if private.exit {
+            reg.exit_probes -= 1
+        } else {
+            reg.entry_probes -= 1
+        }
         self.regs.remove(&mut reg.regs_counts, id, reg_key);
         // Freed after the grace period below: the return side may be reading it.
         // SAFETY: as above; unpublished now, and nothing else frees it.
@@ -956,7 +1128,9 @@ impl Fprobes {
         let mut path_gone = core::mem::replace(&mut private.gone, KVec::new());
         let mut dead = core::mem::replace(&mut private.dead, KVec::new());
         for &ip in private.ips.iter() {
-            let Some(e) = self.ips.lookup_w(&reg.ips_counts, ip, ip_key) else { continue };
+            let Some(e) = self.ips.lookup_w(&reg.ips_counts, ip, ip_key) else {
+                continue;
+            };
             // SAFETY: writers own the entries.
             let ent = unsafe { &mut *(e as *mut IpEntry) };
             for p in ent.probes.iter() {
@@ -964,7 +1138,11 @@ impl Fprobes {
                     p.fp.store(core::ptr::null_mut(), Release);
                 }
             }
-            let n = if private.exit { &mut ent.exit } else { &mut ent.entry_only };
+            let n = if private.exit {
+                &mut ent.exit
+            } else {
+                &mut ent.entry_only
+            };
             *n -= 1;
             if ent.exit == 0 && ent.entry_only == 0 {
                 let _ = path_gone.push(ip, GFP_KERNEL);
@@ -1005,7 +1183,9 @@ impl Fprobes {
         // misses join the core's total, which stays monotonic when probes come and go (an
         // event's probes are unregistered each time it is disabled).
         // SAFETY: the caller's probe, valid for the call; `nmissed` is only updated atomically.
-        reg.missed_retired += unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }.load(Relaxed);
+        reg.missed_retired +=
+            unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
+                .load(Relaxed);
         self.settle(&reg);
         Ok(())
     }
@@ -1019,10 +1199,21 @@ impl Fprobes {
             self.live.for_each(|fp| {
                 // SAFETY: registered probes carry our private record, and we hold `reg`.
                 let p = unsafe { &*(*(fp as *mut ufgraph_fprobe)).hlist_array.cast::<Private>() };
-                if p.exit { exit = p.live } else { entry = p.live }
+                if p.exit {
+                    exit = p.live
+                } else {
+                    entry = p.live
+                }
             });
         }
-        self.single_exit.store(if reg.exit_probes == 1 { exit } else { core::ptr::null_mut() }, Release);
+        self.single_exit.store(
+            if reg.exit_probes == 1 {
+                exit
+            } else {
+                core::ptr::null_mut()
+            },
+            Release,
+        );
         let d = match (reg.entry_probes, reg.exit_probes) {
             (0, _) => 0,
             (1, 0) => entry as usize,
@@ -1040,7 +1231,12 @@ impl Fprobes {
         self.live.for_each(|fp| {
             // SAFETY: registered probes (we hold `reg`, which unregistration takes); `nmissed`
             // is only ever updated atomically.
-            n += unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*(fp as *mut ufgraph_fprobe)).nmissed).cast()) }.load(Relaxed);
+            n += unsafe {
+                AtomicUsize::from_ptr(
+                    core::ptr::addr_of_mut!((*(fp as *mut ufgraph_fprobe)).nmissed).cast(),
+                )
+            }
+            .load(Relaxed);
         });
         n
     }
@@ -1120,7 +1316,10 @@ impl Fprobes {
             // SAFETY: unpublished, readers gone.
             drop(unsafe { KBox::from_raw(e as *mut IpEntry) });
         }
-        pr_info!("fprobe: dropped {} probed functions of a module going away\n", doomed.len());
+        pr_info!(
+            "fprobe: dropped {} probed functions of a module going away\n",
+            doomed.len()
+        );
     }
 }
 
@@ -1159,11 +1358,19 @@ impl PinnedDrop for Fprobes {
         // unregistered before. Anything left is leaked on purpose rather than freed under a
         // registered ops.
         if reg.live_counts.used != 0 {
-            pr_err!("fprobe: {} probes still registered at teardown\n", reg.live_counts.used);
+            pr_err!(
+                "fprobe: {} probes still registered at teardown\n",
+                reg.live_counts.used
+            );
             return;
         }
         reg.graph = None;
-        let Reg { ips_counts, live_counts, regs_counts, .. } = &mut *reg;
+        let Reg {
+            ips_counts,
+            live_counts,
+            regs_counts,
+            ..
+        } = &mut *reg;
         self.ips.free(ips_counts);
         self.live.free(live_counts);
         self.regs.free(regs_counts);

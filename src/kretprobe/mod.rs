@@ -22,7 +22,9 @@
 //! return skip a rethook unregistered since (even if the same structure was registered again:
 //! ids are never reused).
 
-use crate::bindings::{self, ufgraph_fprobe, ufgraph_kretprobe, ufgraph_kretprobe_instance, ufgraph_rethook};
+use crate::bindings::{
+    self, ufgraph_fprobe, ufgraph_kretprobe, ufgraph_kretprobe_instance, ufgraph_rethook,
+};
 use crate::fgraph::graph::{graph, Slot};
 use crate::fgraph::{Entry, GraphHandler, Return};
 use crate::fprobe::{fprobes, Fprobes, Target};
@@ -55,10 +57,17 @@ pub fn missed(fp: *mut ufgraph_fprobe) {
     // SAFETY: `fp` carries FL_KRETPROBE, so it is the first field of a live `Shim`.
     let shim = unsafe { &*fp.cast::<Shim>() };
     // SAFETY: the kretprobe outlives its registration; `nmissed` is updated atomically only.
-    unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*shim.rp).nmissed)) }.fetch_add(1, Relaxed);
+    unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*shim.rp).nmissed)) }
+        .fetch_add(1, Relaxed);
 }
 
-unsafe extern "C" fn shim_entry(fp: *mut ufgraph_fprobe, _ip: c_ulong, ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) -> c_int {
+unsafe extern "C" fn shim_entry(
+    fp: *mut ufgraph_fprobe,
+    _ip: c_ulong,
+    ret_ip: c_ulong,
+    fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) -> c_int {
     // SAFETY: the fprobe core calls us only for our shims, registered, with their entry data.
     let shim = unsafe { &*fp.cast::<Shim>() };
     let ri = data.cast::<ufgraph_kretprobe_instance>();
@@ -68,7 +77,9 @@ unsafe extern "C" fn shim_entry(fp: *mut ufgraph_fprobe, _ip: c_ulong, ret_ip: c
         (*ri).ret_addr = ret_ip;
     }
     // SAFETY: the kretprobe is valid while registered.
-    let Some(h) = (unsafe { (*shim.rp).entry_handler }) else { return 0 };
+    let Some(h) = (unsafe { (*shim.rp).entry_handler }) else {
+        return 0;
+    };
     let mut regs = MaybeUninit::<bindings::pt_regs>::uninit();
     // SAFETY: the fprobe core passes the entry registers, valid for the call.
     crate::arch::fill_pt_regs(unsafe { Regs::from_raw(fregs) }, None, &mut regs);
@@ -76,14 +87,26 @@ unsafe extern "C" fn shim_entry(fp: *mut ufgraph_fprobe, _ip: c_ulong, ret_ip: c
     unsafe { h(ri, regs.as_mut_ptr()) }
 }
 
-unsafe extern "C" fn shim_exit(fp: *mut ufgraph_fprobe, _ip: c_ulong, ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) {
+unsafe extern "C" fn shim_exit(
+    fp: *mut ufgraph_fprobe,
+    _ip: c_ulong,
+    ret_ip: c_ulong,
+    fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) {
     // SAFETY: as in `shim_entry`.
     let shim = unsafe { &*fp.cast::<Shim>() };
     // SAFETY: as above.
-    let Some(h) = (unsafe { (*shim.rp).handler }) else { return };
+    let Some(h) = (unsafe { (*shim.rp).handler }) else {
+        return;
+    };
     let mut regs = MaybeUninit::<bindings::pt_regs>::uninit();
     // SAFETY: the fprobe core passes the exit registers, valid for the call.
-    crate::arch::fill_pt_regs(unsafe { Regs::from_raw(fregs) }, Some(ret_ip as usize), &mut regs);
+    crate::arch::fill_pt_regs(
+        unsafe { Regs::from_raw(fregs) },
+        Some(ret_ip as usize),
+        &mut regs,
+    );
     // SAFETY: the instance the entry filled, and the user's handler.
     unsafe { h(data.cast(), regs.as_mut_ptr()) };
 }
@@ -109,7 +132,13 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
     if r.kp.offset != 0 || (r.kp.symbol_name.is_null() == r.kp.addr.is_null()) {
         return Err(EINVAL);
     }
-    let mut shim = KBox::new(Shim { fp: ufgraph_fprobe::default(), rp }, GFP_KERNEL)?;
+    let mut shim = KBox::new(
+        Shim {
+            fp: ufgraph_fprobe::default(),
+            rp,
+        },
+        GFP_KERNEL,
+    )?;
     shim.fp.entry_handler = Some(shim_entry);
     shim.fp.exit_handler = Some(shim_exit);
     shim.fp.entry_data_size = INSTANCE_HDR + r.data_size;
@@ -178,7 +207,8 @@ struct RhLive {
     rh: *mut ufgraph_rethook,
 }
 
-static RETHOOK: core::sync::atomic::AtomicPtr<RethookCore> = core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+static RETHOOK: core::sync::atomic::AtomicPtr<RethookCore> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
 
 /// The registration of `rh`, found in the table rather than through `rh->ufgraph_private`, so
 /// that a rethook the caller never registered (or never zeroed) is simply not found. Writers
@@ -231,13 +261,19 @@ impl GraphHandler for RethookSide {
         // SAFETY: published while the module lives.
         let rc = unsafe { &*p };
         let Some(w) = r.data() else { return };
-        let Some(l) = rc.live.lookup(w[0], rh_key, r.no_preempt()) else { return };
+        let Some(l) = rc.live.lookup(w[0], rh_key, r.no_preempt()) else {
+            return;
+        };
         // SAFETY: found in `live`: freed only a grace period after it leaves, which the
         // preemption-disabled return path holds off.
         let rh = unsafe { (*(l as *const RhLive)).rh };
         // SAFETY: registered (checked; unregistration waits for us).
         if let Some(h) = unsafe { (*rh).handler } {
-            let data = if w.len() > 1 { w[1..].as_ptr().cast_mut().cast::<c_void>() } else { core::ptr::null_mut() };
+            let data = if w.len() > 1 {
+                w[1..].as_ptr().cast_mut().cast::<c_void>()
+            } else {
+                core::ptr::null_mut()
+            };
             // SAFETY: the user's handler with its data for this call.
             unsafe { h(rh, data, r.ret_ip as c_ulong, r.regs.as_ptr()) };
         }
@@ -256,7 +292,12 @@ impl Rethooks {
     pub fn new() -> Result<Self> {
         // SAFETY: the handler is a static; the slot has no ftrace_ops (never registered with
         // ftrace: `register_manual`), so the RawOps is never used.
-        let slot = unsafe { Slot::new(&RETHOOK_SIDE as *const RethookSide, RawOps::from_raw(core::ptr::null_mut())) };
+        let slot = unsafe {
+            Slot::new(
+                &RETHOOK_SIDE as *const RethookSide,
+                RawOps::from_raw(core::ptr::null_mut()),
+            )
+        };
         let inner = KBox::pin_init(
             pin_init!(RethookCore {
                 slot,
@@ -270,7 +311,10 @@ impl Rethooks {
 
     /// Makes this the instance the C API uses.
     pub fn publish(&self) {
-        RETHOOK.store(&*self.inner as *const RethookCore as *mut RethookCore, Release);
+        RETHOOK.store(
+            &*self.inner as *const RethookCore as *mut RethookCore,
+            Release,
+        );
     }
 }
 
@@ -344,7 +388,9 @@ pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
     let rc = unsafe { &*p };
     let mut c = rc.counts.lock();
     let (counts, users, _) = &mut *c;
-    let Some(l) = registration_of(rc, counts, rh) else { return };
+    let Some(l) = registration_of(rc, counts, rh) else {
+        return;
+    };
     // SAFETY: set by `rethook_register`, freed only here.
     let id = unsafe { (*l).id };
     if rc.live.remove(counts, id, rh_key).is_none() {
@@ -371,10 +417,15 @@ pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
 ///
 /// `fregs` must be the entry registers of the function being entered on the current task,
 /// from an entry hook (preemption disabled); `rh` a registered rethook.
-pub unsafe fn rethook_hook(rh: *mut ufgraph_rethook, fregs: *mut bindings::ftrace_regs) -> *mut c_void {
+pub unsafe fn rethook_hook(
+    rh: *mut ufgraph_rethook,
+    fregs: *mut bindings::ftrace_regs,
+) -> *mut c_void {
     let p = RETHOOK.load(Acquire);
     // SAFETY: the graph core exists while the module does.
-    let Some(g) = (unsafe { graph() }) else { return core::ptr::null_mut() };
+    let Some(g) = (unsafe { graph() }) else {
+        return core::ptr::null_mut();
+    };
     if p.is_null() || fregs.is_null() || rh.is_null() {
         return core::ptr::null_mut();
     }
@@ -391,7 +442,8 @@ pub unsafe fn rethook_hook(rh: *mut ufgraph_rethook, fregs: *mut bindings::ftrac
     // SAFETY: the caller's contract is `enter`'s; the slot is registered while `rh` is.
     if !unsafe { g.enter(&rc.slot, ip, 0, fregs, l as usize) } {
         // SAFETY: the caller's rethook; nmissed is updated atomically only.
-        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*rh).nmissed).cast()) }.fetch_add(1, Relaxed);
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*rh).nmissed).cast()) }
+            .fetch_add(1, Relaxed);
         return core::ptr::null_mut();
     }
     match g.retrieve_data(rc.slot.idx(), 0) {

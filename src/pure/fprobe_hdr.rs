@@ -43,13 +43,21 @@ pub const fn decode(h: usize) -> (Option<usize>, usize) {
 
 /// The id after `id`, or `None` when ids are exhausted (after 2^60 registrations).
 pub const fn next_id(id: usize) -> Option<usize> {
-    if id >= MAX_ID { None } else { Some(id + 1) }
+    if id >= MAX_ID {
+        None
+    } else {
+        Some(id + 1)
+    }
 }
 
 /// Entry data bytes rounded up to words, or `None` above the maximum.
 pub const fn data_words(bytes: usize) -> Option<usize> {
     let w = bytes.div_ceil(core::mem::size_of::<usize>());
-    if w > MAX_DATA_WORDS { None } else { Some(w) }
+    if w > MAX_DATA_WORDS {
+        None
+    } else {
+        Some(w)
+    }
 }
 
 #[cfg(test)]

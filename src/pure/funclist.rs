@@ -38,12 +38,16 @@ fn hex(s: &[u8]) -> Option<usize> {
 
 /// Parses one line (without its newline). `None` for anything that is not `ADDR NAME [MODULE]`.
 pub fn parse(line: &[u8]) -> Option<Func<'_>> {
-    let mut words = line.split(|&c| c == b' ' || c == b'\t').filter(|w| !w.is_empty());
+    let mut words = line
+        .split(|&c| c == b' ' || c == b'\t')
+        .filter(|w| !w.is_empty());
     let loc = hex(words.next()?)?;
     let name = words.next()?;
     let module = match words.next() {
         None => None,
-        Some(m) if m.len() > 2 && m[0] == b'[' && m[m.len() - 1] == b']' => Some(&m[1..m.len() - 1]),
+        Some(m) if m.len() > 2 && m[0] == b'[' && m[m.len() - 1] == b']' => {
+            Some(&m[1..m.len() - 1])
+        }
         Some(_) => return None,
     };
     if words.next().is_some() || loc == 0 {
@@ -68,7 +72,9 @@ pub struct Sym<'a> {
 
 /// Parses one `/proc/kallsyms` line (without its newline).
 pub fn parse_kallsyms(line: &[u8]) -> Option<Sym<'_>> {
-    let mut words = line.split(|&c| c == b' ' || c == b'\t').filter(|w| !w.is_empty());
+    let mut words = line
+        .split(|&c| c == b' ' || c == b'\t')
+        .filter(|w| !w.is_empty());
     let addr = hex(words.next()?)?;
     let kind = match words.next()? {
         [k] if k.is_ascii_alphabetic() => *k,
@@ -77,13 +83,20 @@ pub fn parse_kallsyms(line: &[u8]) -> Option<Sym<'_>> {
     let name = words.next()?;
     let module = match words.next() {
         None => None,
-        Some(m) if m.len() > 2 && m[0] == b'[' && m[m.len() - 1] == b']' => Some(&m[1..m.len() - 1]),
+        Some(m) if m.len() > 2 && m[0] == b'[' && m[m.len() - 1] == b']' => {
+            Some(&m[1..m.len() - 1])
+        }
         Some(_) => return None,
     };
     if words.next().is_some() {
         return None;
     }
-    Some(Sym { addr, kind, name, module })
+    Some(Sym {
+        addr,
+        kind,
+        name,
+        module,
+    })
 }
 
 /// Splits a buffer of lines, calling `f` on each complete line, and returns how many bytes were
@@ -107,17 +120,34 @@ mod tests {
     fn kernel_and_module_lines() {
         assert_eq!(
             parse(b"ffffffff81001230 do_one_initcall"),
-            Some(Func { loc: 0xffff_ffff_8100_1230, name: b"do_one_initcall", module: None })
+            Some(Func {
+                loc: 0xffff_ffff_8100_1230,
+                name: b"do_one_initcall",
+                module: None
+            })
         );
         assert_eq!(
             parse(b"ffffffffc0042010 ufg_test_add [ufgraph_kunit]"),
-            Some(Func { loc: 0xffff_ffff_c004_2010, name: b"ufg_test_add", module: Some(b"ufgraph_kunit") })
+            Some(Func {
+                loc: 0xffff_ffff_c004_2010,
+                name: b"ufg_test_add",
+                module: Some(b"ufgraph_kunit")
+            })
         );
     }
 
     #[test]
     fn garbage_is_refused() {
-        for bad in [&b""[..], b"zzz name", b"ffff", b"0 name", b"ffff name extra", b"ffff name [mod] x", b"ffff name mod", b"11112222333344445 name"] {
+        for bad in [
+            &b""[..],
+            b"zzz name",
+            b"ffff",
+            b"0 name",
+            b"ffff name extra",
+            b"ffff name [mod] x",
+            b"ffff name mod",
+            b"11112222333344445 name",
+        ] {
             assert_eq!(parse(bad), None, "{:?}", core::str::from_utf8(bad));
         }
     }
@@ -134,10 +164,16 @@ mod tests {
     #[test]
     fn kallsyms_lines() {
         let s = parse_kallsyms(b"ffffffff82a4c2e0 d event_mutex").unwrap();
-        assert_eq!((s.addr, s.kind, s.name, s.module), (0xffffffff82a4c2e0, b'd', &b"event_mutex"[..], None));
+        assert_eq!(
+            (s.addr, s.kind, s.name, s.module),
+            (0xffffffff82a4c2e0, b'd', &b"event_mutex"[..], None)
+        );
         let s = parse_kallsyms(b"ffffffffc0042010 t ufg_test_add\t[ufgraph_kunit]").unwrap();
         assert_eq!(s.module, Some(&b"ufgraph_kunit"[..]));
-        assert_eq!(parse_kallsyms(b"0000000000000000 D jiffies").unwrap().addr, 0);
+        assert_eq!(
+            parse_kallsyms(b"0000000000000000 D jiffies").unwrap().addr,
+            0
+        );
         assert!(parse_kallsyms(b"ffffffff82a4c2e0 dd x").is_none());
         assert!(parse_kallsyms(b"zz d x").is_none());
         assert!(parse_kallsyms(b"ffffffff82a4c2e0 d").is_none());

@@ -90,12 +90,22 @@ pub fn plan<const N: usize>(
             continue;
         }
         if i == chain.len() {
-            return Plan::Hand { writes, n, frames: i };
+            return Plan::Hand {
+                writes,
+                n,
+                frames: i,
+            };
         }
         match classify(v) {
             // Frames left over, an ordinary address reached: abandoned frames below live ones on
             // the same slot, unless the address came out of another hooker's copy.
-            Hooker::Plain if !via_hooker => return Plan::Hand { writes, n, frames: i },
+            Hooker::Plain if !via_hooker => {
+                return Plan::Hand {
+                    writes,
+                    n,
+                    frames: i,
+                }
+            }
             Hooker::Plain => return Plan::Pending,
             k @ (Hooker::Fgraph | Hooker::Rethook) => match next(k, &visited[..nv]) {
                 Some((at, val)) if nv < N => {
@@ -164,7 +174,10 @@ pub fn rethook_next(
     is_own: impl Fn(usize) -> bool,
     visited: &[usize],
 ) -> Option<(usize, usize)> {
-    nodes.filter(|&(at, v, frame)| frame == slot && !is_own(v) && !visited.contains(&at)).map(|(at, v, _)| (at, v)).next()
+    nodes
+        .filter(|&(at, v, frame)| frame == slot && !is_own(v) && !visited.contains(&at))
+        .map(|(at, v, _)| (at, v))
+        .next()
 }
 
 #[cfg(test)]
@@ -196,15 +209,24 @@ mod tests {
     impl Hookers {
         fn next(&self, k: Hooker, visited: &[usize]) -> Option<(usize, usize)> {
             match k {
-                Hooker::Fgraph => self.fgraph.iter().copied().find(|(at, _)| !visited.contains(at)),
-                Hooker::Rethook => rethook_next(self.rethook.iter().copied(), SLOT, |v| v == K, visited),
+                Hooker::Fgraph => self
+                    .fgraph
+                    .iter()
+                    .copied()
+                    .find(|(at, _)| !visited.contains(at)),
+                Hooker::Rethook => {
+                    rethook_next(self.rethook.iter().copied(), SLOT, |v| v == K, visited)
+                }
                 _ => None,
             }
         }
     }
 
     fn none() -> Hookers {
-        Hookers { fgraph: vec![], rethook: vec![] }
+        Hookers {
+            fgraph: vec![],
+            rethook: vec![],
+        }
     }
 
     fn plan8(chain: &[usize], value: usize, h: &Hookers) -> Plan<8> {
@@ -223,7 +245,12 @@ mod tests {
     /// trampoline, ufgraph its next frame) until an ordinary address. Returns it, and how many of
     /// our frames were popped through the trampoline.
     fn replay(chain: &[usize], value: usize, h: &Hookers, w: &[(usize, usize)]) -> (usize, usize) {
-        let get = |at: usize, orig: usize| w.iter().rev().find(|&&(a, _)| a == at).map_or(orig, |&(_, v)| v);
+        let get = |at: usize, orig: usize| {
+            w.iter()
+                .rev()
+                .find(|&&(a, _)| a == at)
+                .map_or(orig, |&(_, v)| v)
+        };
         let mut v = get(SLOT, value);
         let (mut ours, mut fg, mut rh) = (0, 0, 0);
         let mut popped = 0;
@@ -263,14 +290,20 @@ mod tests {
 
     #[test]
     fn a_hooker_that_ran_before_us_is_handed_its_own_trampoline() {
-        let h = Hookers { fgraph: vec![], rethook: vec![(0x900, 0xcafe, SLOT)] };
+        let h = Hookers {
+            fgraph: vec![],
+            rethook: vec![(0x900, 0xcafe, SLOT)],
+        };
         let (w, _) = writes(plan8(&[K], T, &h));
         assert_eq!(replay(&[K], T, &h, &w), (0xcafe, 0));
     }
 
     #[test]
     fn stacked_over_by_a_kernel_hooker() {
-        let h = Hookers { fgraph: vec![], rethook: vec![(0x900, T, SLOT)] };
+        let h = Hookers {
+            fgraph: vec![],
+            rethook: vec![(0x900, T, SLOT)],
+        };
         let (w, frames) = writes(plan8(&[0xcafe], K, &h));
         assert_eq!((w.clone(), frames), (vec![(0x900, 0xcafe)], 1));
         assert_eq!(replay(&[0xcafe], K, &h, &w), (0xcafe, 0));
@@ -279,7 +312,10 @@ mod tests {
     #[test]
     fn sandwich_hands_back_both() {
         // slot = T -> F2 (ret K) -> K's copy T -> F1 (ret caller).
-        let h = Hookers { fgraph: vec![], rethook: vec![(0x900, T, SLOT)] };
+        let h = Hookers {
+            fgraph: vec![],
+            rethook: vec![(0x900, T, SLOT)],
+        };
         let (w, frames) = writes(plan8(&[K, 0xcafe], T, &h));
         assert_eq!((w.clone(), frames), (vec![(SLOT, K), (0x900, 0xcafe)], 2));
         assert_eq!(replay(&[K, 0xcafe], T, &h, &w), (0xcafe, 0));
@@ -308,14 +344,20 @@ mod tests {
     #[test]
     fn a_plain_address_out_of_a_hookers_copy_with_frames_left_waits() {
         // K's copy holds the caller, but a frame of ours is left: not understood.
-        let h = Hookers { fgraph: vec![], rethook: vec![(0x900, 0xcafe, SLOT)] };
+        let h = Hookers {
+            fgraph: vec![],
+            rethook: vec![(0x900, 0xcafe, SLOT)],
+        };
         assert_eq!(plan8(&[0xbeef], K, &h), Plan::Pending);
     }
 
     #[test]
     fn rethook_skips_its_own_nested_nodes_and_other_slots() {
         // Newest first: a deeper call's node, a nested node of this slot holding K, then ours.
-        let h = Hookers { fgraph: vec![], rethook: vec![(0x800, 0x1, 0x50), (0x900, K, SLOT), (0x980, T, SLOT)] };
+        let h = Hookers {
+            fgraph: vec![],
+            rethook: vec![(0x800, 0x1, 0x50), (0x900, K, SLOT), (0x980, T, SLOT)],
+        };
         let (w, _) = writes(plan8(&[0xcafe], K, &h));
         assert_eq!(w, vec![(0x980, 0xcafe)]);
     }
@@ -328,8 +370,8 @@ mod tests {
         // (T) -> u1 -> caller. Skipping g1 because it does not hold T handed chain[0] to g0.
         let chain = [K, 0xcafe]; // u2, u1
         let h = Hookers {
-            fgraph: vec![(0x610, K), (0x600, T)],                  // g1, g0 (topmost first)
-            rethook: vec![(0x710, T, SLOT), (0x700, G, SLOT)],     // r1, r0 (newest first)
+            fgraph: vec![(0x610, K), (0x600, T)], // g1, g0 (topmost first)
+            rethook: vec![(0x710, T, SLOT), (0x700, G, SLOT)], // r1, r0 (newest first)
         };
         let (w, frames) = writes(plan8(&chain, G, &h));
         assert_eq!(frames, 2);
@@ -362,7 +404,11 @@ mod tests {
                     match plan8(&chain, slot_v, &h) {
                         Plan::Hand { writes, n, frames } => {
                             assert_eq!(frames, chain.len(), "{chain:x?} slot {slot_v:x}");
-                            assert_eq!(replay(&chain, slot_v, &h, &writes[..n]), (0xcafe, 0), "{chain:x?} slot {slot_v:x}");
+                            assert_eq!(
+                                replay(&chain, slot_v, &h, &writes[..n]),
+                                (0xcafe, 0),
+                                "{chain:x?} slot {slot_v:x}"
+                            );
                         }
                         Plan::Pending => {}
                     }
@@ -390,7 +436,11 @@ mod tests {
                 }
                 G | K => {
                     let copy = if i < chain.len() { T } else { 0xcafe };
-                    if v == G { h.fgraph.push((at, copy)) } else { h.rethook.push((at, copy, SLOT)) }
+                    if v == G {
+                        h.fgraph.push((at, copy))
+                    } else {
+                        h.rethook.push((at, copy, SLOT))
+                    }
                     at += 8;
                     v = copy;
                 }
@@ -419,10 +469,23 @@ mod tests {
         let fw = 4;
         let (w, top) = fgraph_stack(&[(T, SLOT), (0x11, 0x200), (K, SLOT)], fw);
         let read = |i: usize| w[i];
-        assert_eq!(fgraph_find(read, top, w.len(), fw, 0, fw - 1, SLOT, |_| false), Some(10));
-        assert_eq!(fgraph_find(read, top, w.len(), fw, 0, fw - 1, SLOT, |i| i == 10), Some(0));
-        assert_eq!(fgraph_find(read, top, w.len(), fw, 0, fw - 1, SLOT, |i| i == 10 || i == 0), None);
-        assert_eq!(fgraph_find(read, top, w.len(), fw, 0, fw - 1, 0x300, |_| false), None);
+        assert_eq!(
+            fgraph_find(read, top, w.len(), fw, 0, fw - 1, SLOT, |_| false),
+            Some(10)
+        );
+        assert_eq!(
+            fgraph_find(read, top, w.len(), fw, 0, fw - 1, SLOT, |i| i == 10),
+            Some(0)
+        );
+        assert_eq!(
+            fgraph_find(read, top, w.len(), fw, 0, fw - 1, SLOT, |i| i == 10
+                || i == 0),
+            None
+        );
+        assert_eq!(
+            fgraph_find(read, top, w.len(), fw, 0, fw - 1, 0x300, |_| false),
+            None
+        );
     }
 
     #[test]
@@ -430,14 +493,35 @@ mod tests {
         let fw = 4;
         let (mut w, top) = fgraph_stack(&[(T, SLOT)], fw);
         w[top - 1] = 0; // offset 0
-        assert_eq!(fgraph_find(|i| w[i], top, w.len(), fw, 0, fw - 1, SLOT, |_| false), None);
+        assert_eq!(
+            fgraph_find(|i| w[i], top, w.len(), fw, 0, fw - 1, SLOT, |_| false),
+            None
+        );
         w[top - 1] = 1000; // beyond the stack
-        assert_eq!(fgraph_find(|i| w[i], top, w.len(), fw, 0, fw - 1, SLOT, |_| false), None);
-        assert_eq!(fgraph_find(|i| w.get(i).copied().unwrap_or(0), 10_000, w.len(), fw, 0, fw - 1, SLOT, |_| false), None);
+        assert_eq!(
+            fgraph_find(|i| w[i], top, w.len(), fw, 0, fw - 1, SLOT, |_| false),
+            None
+        );
+        assert_eq!(
+            fgraph_find(
+                |i| w.get(i).copied().unwrap_or(0),
+                10_000,
+                w.len(),
+                fw,
+                0,
+                fw - 1,
+                SLOT,
+                |_| false
+            ),
+            None
+        );
     }
 
     #[test]
     fn too_long_a_chain_waits() {
-        assert_eq!(plan::<1>(&[T, 0xcafe], SLOT, T, T, classify, |_, _| None), Plan::Pending);
+        assert_eq!(
+            plan::<1>(&[T, 0xcafe], SLOT, T, T, classify, |_, _| None),
+            Plan::Pending
+        );
     }
 }

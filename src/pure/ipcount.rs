@@ -62,10 +62,12 @@ impl<const N: usize> IpCounts<N> {
             let i = (home + probe) & (N - 1);
             let mut key = self.keys[i].load(Ordering::Acquire);
             if key == 0 {
-                key = match self.keys[i].compare_exchange(0, ip, Ordering::AcqRel, Ordering::Acquire) {
-                    Ok(_) => ip,
-                    Err(other) => other,
-                };
+                key =
+                    match self.keys[i].compare_exchange(0, ip, Ordering::AcqRel, Ordering::Acquire)
+                    {
+                        Ok(_) => ip,
+                        Err(other) => other,
+                    };
             }
             if key == ip {
                 self.counts[i].fetch_add(1, Ordering::Relaxed);
@@ -92,10 +94,13 @@ impl<const N: usize> IpCounts<N> {
 
     /// The (ip, hits) pairs seen so far, in table order.
     pub fn iter(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        self.keys.iter().zip(self.counts.iter()).filter_map(|(k, c)| {
-            let k = k.load(Ordering::Acquire);
-            (k != 0).then(|| (k, c.load(Ordering::Relaxed)))
-        })
+        self.keys
+            .iter()
+            .zip(self.counts.iter())
+            .filter_map(|(k, c)| {
+                let k = k.load(Ordering::Acquire);
+                (k != 0).then(|| (k, c.load(Ordering::Relaxed)))
+            })
     }
 }
 

@@ -22,7 +22,9 @@ use super::handback::Hooker;
 /// trampoline (the function_graph tracer's, rethook's, or another symbol ending in
 /// `_trampoline`), or an ordinary address.
 pub fn hooker(s: &[u8]) -> Hooker {
-    let Some(plus) = s.iter().position(|&c| c == b'+') else { return Hooker::Plain };
+    let Some(plus) = s.iter().position(|&c| c == b'+') else {
+        return Hooker::Plain;
+    };
     let (name, rest) = s.split_at(plus);
     if !rest.starts_with(b"+0x0/") {
         return Hooker::Plain;
@@ -48,14 +50,19 @@ mod tests {
         assert!(is_trampoline(b"return_to_handler+0x0/0x2c"));
         assert!(is_trampoline(b"arch_rethook_trampoline+0x0/0x40"));
         assert!(is_trampoline(b"__kretprobe_trampoline+0x0/0x50"));
-        assert!(is_trampoline(b"ufgraph_return_trampoline+0x0/0x60 [ufgraph_kunit]"));
+        assert!(is_trampoline(
+            b"ufgraph_return_trampoline+0x0/0x60 [ufgraph_kunit]"
+        ));
     }
 
     #[test]
     fn which_hooker() {
         assert_eq!(hooker(b"return_to_handler+0x0/0x2c"), Hooker::Fgraph);
         assert_eq!(hooker(b"arch_rethook_trampoline+0x0/0x40"), Hooker::Rethook);
-        assert_eq!(hooker(b"ufgraph_return_trampoline+0x0/0x60 [ufgraph_kunit]"), Hooker::Unknown);
+        assert_eq!(
+            hooker(b"ufgraph_return_trampoline+0x0/0x60 [ufgraph_kunit]"),
+            Hooker::Unknown
+        );
         assert_eq!(hooker(b"arch_rethook_trampoline+0x8/0x40"), Hooker::Plain);
     }
 

@@ -47,7 +47,12 @@ impl<const N: usize> Lru<N> {
             table[i] = Some(i as u8);
             i += 1;
         }
-        Self { table, next: 0, last: 0, allocated: 0 }
+        Self {
+            table,
+            next: 0,
+            last: 0,
+            allocated: 0,
+        }
     }
 
     /// The least recently released free index, or `None` when all `N` are in use.

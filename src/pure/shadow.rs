@@ -273,7 +273,13 @@ impl<const W: usize> ShadowStack<W> {
     }
 
     /// Pushes a frame in the reserved state and returns the index of its bitmap word.
-    pub fn push(&self, ret: usize, func: usize, calltime: u64, retp: usize) -> Result<usize, PushError> {
+    pub fn push(
+        &self,
+        ret: usize,
+        func: usize,
+        calltime: u64,
+        retp: usize,
+    ) -> Result<usize, PushError> {
         let top = self.top();
         // `top` first, so that a corrupt one cannot overflow the sum.
         if top >= Self::MAX_OFFSET || top + FRAME_WORDS + 1 >= Self::MAX_OFFSET {
@@ -338,7 +344,9 @@ impl<const W: usize> ShadowStack<W> {
             return self.overran();
         }
         let (Some(fr), Some(head)) = (
-            self.words.get(top..).and_then(|s| s.first_chunk::<{ FRAME_WORDS + 1 }>()),
+            self.words
+                .get(top..)
+                .and_then(|s| s.first_chunk::<{ FRAME_WORDS + 1 }>()),
             self.words.get(new_top.wrapping_sub(1)),
         ) else {
             return self.overran();
@@ -361,7 +369,13 @@ impl<const W: usize> ShadowStack<W> {
         fr[SEEN].store(1 << (idx % ARRAY_SIZE), Relaxed);
         fr[FRAME_WORDS].store(word::reserved(FRAME_WORDS), Relaxed);
         self.bump_depth(1);
-        Ok((bm, DataRef { start: bm + 1, words }))
+        Ok((
+            bm,
+            DataRef {
+                start: bm + 1,
+                words,
+            },
+        ))
     }
 
     #[cold]
@@ -383,7 +397,10 @@ impl<const W: usize> ShadowStack<W> {
 
     /// Sets the entry time of the frame whose bitmap word is at `bm`.
     pub fn set_calltime_at(&self, bm: usize, calltime: u64) {
-        if let Some(w) = bm.checked_sub(FRAME_WORDS - CALLTIME).and_then(|i| self.words.get(i)) {
+        if let Some(w) = bm
+            .checked_sub(FRAME_WORDS - CALLTIME)
+            .and_then(|i| self.words.get(i))
+        {
             w.store(calltime as usize, Relaxed);
         }
     }
@@ -426,7 +443,11 @@ impl<const W: usize> ShadowStack<W> {
     /// The ops bitmap of the frame whose bitmap word is at `bm` (0 while reserved).
     pub fn bitmap(&self, bm: usize) -> u16 {
         let w = self.w(bm);
-        if word::kind(w) == WordType::Bitmap { word::bitmap_bits(w) } else { 0 }
+        if word::kind(w) == WordType::Bitmap {
+            word::bitmap_bits(w)
+        } else {
+            0
+        }
     }
 
     /// Reserves `bytes` (1..=256) of data for ops `idx` on top of the frame being built, once
@@ -462,7 +483,8 @@ impl<const W: usize> ShadowStack<W> {
     // changes its depth, and an interrupt that pushes frames over it pops them again before it
     // returns, so whatever it did between our load and our store nets out to nothing.
     fn bump_depth(&self, by: isize) {
-        self.depth.store(self.depth.load(Relaxed).wrapping_add_signed(by), Relaxed);
+        self.depth
+            .store(self.depth.load(Relaxed).wrapping_add_signed(by), Relaxed);
     }
 
     /// Drops `frames` whole frames above `top` (calls that will never return through us).
@@ -491,7 +513,10 @@ impl<const W: usize> ShadowStack<W> {
             return None;
         }
         let start = top.wrapping_sub(1).wrapping_sub(off);
-        let fr = self.words.get(start..)?.first_chunk::<{ FRAME_WORDS + 1 }>()?;
+        let fr = self
+            .words
+            .get(start..)?
+            .first_chunk::<{ FRAME_WORDS + 1 }>()?;
         // Each word read once: they are atomics, which the compiler does not merge.
         let bm = fr[FRAME_WORDS].load(Relaxed);
         let seen = fr[SEEN].load(Relaxed);
@@ -502,7 +527,11 @@ impl<const W: usize> ShadowStack<W> {
             func: fr[FUNC].load(Relaxed),
             calltime: fr[CALLTIME].load(Relaxed) as u64,
             retp: fr[RETP].load(Relaxed),
-            bitmap: if kind == WordType::Bitmap { word::bitmap_bits(bm) } else { 0 },
+            bitmap: if kind == WordType::Bitmap {
+                word::bitmap_bits(bm)
+            } else {
+                0
+            },
             seen: seen as u16,
             marks: seen & mark::ALL,
             building: kind == WordType::Reserved,
@@ -524,7 +553,10 @@ impl<const W: usize> ShadowStack<W> {
 
     /// The frames from the top down: the top frame first.
     pub fn frames(&self) -> Frames<'_, W> {
-        Frames { stack: self, top: self.top() }
+        Frames {
+            stack: self,
+            top: self.top(),
+        }
     }
 
     /// The data ops `idx` reserved in the frame `depth` levels below the top frame (0: the top
@@ -549,7 +581,10 @@ impl<const W: usize> ShadowStack<W> {
                 break;
             }
             if word::data_index(w) == idx {
-                return Some(DataRef { start: i - 1 - n, words: n });
+                return Some(DataRef {
+                    start: i - 1 - n,
+                    words: n,
+                });
             }
             i -= n + 1;
         }
@@ -571,7 +606,10 @@ impl<const W: usize> ShadowStack<W> {
         }
         let n = word::data_words(w);
         // `n < top` (checked), so the start does not wrap.
-        (n < top).then(|| DataRef { start: top.wrapping_sub(1).wrapping_sub(n), words: n })
+        (n < top).then(|| DataRef {
+            start: top.wrapping_sub(1).wrapping_sub(n),
+            words: n,
+        })
     }
 
     /// The task variable of ops `idx`.
@@ -643,11 +681,17 @@ mod tests {
     fn push_pop_restores_everything() {
         let s = stack();
         let bm = s.push(0x1111, 0xf00, 42, 0x7000).unwrap();
-        assert!(s.top_frame().unwrap().building, "a frame is being built until its bitmap is set");
+        assert!(
+            s.top_frame().unwrap().building,
+            "a frame is being built until its bitmap is set"
+        );
         assert_eq!(bm, FRAME_WORDS);
         s.set_bitmap(bm, 1 << 5);
         let f = s.top_frame().unwrap();
-        assert_eq!((f.start, f.ret, f.func, f.calltime, f.retp, f.bitmap), (0, 0x1111, 0xf00, 42, 0x7000, 1 << 5));
+        assert_eq!(
+            (f.start, f.ret, f.func, f.calltime, f.retp, f.bitmap),
+            (0, 0x1111, 0xf00, 42, 0x7000, 1 << 5)
+        );
         assert_eq!(f.seen, 0);
         s.mark_seen(bm, 5);
         assert!(!s.top_frame().unwrap().building);
@@ -670,7 +714,9 @@ mod tests {
             let bm = a.push(0x1111, 0xf00, 42, 0x6000).unwrap();
             a.mark_seen(bm, idx);
             let d = a.reserve_data(idx, words * 8).unwrap();
-            let (bm2, d2) = b.push_with_data(0x1111, 0xf00, 42, 0x6000, idx, words).unwrap();
+            let (bm2, d2) = b
+                .push_with_data(0x1111, 0xf00, 42, 0x6000, idx, words)
+                .unwrap();
             assert_eq!((bm, d), (bm2, d2));
             assert_eq!(a.top(), b.top());
             assert_eq!(a.depth(), b.depth());
@@ -684,7 +730,10 @@ mod tests {
             assert_eq!(b.retrieve_data(idx, 0), Some(d2));
             b.set_bitmap(bm2, 1 << idx);
             let f = b.top_frame().unwrap();
-            assert_eq!((f.ret, f.func, f.calltime, f.retp, f.bitmap, f.seen), (0x1111, 0xf00, 42, 0x6000, 1 << idx, 1 << idx));
+            assert_eq!(
+                (f.ret, f.func, f.calltime, f.retp, f.bitmap, f.seen),
+                (0x1111, 0xf00, 42, 0x6000, 1 << idx, 1 << idx)
+            );
             // The call time through the bitmap word's index (the hub's joins), data untouched.
             b.set_calltime_at(bm2, 77);
             assert_eq!(b.top_frame().unwrap().calltime, 77);
@@ -725,7 +774,12 @@ mod tests {
         assert_eq!(s.depth(), 3);
         // What the return handler does when the return it sees is the outer frame's.
         let above = s.frames().take_while(|f| f.start != outer.start).count();
-        let outer_top = s.frames().take_while(|f| f.start != outer.start).last().unwrap().start;
+        let outer_top = s
+            .frames()
+            .take_while(|f| f.start != outer.start)
+            .last()
+            .unwrap()
+            .start;
         s.drop_frames(outer_top, above);
         assert_eq!(s.depth(), 1);
         let f = s.top_frame().unwrap();
@@ -741,7 +795,9 @@ mod tests {
     fn nested_frames_unwind_in_order() {
         let s = stack();
         for i in 0..10usize {
-            let bm = s.push(0x1000 + i, 0x2000 + i, i as u64, 0x3000 + i).unwrap();
+            let bm = s
+                .push(0x1000 + i, 0x2000 + i, i as u64, 0x3000 + i)
+                .unwrap();
             s.set_bitmap(bm, 1);
             if i % 3 == 0 {
                 s.reserve_data(2, 8 * (i + 1)).unwrap();
@@ -771,7 +827,10 @@ mod tests {
                 s.set_word(d.start + k, idx * 1000 + k);
             }
         }
-        s.set_bitmap(bm, sizes.iter().map(|&(i, _)| 1u16 << i).fold(0, |a, b| a | b));
+        s.set_bitmap(
+            bm,
+            sizes.iter().map(|&(i, _)| 1u16 << i).fold(0, |a, b| a | b),
+        );
         // A nested call in between changes nothing.
         let nb = s.push(9, 9, 9, 9).unwrap();
         s.set_bitmap(nb, 1);
@@ -791,7 +850,10 @@ mod tests {
         assert!(s.retrieve_data(3, 0).is_none());
         let f = s.top_frame().unwrap();
         assert_eq!(f.ret, 1);
-        assert_eq!(f.bitmap, (1 << 0) | (1 << 1) | (1 << 5) | (1 << 9) | (1 << 15));
+        assert_eq!(
+            f.bitmap,
+            (1 << 0) | (1 << 1) | (1 << 5) | (1 << 9) | (1 << 15)
+        );
     }
 
     #[test]
@@ -818,7 +880,10 @@ mod tests {
         assert!(s.reserve_data(0, MAX_DATA_BYTES + 1).is_none());
         assert!(s.reserve_data(ARRAY_SIZE, 8).is_none());
         assert!(s.reserve_data(4, MAX_DATA_BYTES).is_some());
-        assert!(s.reserve_data(4, 8).is_none(), "second reservation in one entry");
+        assert!(
+            s.reserve_data(4, 8).is_none(),
+            "second reservation in one entry"
+        );
         assert!(s.reserve_data(5, 1).is_some());
     }
 
@@ -884,7 +949,10 @@ mod tests {
         assert_eq!(f.marks, 0);
         s.set_marks(&f, mark::PENDING);
         let f = s.top_frame().unwrap();
-        assert_eq!((f.seen, f.marks, f.bitmap), (1 << 15, mark::PENDING, 1 << 15));
+        assert_eq!(
+            (f.seen, f.marks, f.bitmap),
+            (1 << 15, mark::PENDING, 1 << 15)
+        );
         s.set_marks(&f, mark::HANDED);
         let f = s.top_frame().unwrap();
         assert_eq!((f.seen, f.marks), (1 << 15, mark::HANDED));
@@ -933,7 +1001,11 @@ mod tests {
                 // Mostly plausible words: data/bitmap/reserved with small offsets.
                 let w = match r % 4 {
                     0 => r as usize,
-                    1 => word::data((r >> 8) as usize % 16, 1 + (r >> 16) as usize % 32, (r >> 24) as usize % 1024),
+                    1 => word::data(
+                        (r >> 8) as usize % 16,
+                        1 + (r >> 16) as usize % 32,
+                        (r >> 24) as usize % 1024,
+                    ),
                     2 => word::bitmap((r >> 8) as u16, (r >> 24) as usize % 1024),
                     _ => word::reserved((r >> 24) as usize % 1024),
                 };

@@ -55,16 +55,29 @@ enum Probe {
     Found(usize, usize),
     // The key is absent: the first tombstone passed (if any), and the empty slot that ended the
     // probe (if the table was not full of other keys).
-    Missing { tomb: Option<usize>, empty: Option<usize> },
+    Missing {
+        tomb: Option<usize>,
+        empty: Option<usize>,
+    },
 }
 
-fn probe(slots: &[AtomicUsize], key: usize, key_of: impl Fn(usize) -> usize, order: Ordering) -> Probe {
+fn probe(
+    slots: &[AtomicUsize],
+    key: usize,
+    key_of: impl Fn(usize) -> usize,
+    order: Ordering,
+) -> Probe {
     let cap = slots.len();
     let mut i = home(key, cap);
     let mut tomb = None;
     for _ in 0..cap {
         match slots[i].load(order) {
-            EMPTY => return Probe::Missing { tomb, empty: Some(i) },
+            EMPTY => {
+                return Probe::Missing {
+                    tomb,
+                    empty: Some(i),
+                }
+            }
             TOMBSTONE => {
                 tomb.get_or_insert(i);
             }
@@ -110,8 +123,14 @@ pub fn insert(
             c.tombs -= 1;
             t
         }
-        Probe::Missing { tomb: None, empty: Some(i) } => i,
-        Probe::Missing { tomb: None, empty: None } => return Err(InsertError::Full),
+        Probe::Missing {
+            tomb: None,
+            empty: Some(i),
+        } => i,
+        Probe::Missing {
+            tomb: None,
+            empty: None,
+        } => return Err(InsertError::Full),
     };
     // Release: a reader that sees the address sees the entry's initialised contents.
     slots[slot].store(entry, Ordering::Release);
@@ -120,8 +139,15 @@ pub fn insert(
 }
 
 /// Removes and returns the entry for `key`. Writers only.
-pub fn remove(slots: &[AtomicUsize], c: &mut Counts, key: usize, key_of: impl Fn(usize) -> usize) -> Option<usize> {
-    let Probe::Found(i, e) = probe(slots, key, key_of, Ordering::Relaxed) else { return None };
+pub fn remove(
+    slots: &[AtomicUsize],
+    c: &mut Counts,
+    key: usize,
+    key_of: impl Fn(usize) -> usize,
+) -> Option<usize> {
+    let Probe::Found(i, e) = probe(slots, key, key_of, Ordering::Relaxed) else {
+        return None;
+    };
     slots[i].store(TOMBSTONE, Ordering::Release);
     c.used -= 1;
     c.tombs += 1;
@@ -129,8 +155,15 @@ pub fn remove(slots: &[AtomicUsize], c: &mut Counts, key: usize, key_of: impl Fn
 }
 
 /// Replaces the entry for `key` with `entry` and returns the old one. Writers only.
-pub fn replace(slots: &[AtomicUsize], key: usize, entry: usize, key_of: impl Fn(usize) -> usize) -> Option<usize> {
-    let Probe::Found(i, e) = probe(slots, key, key_of, Ordering::Relaxed) else { return None };
+pub fn replace(
+    slots: &[AtomicUsize],
+    key: usize,
+    entry: usize,
+    key_of: impl Fn(usize) -> usize,
+) -> Option<usize> {
+    let Probe::Found(i, e) = probe(slots, key, key_of, Ordering::Relaxed) else {
+        return None;
+    };
     slots[i].store(entry, Ordering::Release);
     Some(e)
 }
@@ -152,7 +185,11 @@ pub fn for_each(slots: &[AtomicUsize], mut f: impl FnMut(usize)) {
 
 /// Copies every entry of `from` into the empty table `to` (which must be big enough), leaving
 /// tombstones behind. Writers only; `from` stays valid for readers until the caller retires it.
-pub fn rebuild(from: &[AtomicUsize], to: &[AtomicUsize], key_of: impl Fn(usize) -> usize + Copy) -> Result<Counts, InsertError> {
+pub fn rebuild(
+    from: &[AtomicUsize],
+    to: &[AtomicUsize],
+    key_of: impl Fn(usize) -> usize + Copy,
+) -> Result<Counts, InsertError> {
     let mut c = Counts::default();
     let mut err = Ok(());
     for_each(from, |e| {
@@ -190,7 +227,9 @@ mod tests {
 
     #[test]
     fn insert_lookup_remove() {
-        let w = World { keys: (0..40).map(|i| 0xffff_8880_0000_0000 + i * 0x1c0).collect() };
+        let w = World {
+            keys: (0..40).map(|i| 0xffff_8880_0000_0000 + i * 0x1c0).collect(),
+        };
         let t = table(64);
         let mut c = Counts::default();
         for e in 0..40 {
@@ -203,7 +242,10 @@ mod tests {
         for e in 0..40 {
             assert_eq!(lookup(&t, w.keys[e], w.key_of()), Some(e + 2));
         }
-        assert_eq!(insert(&t, &mut c, w.keys[3], 99, w.key_of()), Err(InsertError::Exists(5)));
+        assert_eq!(
+            insert(&t, &mut c, w.keys[3], 99, w.key_of()),
+            Err(InsertError::Exists(5))
+        );
         assert_eq!(remove(&t, &mut c, w.keys[3], w.key_of()), Some(5));
         assert_eq!(lookup(&t, w.keys[3], w.key_of()), None);
         assert_eq!(remove(&t, &mut c, w.keys[3], w.key_of()), None);
@@ -219,7 +261,9 @@ mod tests {
 
     #[test]
     fn refuses_past_three_quarters() {
-        let w = World { keys: (1..=64).map(|i| i * 64).collect() };
+        let w = World {
+            keys: (1..=64).map(|i| i * 64).collect(),
+        };
         let t = table(64);
         let mut c = Counts::default();
         let mut ok = 0;
@@ -243,7 +287,9 @@ mod tests {
 
     #[test]
     fn replace_swaps_in_place() {
-        let w = World { keys: vec![0x100, 0x200, 0x300] };
+        let w = World {
+            keys: vec![0x100, 0x200, 0x300],
+        };
         let t = table(16);
         let mut c = Counts::default();
         insert(&t, &mut c, 0x100, 2, w.key_of()).unwrap();
@@ -259,7 +305,9 @@ mod tests {
     // A model check against HashMap under random inserts and removes.
     #[test]
     fn behaves_like_a_map() {
-        let w = World { keys: (0..500).map(|i| 0x1000 + i * 0x40).collect() };
+        let w = World {
+            keys: (0..500).map(|i| 0x1000 + i * 0x40).collect(),
+        };
         let mut t = table(64);
         let mut c = Counts::default();
         let mut model = HashMap::new();

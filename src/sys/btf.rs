@@ -52,7 +52,10 @@ fn read(path: &CStr) -> Result<(KVVec<u8>, usize)> {
     // SAFETY: the file is open.
     let size = unsafe { bindings::ufg_file_size(file.0) };
     // One byte more than the inode says, to see the end of file in the first pass.
-    let mut want = usize::try_from(size).unwrap_or(0).saturating_add(1).min(MAX_SIZE);
+    let mut want = usize::try_from(size)
+        .unwrap_or(0)
+        .saturating_add(1)
+        .min(MAX_SIZE);
     let mut buf = KVVec::new();
     let mut len = 0usize;
     let mut pos: i64 = 0;
@@ -67,7 +70,9 @@ fn read(path: &CStr) -> Result<(KVVec<u8>, usize)> {
         }
         let room = buf.len() - len;
         // SAFETY: `buf[len..]` is writable for `room` bytes; the file is open; `pos` is ours.
-        let n = unsafe { bindings::ufg_file_read_plain(file.0, buf[len..].as_mut_ptr().cast(), room, &mut pos) };
+        let n = unsafe {
+            bindings::ufg_file_read_plain(file.0, buf[len..].as_mut_ptr().cast(), room, &mut pos)
+        };
         if n < 0 {
             return Err(Error::from_errno(n as i32));
         }
@@ -94,13 +99,19 @@ impl KernelBtf {
         let mut names = KVVec::new();
         names.extend_with(sizes.named, 0u32, GFP_KERNEL)?;
         Btf::new(blob, base, &mut offsets, &mut names).map_err(bad)?;
-        Ok(KernelBtf { data, len, offsets, names })
+        Ok(KernelBtf {
+            data,
+            len,
+            offsets,
+            names,
+        })
     }
 
     /// The reader over this blob and its index, split over `base` if it was loaded so (the
     /// same base): O(1).
     pub fn btf<'a>(&'a self, base: Option<&'a Btf<'a>>) -> Result<Btf<'a>> {
-        Btf::from_parts(&self.data[..self.len], base, &self.offsets, &self.names).map_err(|_| EINVAL)
+        Btf::from_parts(&self.data[..self.len], base, &self.offsets, &self.names)
+            .map_err(|_| EINVAL)
     }
 
     /// The blob's size in bytes, and the index's.

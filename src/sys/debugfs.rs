@@ -25,7 +25,11 @@ impl fmt::Write for SeqFile {
         // valid for the whole call; `s` is valid for `s.len()` bytes.
         let ret = unsafe { bindings::seq_write(self.0, s.as_ptr().cast(), s.len()) };
         // On overflow seq_file retries `show` with a bigger buffer: stop writing now.
-        if ret == 0 { Ok(()) } else { Err(fmt::Error) }
+        if ret == 0 {
+            Ok(())
+        } else {
+            Err(fmt::Error)
+        }
     }
 }
 
@@ -35,7 +39,9 @@ impl SeqFile {
         let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize];
         // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol_no_offset may write.
         let n = unsafe { bindings::sprint_symbol_no_offset(buf.as_mut_ptr().cast(), addr as _) };
-        let name = buf.get(..n.max(0) as usize).and_then(|b| core::str::from_utf8(b).ok());
+        let name = buf
+            .get(..n.max(0) as usize)
+            .and_then(|b| core::str::from_utf8(b).ok());
         match name {
             Some(name) if !name.is_empty() => fmt::Write::write_str(self, name),
             _ => fmt::Write::write_fmt(self, format_args!("{:#x}", addr)),
@@ -77,7 +83,10 @@ unsafe impl<T: Send + Sync + 'static> Send for Dir<T> {}
 // SAFETY: shared references only read `data` (Sync).
 unsafe impl<T: Send + Sync + 'static> Sync for Dir<T> {}
 
-unsafe extern "C" fn show_shim<T: Send + Sync + 'static>(m: *mut bindings::seq_file, _v: *mut c_void) -> c_int {
+unsafe extern "C" fn show_shim<T: Send + Sync + 'static>(
+    m: *mut bindings::seq_file,
+    _v: *mut c_void,
+) -> c_int {
     // SAFETY: `single_open` in `open_shim` made `private` the `Entry<T>` the inode points to; the
     // entry lives until the `Dir` is dropped, which first removes the file and waits for readers.
     let entry = unsafe { &*(*m).private.cast::<Entry<T>>() };
@@ -88,13 +97,19 @@ unsafe extern "C" fn show_shim<T: Send + Sync + 'static>(m: *mut bindings::seq_f
     0
 }
 
-unsafe extern "C" fn open_shim<T: Send + Sync + 'static>(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+unsafe extern "C" fn open_shim<T: Send + Sync + 'static>(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
     // SAFETY: the VFS passes a valid inode and file; `i_private` is the `Entry<T>` given to
     // debugfs_create_file, alive while the file exists (see `show_shim`).
     unsafe { bindings::single_open(file, Some(show_shim::<T>), (*inode).i_private) }
 }
 
-unsafe extern "C" fn rw_open_shim<T: Send + Sync + 'static>(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+unsafe extern "C" fn rw_open_shim<T: Send + Sync + 'static>(
+    inode: *mut bindings::inode,
+    file: *mut bindings::file,
+) -> c_int {
     // SAFETY: as in `open_shim`.
     let entry = unsafe { &*(*inode).i_private.cast::<Entry<T>>() };
     // SAFETY: the VFS passes a valid file.
@@ -113,11 +128,22 @@ unsafe extern "C" fn rw_open_shim<T: Send + Sync + 'static>(inode: *mut bindings
     unsafe { open_shim::<T>(inode, file) }
 }
 
-unsafe extern "C" fn write_shim<T: Send + Sync + 'static>(file: *mut bindings::file, ubuf: *const kernel::ffi::c_char, count: usize, _ppos: *mut bindings::loff_t) -> isize {
+unsafe extern "C" fn write_shim<T: Send + Sync + 'static>(
+    file: *mut bindings::file,
+    ubuf: *const kernel::ffi::c_char,
+    count: usize,
+    _ppos: *mut bindings::loff_t,
+) -> isize {
     // SAFETY: `open_shim` made `private_data` a seq_file whose `private` is our entry, which
     // lives while the file exists (see `show_shim`).
-    let entry = unsafe { &*(*bindings::ufg_file_private(file).cast::<bindings::seq_file>()).private.cast::<Entry<T>>() };
-    let Some(write) = entry.write else { return EINVAL.to_errno() as isize };
+    let entry = unsafe {
+        &*(*bindings::ufg_file_private(file).cast::<bindings::seq_file>())
+            .private
+            .cast::<Entry<T>>()
+    };
+    let Some(write) = entry.write else {
+        return EINVAL.to_errno() as isize;
+    };
     // SAFETY: no preconditions.
     if !unsafe { bindings::ufg_capable_admin() } {
         return EPERM.to_errno() as isize;
@@ -138,12 +164,17 @@ fn write_lines(ubuf: usize, count: usize, mut f: impl FnMut(&str) -> Result) -> 
     while done < count {
         let n = (count - done).min(WRITE_BUFSIZE - 1);
         let chunk = &mut buf[..n];
-        kernel::uaccess::UserSlice::new(ubuf + done, n).reader().read_slice(chunk)?;
+        kernel::uaccess::UserSlice::new(ubuf + done, n)
+            .reader()
+            .read_slice(chunk)?;
         let take = if done + n < count {
             match chunk.iter().rposition(|&c| c == b'\n') {
                 Some(i) => i + 1,
                 None => {
-                    pr_warn!("ufgraph: line too long in a write (more than {} bytes)\n", WRITE_BUFSIZE - 1);
+                    pr_warn!(
+                        "ufgraph: line too long in a write (more than {} bytes)\n",
+                        WRITE_BUFSIZE - 1
+                    );
                     return Err(EINVAL);
                 }
             }
@@ -161,13 +192,23 @@ impl<T: Send + Sync + 'static> Dir<T> {
     /// Creates `/sys/kernel/debug/NAME`, whose files will show `data`.
     pub fn new(name: &CStr, data: Arc<T>) -> Result<Self> {
         // SAFETY: `name` is a valid NUL-terminated string; a NULL parent is the debugfs root.
-        let dentry = unsafe { bindings::debugfs_create_dir(name.as_char_ptr(), core::ptr::null_mut()) };
+        let dentry =
+            unsafe { bindings::debugfs_create_dir(name.as_char_ptr(), core::ptr::null_mut()) };
         check_dentry(dentry)?;
-        Ok(Self { dentry, data, entries: KVec::new() })
+        Ok(Self {
+            dentry,
+            data,
+            entries: KVec::new(),
+        })
     }
 
     /// Adds a read-only (0400, root only) file whose contents `show` writes.
-    pub fn add_file(&mut self, name: &CStr, module: &'static ThisModule, show: ShowFn<T>) -> Result {
+    pub fn add_file(
+        &mut self,
+        name: &CStr,
+        module: &'static ThisModule,
+        show: ShowFn<T>,
+    ) -> Result {
         let mut fops = bindings::file_operations::default();
         fops.owner = module.as_ptr().cast();
         fops.open = Some(open_shim::<T>);
@@ -180,7 +221,14 @@ impl<T: Send + Sync + 'static> Dir<T> {
     /// Adds a read-write (0600, root only) file: reads show `show`; each `write()` is cut into
     /// whole lines for `write` (a line of at most 4095 bytes); an open with `O_TRUNC` calls
     /// `trunc` first, and fails with its error. Writing needs `CAP_SYS_ADMIN`.
-    pub fn add_rw_file(&mut self, name: &CStr, module: &'static ThisModule, show: ShowFn<T>, write: WriteFn<T>, trunc: TruncFn<T>) -> Result {
+    pub fn add_rw_file(
+        &mut self,
+        name: &CStr,
+        module: &'static ThisModule,
+        show: ShowFn<T>,
+        write: WriteFn<T>,
+        trunc: TruncFn<T>,
+    ) -> Result {
         let mut fops = bindings::file_operations::default();
         fops.owner = module.as_ptr().cast();
         fops.open = Some(rw_open_shim::<T>);
@@ -191,14 +239,37 @@ impl<T: Send + Sync + 'static> Dir<T> {
         self.add(name, 0o600, fops, show, Some(write), Some(trunc))
     }
 
-    fn add(&mut self, name: &CStr, mode: u16, fops: bindings::file_operations, show: ShowFn<T>, write: Option<WriteFn<T>>, trunc: Option<TruncFn<T>>) -> Result {
-        let entry = KBox::pin(Entry { fops, data: self.data.clone(), show, write, trunc }, GFP_KERNEL)?;
+    fn add(
+        &mut self,
+        name: &CStr,
+        mode: u16,
+        fops: bindings::file_operations,
+        show: ShowFn<T>,
+        write: Option<WriteFn<T>>,
+        trunc: Option<TruncFn<T>>,
+    ) -> Result {
+        let entry = KBox::pin(
+            Entry {
+                fops,
+                data: self.data.clone(),
+                show,
+                write,
+                trunc,
+            },
+            GFP_KERNEL,
+        )?;
         self.entries.reserve(1, GFP_KERNEL)?;
         let private = (&*entry as *const Entry<T>).cast_mut().cast::<c_void>();
         // SAFETY: `name` is NUL-terminated; `self.dentry` is our live directory; `entry` (and the
         // fops in it) is pinned and lives until `self` is dropped, after the tree is removed.
         let dentry = unsafe {
-            bindings::debugfs_create_file(name.as_char_ptr(), mode, self.dentry, private, &entry.fops)
+            bindings::debugfs_create_file(
+                name.as_char_ptr(),
+                mode,
+                self.dentry,
+                private,
+                &entry.fops,
+            )
         };
         check_dentry(dentry)?;
         // Cannot fail: space was reserved above.

@@ -136,7 +136,13 @@ impl RawOps {
     pub fn set_filter_ips(self, ips: &[usize], remove: bool, reset: bool) -> Result {
         // SAFETY: `self.0` is valid; `ips` is read only during the call.
         to_result(unsafe {
-            bindings::ftrace_set_filter_ips(self.0, ips.as_ptr().cast_mut(), ips.len() as _, remove as _, reset as _)
+            bindings::ftrace_set_filter_ips(
+                self.0,
+                ips.as_ptr().cast_mut(),
+                ips.len() as _,
+                remove as _,
+                reset as _,
+            )
         })
     }
 
@@ -292,7 +298,10 @@ impl<H: Handler> Drop for Ops<H> {
     fn drop(&mut self) {
         if let Err(e) = self.unregister() {
             // Freeing a still-registered ops would leave ftrace calling freed memory: leak it.
-            pr_err!("unregister_ftrace_function failed ({:?}); leaking the ops\n", e);
+            pr_err!(
+                "unregister_ftrace_function failed ({:?}); leaking the ops\n",
+                e
+            );
             return;
         }
         self.ops().free_filter();

@@ -58,7 +58,11 @@ pub unsafe fn fgraph_next(task: TaskRef, retp: usize, visited: &[usize]) -> Opti
 /// # Safety
 ///
 /// As for [`fgraph_next`].
-pub unsafe fn rethook_next(task: TaskRef, retp: usize, visited: &[usize]) -> Option<(usize, usize)> {
+pub unsafe fn rethook_next(
+    task: TaskRef,
+    retp: usize,
+    visited: &[usize],
+) -> Option<(usize, usize)> {
     struct Nodes {
         node: *mut core::ffi::c_void,
         left: usize,
@@ -81,10 +85,22 @@ pub unsafe fn rethook_next(task: TaskRef, retp: usize, visited: &[usize]) -> Opt
                 return None;
             }
             // SAFETY: the node's `ret_addr` word.
-            Some((p as usize, unsafe { p.read_volatile() } as usize, frame as usize))
+            Some((
+                p as usize,
+                unsafe { p.read_volatile() } as usize,
+                frame as usize,
+            ))
         }
     }
     // SAFETY: the task is alive (caller); its list is quiet.
     let first = unsafe { bindings::ufg_task_rethook_first(task.as_ptr()) };
-    handback::rethook_next(Nodes { node: first, left: 4096 }, retp, |v| crate::sys::ksym::hooker(v) == handback::Hooker::Rethook, visited)
+    handback::rethook_next(
+        Nodes {
+            node: first,
+            left: 4096,
+        },
+        retp,
+        |v| crate::sys::ksym::hooker(v) == handback::Hooker::Rethook,
+        visited,
+    )
 }

@@ -57,7 +57,10 @@ fn open() -> Result<File> {
     if err == ENOENT {
         pr_err!("cannot read ftrace's available_filter_functions_addrs: is tracefs mounted at /sys/kernel/tracing?\n");
     } else {
-        pr_err!("cannot open ftrace's available_filter_functions_addrs: {:?}\n", err);
+        pr_err!(
+            "cannot open ftrace's available_filter_functions_addrs: {:?}\n",
+            err
+        );
     }
     Err(err)
 }
@@ -66,7 +69,12 @@ fn open() -> Result<File> {
 /// `false` to stop.
 fn for_each_line(
     file: &File,
-    read: unsafe extern "C" fn(*mut bindings::file, *mut core::ffi::c_void, usize, *mut i64) -> isize,
+    read: unsafe extern "C" fn(
+        *mut bindings::file,
+        *mut core::ffi::c_void,
+        usize,
+        *mut i64,
+    ) -> isize,
     mut line: impl FnMut(&[u8]) -> bool,
 ) -> Result {
     let mut buf = KVec::with_capacity(16384, GFP_KERNEL)?;
@@ -75,7 +83,14 @@ fn for_each_line(
     let mut have = 0;
     loop {
         // SAFETY: `buf[have..]` is writable for its length; the file is open.
-        let n = unsafe { read(file.0, buf[have..].as_mut_ptr().cast(), buf.len() - have, &mut pos) };
+        let n = unsafe {
+            read(
+                file.0,
+                buf[have..].as_mut_ptr().cast(),
+                buf.len() - have,
+                &mut pos,
+            )
+        };
         if n < 0 {
             return Err(Error::from_errno(n as i32));
         }
@@ -102,10 +117,14 @@ fn for_each_line(
 /// Calls `f` on every traceable function; `f` returns `false` to stop. Process context.
 pub fn for_each_function(mut f: impl FnMut(&Func<'_>) -> bool) -> Result {
     let file = open()?;
-    for_each_line(&file, bindings::ufg_file_read, |line| match funclist::parse(line) {
-        Some(func) => f(&func),
-        None => true,
-    })
+    for_each_line(
+        &file,
+        bindings::ufg_file_read,
+        |line| match funclist::parse(line) {
+            Some(func) => f(&func),
+            None => true,
+        },
+    )
 }
 
 /// The address of the kernel symbol `name` (any type: functions, data) from `/proc/kallsyms`,
@@ -119,7 +138,10 @@ pub fn lookup_kallsyms(name: &[u8]) -> Result<Option<usize>> {
     let f = unsafe { bindings::ufg_file_open(c_str!("/proc/kallsyms").as_char_ptr()) };
     let v = f as isize;
     if f.is_null() || (-4095..0).contains(&v) {
-        pr_err!("cannot open /proc/kallsyms ({})\n", if f.is_null() { 0 } else { v });
+        pr_err!(
+            "cannot open /proc/kallsyms ({})\n",
+            if f.is_null() { 0 } else { v }
+        );
         return Err(ENOENT);
     }
     let file = File(f);
@@ -225,7 +247,10 @@ fn with_locations<R>(f: impl FnOnce(&[usize]) -> R) -> Result<R> {
         let p = CACHE.load(Acquire);
         // SAFETY: a published list is freed only a grace period after it is replaced, which
         // `np` holds off.
-        if let Some(c) = (!p.is_null()).then(|| unsafe { &*p }).filter(|c| c.gen == gen) {
+        if let Some(c) = (!p.is_null())
+            .then(|| unsafe { &*p })
+            .filter(|c| c.gen == gen)
+        {
             return Ok(f(&c.locs));
         }
         drop(np);
@@ -312,10 +337,16 @@ pub fn try_locations(ips: &[usize]) -> Result<KVec<Option<usize>>> {
 
 /// Whether `addr` is the start of the function whose ftrace location is `loc`.
 fn same_function_start(addr: usize, loc: usize) -> bool {
-    let (mut a, mut b) = ([0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize], [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize]);
+    let (mut a, mut b) = (
+        [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize],
+        [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize],
+    );
     // SAFETY: each buffer has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
     let (na, nb) = unsafe {
-        (bindings::sprint_symbol(a.as_mut_ptr().cast(), addr as _), bindings::sprint_symbol(b.as_mut_ptr().cast(), loc as _))
+        (
+            bindings::sprint_symbol(a.as_mut_ptr().cast(), addr as _),
+            bindings::sprint_symbol(b.as_mut_ptr().cast(), loc as _),
+        )
     };
     let (a, b) = (&a[..na.max(0) as usize], &b[..nb.max(0) as usize]);
     // `name+0x0/size` and `name+0x4/size`: the same name, `addr` at offset 0.

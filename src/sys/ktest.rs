@@ -99,7 +99,13 @@ impl Test {
     pub fn check_ok<T>(&self, r: kernel::error::Result<T>, what: &str) -> Result<T, Failed> {
         r.map_err(|e| {
             let loc = core::panic::Location::caller();
-            self.fail(format_args!("{}:{}: {} failed: {:?}", loc.file(), loc.line(), what, e))
+            self.fail(format_args!(
+                "{}:{}: {} failed: {:?}",
+                loc.file(),
+                loc.line(),
+                what,
+                e
+            ))
         })
     }
 }
@@ -126,8 +132,15 @@ macro_rules! kcheck_eq {
     ($t:expr, $a:expr, $b:expr $(,)?) => {{
         let (a, b) = (&$a, &$b);
         if a != b {
-            return Err($t.fail(format_args!("{}:{}: {} == {} failed: {:?} != {:?}", file!(), line!(),
-                stringify!($a), stringify!($b), a, b)));
+            return Err($t.fail(format_args!(
+                "{}:{}: {} == {} failed: {:?} != {:?}",
+                file!(),
+                line!(),
+                stringify!($a),
+                stringify!($b),
+                a,
+                b
+            )));
         }
     }};
 }
@@ -146,7 +159,10 @@ pub const fn suite_name(s: &str) -> [u8; 256] {
 }
 
 /// A `struct kunit_case` for the array a suite points to.
-pub const fn case(run: unsafe extern "C" fn(*mut bindings::kunit), name: &'static kernel::str::CStr) -> bindings::kunit_case {
+pub const fn case(
+    run: unsafe extern "C" fn(*mut bindings::kunit),
+    name: &'static kernel::str::CStr,
+) -> bindings::kunit_case {
     // SAFETY: all-zero is the valid "no params, no attributes, not run yet" kunit_case.
     let mut c: bindings::kunit_case = unsafe { core::mem::zeroed() };
     c.run_case = Some(run);

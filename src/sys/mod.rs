@@ -10,15 +10,15 @@ pub mod debugfs;
 pub mod ftrace;
 pub mod hookers;
 pub mod ksym;
+#[cfg(ufgraph_kunit)]
+pub mod ktest;
 pub mod kvec;
-pub mod trace_event;
 pub mod percpu;
 pub mod rcutable;
 pub mod sync;
 pub mod task;
+pub mod trace_event;
 pub mod tracepoint;
-#[cfg(ufgraph_kunit)]
-pub mod ktest;
 
 use kernel::prelude::*;
 

@@ -36,7 +36,9 @@ pub struct RcuTable {
 impl RcuTable {
     /// An empty table (no memory until the first insert).
     pub const fn new() -> Self {
-        Self { slots: AtomicPtr::new(null_mut()) }
+        Self {
+            slots: AtomicPtr::new(null_mut()),
+        }
     }
 
     fn slots(&self) -> Option<&[AtomicUsize]> {
@@ -47,22 +49,40 @@ impl RcuTable {
     }
 
     /// Finds the entry for `key`.
-    pub fn lookup(&self, key: usize, key_of: impl Fn(usize) -> usize, _np: &NoPreempt) -> Option<usize> {
+    pub fn lookup(
+        &self,
+        key: usize,
+        key_of: impl Fn(usize) -> usize,
+        _np: &NoPreempt,
+    ) -> Option<usize> {
         tasktable::lookup(self.slots()?, key, key_of)
     }
 
     /// Finds the entry for `key`, from a writer (serialised with every other writer).
-    pub fn lookup_w(&self, _w: &Counts, key: usize, key_of: impl Fn(usize) -> usize) -> Option<usize> {
+    pub fn lookup_w(
+        &self,
+        _w: &Counts,
+        key: usize,
+        key_of: impl Fn(usize) -> usize,
+    ) -> Option<usize> {
         tasktable::lookup(self.slots()?, key, key_of)
     }
 
     /// Makes room for `n` more entries, growing the table if needed. Writers only; may sleep.
-    pub fn reserve(&self, w: &mut Counts, n: usize, key_of: impl Fn(usize) -> usize + Copy) -> Result {
+    pub fn reserve(
+        &self,
+        w: &mut Counts,
+        n: usize,
+        key_of: impl Fn(usize) -> usize + Copy,
+    ) -> Result {
         let cap = self.slots().map_or(0, |s| s.len());
         if cap > 0 && tasktable::has_room(w, cap, n) {
             return Ok(());
         }
-        let new = KBox::new(Slots(alloc_slots(tasktable::capacity_for(w.used + n))?), GFP_KERNEL)?;
+        let new = KBox::new(
+            Slots(alloc_slots(tasktable::capacity_for(w.used + n))?),
+            GFP_KERNEL,
+        )?;
         let counts = match self.slots() {
             Some(old) => tasktable::rebuild(old, &new.0, key_of).map_err(|_| ENOMEM)?,
             None => Counts::default(),
@@ -80,7 +100,13 @@ impl RcuTable {
     /// Inserts `entry` for a new `key`, or replaces the entry of an existing one (returning
     /// the old entry, which the caller frees after a grace period). Room must have been
     /// reserved for new keys. Writers only.
-    pub fn upsert(&self, w: &mut Counts, key: usize, entry: usize, key_of: impl Fn(usize) -> usize + Copy) -> Result<Option<usize>> {
+    pub fn upsert(
+        &self,
+        w: &mut Counts,
+        key: usize,
+        entry: usize,
+        key_of: impl Fn(usize) -> usize + Copy,
+    ) -> Result<Option<usize>> {
         let slots = self.slots().ok_or(ENOMEM)?;
         if let Some(old) = tasktable::replace(slots, key, entry, key_of) {
             return Ok(Some(old));
@@ -93,7 +119,12 @@ impl RcuTable {
     }
 
     /// Removes and returns the entry for `key`. Writers only.
-    pub fn remove(&self, w: &mut Counts, key: usize, key_of: impl Fn(usize) -> usize) -> Option<usize> {
+    pub fn remove(
+        &self,
+        w: &mut Counts,
+        key: usize,
+        key_of: impl Fn(usize) -> usize,
+    ) -> Option<usize> {
         tasktable::remove(self.slots()?, w, key, key_of)
     }
 

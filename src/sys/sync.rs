@@ -143,7 +143,9 @@ impl Recursion {
         hot::preempt_disable();
         // Preemption is disabled until `drop` enables it, after every borrow of the guard (and so
         // of the proof `no_preempt` hands out).
-        Ok(Self { bit: bit as core::ffi::c_int })
+        Ok(Self {
+            bit: bit as core::ffi::c_int,
+        })
     }
 
     /// Proof that preemption is disabled while the guard is held.
@@ -177,7 +179,9 @@ impl Drop for Recursion {
         // ftrace_test_recursion_unlock(): preemption first, then the bit.
         crate::arch::hot::preempt_enable();
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
-        let bits = crate::arch::hot::current().wrapping_add(crate::bindings::UFG_TASK_TRACE_RECURSION as usize) as *mut usize;
+        let bits = crate::arch::hot::current()
+            .wrapping_add(crate::bindings::UFG_TASK_TRACE_RECURSION as usize)
+            as *mut usize;
         // `bit` is below 64 by construction; the mask tells the compiler, which then needs no
         // overflow check for the shift.
         // SAFETY: the current task's `trace_recursion` (see `try_lock`).

@@ -107,9 +107,22 @@ impl TaskRef {
     /// As for [`TaskRef::is_dead`]; the answer only holds while the task cannot run or exit
     /// (under `stop_machine`).
     pub unsafe fn stack_view(self) -> Option<StackView> {
-        let mut v = StackView { lo: 0, hi: 0, saved_sp: 0, running: false };
+        let mut v = StackView {
+            lo: 0,
+            hi: 0,
+            saved_sp: 0,
+            running: false,
+        };
         // SAFETY: the task is valid (caller); the glue writes the four fields.
-        let ok = unsafe { bindings::ufg_task_stack_view(self.as_ptr(), &mut v.lo, &mut v.hi, &mut v.saved_sp, &mut v.running) };
+        let ok = unsafe {
+            bindings::ufg_task_stack_view(
+                self.as_ptr(),
+                &mut v.lo,
+                &mut v.hi,
+                &mut v.saved_sp,
+                &mut v.running,
+            )
+        };
         ok.then_some(v)
     }
 
@@ -155,7 +168,10 @@ pub fn nr_cpu_ids() -> usize {
 /// Calls `f` for every thread of every process (idle tasks excluded), under `rcu_read_lock()`:
 /// `f` must not sleep. Threads created or freed meanwhile may or may not be seen.
 pub fn for_each_thread<F: FnMut(TaskRef)>(mut f: F) {
-    unsafe extern "C" fn tramp<F: FnMut(TaskRef)>(t: *mut bindings::task_struct, data: *mut c_void) {
+    unsafe extern "C" fn tramp<F: FnMut(TaskRef)>(
+        t: *mut bindings::task_struct,
+        data: *mut c_void,
+    ) {
         // SAFETY: `data` is the `&mut F` passed below, alive for the whole walk.
         let f = unsafe { &mut *data.cast::<F>() };
         f(TaskRef(t as usize));

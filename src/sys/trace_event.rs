@@ -130,7 +130,11 @@ impl EventFile {
         // SAFETY: `p` points to `len` reserved bytes of the ring buffer, ours until commit;
         // the kernel filled the `trace_entry` at its start, the rest is zeroed here first.
         let rec = unsafe {
-            core::ptr::write_bytes(p.cast::<u8>().add(TRACE_ENTRY_SIZE), 0, len - TRACE_ENTRY_SIZE);
+            core::ptr::write_bytes(
+                p.cast::<u8>().add(TRACE_ENTRY_SIZE),
+                0,
+                len - TRACE_ENTRY_SIZE,
+            );
             core::slice::from_raw_parts_mut(p.cast::<u8>(), len)
         };
         fill(rec);
@@ -158,14 +162,31 @@ impl PerfCall {
     ///
     /// The event must be registered, and the caller must run with preemption disabled (perf's
     /// buffers are per CPU); unregistration of the event waits for such callers.
-    pub unsafe fn write(self, regs: &crate::sys::ftrace::Regs, ret_addr: Option<usize>, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+    pub unsafe fn write(
+        self,
+        regs: &crate::sys::ftrace::Regs,
+        ret_addr: Option<usize>,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> bool {
         if len < TRACE_ENTRY_SIZE {
             return false;
         }
-        let (mut size, mut rctx, mut pt): (kernel::ffi::c_ulong, c_int, *mut bindings::pt_regs) = (0, 0, core::ptr::null_mut());
+        let (mut size, mut rctx, mut pt): (kernel::ffi::c_ulong, c_int, *mut bindings::pt_regs) =
+            (0, 0, core::ptr::null_mut());
         // SAFETY: the call is registered (caller's contract); the glue checks for listeners and
         // allocates a per-CPU buffer of `size` >= `len` bytes, or returns NULL.
-        let p = unsafe { bindings::ufg_perf_begin(self.0, regs.as_ptr(), ret_addr.unwrap_or(0) as _, len as _, &mut size, &mut rctx, &mut pt) };
+        let p = unsafe {
+            bindings::ufg_perf_begin(
+                self.0,
+                regs.as_ptr(),
+                ret_addr.unwrap_or(0) as _,
+                len as _,
+                &mut size,
+                &mut rctx,
+                &mut pt,
+            )
+        };
         if p.is_null() {
             return false;
         }
@@ -175,11 +196,17 @@ impl PerfCall {
         // give them).
         // SAFETY: `pt` is this CPU's perf register buffer, handed out with `p`, ours until
         // submitted.
-        crate::arch::fill_pt_regs(regs, ret_addr, unsafe { &mut *pt.cast::<core::mem::MaybeUninit<bindings::pt_regs>>() });
+        crate::arch::fill_pt_regs(regs, ret_addr, unsafe {
+            &mut *pt.cast::<core::mem::MaybeUninit<bindings::pt_regs>>()
+        });
         // SAFETY: `p` points to `size` bytes of perf's buffer, ours until submitted; zeroed
         // past the trace_entry first.
         let rec = unsafe {
-            core::ptr::write_bytes(p.cast::<u8>().add(TRACE_ENTRY_SIZE), 0, size - TRACE_ENTRY_SIZE);
+            core::ptr::write_bytes(
+                p.cast::<u8>().add(TRACE_ENTRY_SIZE),
+                0,
+                size - TRACE_ENTRY_SIZE,
+            );
             core::slice::from_raw_parts_mut(p.cast::<u8>(), size)
         };
         fill(rec);
@@ -197,7 +224,11 @@ pub fn check_layout() -> Result {
     // SAFETY: a constant from the glue.
     let n = unsafe { bindings::ufg_trace_entry_size() };
     if n as usize != TRACE_ENTRY_SIZE {
-        pr_err!("struct trace_entry is {} bytes, not {}\n", n, TRACE_ENTRY_SIZE);
+        pr_err!(
+            "struct trace_entry is {} bytes, not {}\n",
+            n,
+            TRACE_ENTRY_SIZE
+        );
         return Err(EINVAL);
     }
     Ok(())
@@ -212,7 +243,11 @@ impl fmt::Write for SeqOut {
         // made us; `s` is valid for its length.
         unsafe { bindings::trace_seq_putmem(self.0, s.as_ptr().cast(), s.len() as _) };
         // SAFETY: as above.
-        if unsafe { bindings::ufg_seq_overflowed(self.0) } { Err(fmt::Error) } else { Ok(()) }
+        if unsafe { bindings::ufg_seq_overflowed(self.0) } {
+            Err(fmt::Error)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -222,13 +257,21 @@ impl SeqOut {
         // SAFETY: as in `write_str`.
         unsafe { bindings::trace_seq_putmem(self.0, b.as_ptr().cast(), b.len() as _) };
         // SAFETY: as above.
-        if unsafe { bindings::ufg_seq_overflowed(self.0) } { Err(fmt::Error) } else { Ok(()) }
+        if unsafe { bindings::ufg_seq_overflowed(self.0) } {
+            Err(fmt::Error)
+        } else {
+            Ok(())
+        }
     }
 
     /// Writes `addr` as `%pS` ("func+0x1c/0x40 [mod]") or, without `offset`, as `%ps`.
     pub fn symbol(&mut self, addr: u64, offset: bool) -> fmt::Result {
         // SAFETY: as in `write_str`.
-        if unsafe { bindings::ufg_seq_symbol(self.0, addr as usize, offset) } { Ok(()) } else { Err(fmt::Error) }
+        if unsafe { bindings::ufg_seq_symbol(self.0, addr as usize, offset) } {
+            Ok(())
+        } else {
+            Err(fmt::Error)
+        }
     }
 }
 
@@ -243,16 +286,35 @@ impl Fields {
     /// # Safety
     ///
     /// `ty` and `name` must stay valid and unchanged until the event is unregistered.
-    pub unsafe fn define(&mut self, ty: &[u8], name: &[u8], offset: usize, size: usize, signed: bool) -> Result {
+    pub unsafe fn define(
+        &mut self,
+        ty: &[u8],
+        name: &[u8],
+        offset: usize,
+        size: usize,
+        signed: bool,
+    ) -> Result {
         if ty.last() != Some(&0) || name.last() != Some(&0) {
             return Err(EINVAL);
         }
         // SAFETY: `self.0` is the call being set up (we are inside its define_fields callback);
         // the strings are NUL-terminated and outlive the registration (caller's contract).
         let r = unsafe {
-            bindings::trace_define_field(self.0, ty.as_ptr().cast(), name.as_ptr().cast(), offset as c_int, size as c_int, signed as c_int, bindings::UFG_FILTER_OTHER)
+            bindings::trace_define_field(
+                self.0,
+                ty.as_ptr().cast(),
+                name.as_ptr().cast(),
+                offset as c_int,
+                size as c_int,
+                signed as c_int,
+                bindings::UFG_FILTER_OTHER,
+            )
         };
-        if r < 0 { Err(Error::from_errno(r)) } else { Ok(()) }
+        if r < 0 {
+            Err(Error::from_errno(r))
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -334,11 +396,18 @@ pub mod cenum {
     #[derive(Clone, Copy)]
     pub struct print_line_t(pub bindings::print_line_t);
 
-    const _: () = assert!(core::mem::size_of::<trace_reg>() == core::mem::size_of::<bindings::trace_reg>());
-    const _: () = assert!(core::mem::size_of::<print_line_t>() == core::mem::size_of::<bindings::print_line_t>());
+    const _: () =
+        assert!(core::mem::size_of::<trace_reg>() == core::mem::size_of::<bindings::trace_reg>());
+    const _: () = assert!(
+        core::mem::size_of::<print_line_t>() == core::mem::size_of::<bindings::print_line_t>()
+    );
 }
 
-unsafe extern "C" fn reg_shim<T: EventOps>(call: *mut bindings::trace_event_call, ty: cenum::trace_reg, data: *mut c_void) -> c_int {
+unsafe extern "C" fn reg_shim<T: EventOps>(
+    call: *mut bindings::trace_event_call,
+    ty: cenum::trace_reg,
+    data: *mut c_void,
+) -> c_int {
     // SAFETY: the kernel calls `reg` only for registered events, all of which are ours.
     let ev = unsafe { owner::<T>(call) };
     let r = match ty.0 {
@@ -356,7 +425,9 @@ unsafe extern "C" fn reg_shim<T: EventOps>(call: *mut bindings::trace_event_call
     }
 }
 
-unsafe extern "C" fn define_fields_shim<T: EventOps>(call: *mut bindings::trace_event_call) -> c_int {
+unsafe extern "C" fn define_fields_shim<T: EventOps>(
+    call: *mut bindings::trace_event_call,
+) -> c_int {
     // SAFETY: as in `reg_shim`.
     let ev = unsafe { owner::<T>(call) };
     match ev.ops.define_fields(&mut Fields(call)) {
@@ -365,24 +436,41 @@ unsafe extern "C" fn define_fields_shim<T: EventOps>(call: *mut bindings::trace_
     }
 }
 
-unsafe extern "C" fn print_shim<T: EventOps>(iter: *mut bindings::trace_iterator, _flags: c_int, event: *mut bindings::trace_event) -> cenum::print_line_t {
+unsafe extern "C" fn print_shim<T: EventOps>(
+    iter: *mut bindings::trace_iterator,
+    _flags: c_int,
+    event: *mut bindings::trace_event,
+) -> cenum::print_line_t {
     let off = core::mem::offset_of!(bindings::trace_event_call, event);
     // SAFETY: `event` is the `event` field of one of our calls (the kernel finds this callback
     // through it), so stepping back by its offset gives the call.
-    let call = unsafe { event.cast::<u8>().sub(off).cast::<bindings::trace_event_call>() };
+    let call = unsafe {
+        event
+            .cast::<u8>()
+            .sub(off)
+            .cast::<bindings::trace_event_call>()
+    };
     // SAFETY: as in `reg_shim`; the kernel prints only records of registered events (it looks
     // the type up under `trace_event_sem`, which unregistration takes for writing).
     let ev = unsafe { owner::<T>(call) };
     let mut size: usize = 0;
     // SAFETY: the iterator is valid during the callback; the glue reads two of its fields.
-    let (seq, ent) = unsafe { (bindings::ufg_iter_seq(iter), bindings::ufg_iter_ent(iter, &mut size as *mut usize as *mut _)) };
+    let (seq, ent) = unsafe {
+        (
+            bindings::ufg_iter_seq(iter),
+            bindings::ufg_iter_ent(iter, &mut size as *mut usize as *mut _),
+        )
+    };
     if ent.is_null() {
         return cenum::print_line_t(bindings::print_line_t_TRACE_TYPE_UNHANDLED);
     }
     // SAFETY: the iterator's current record: `size` bytes at `ent`, stable during the call.
     let rec = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), size) };
     let mut out = SeqOut(seq);
-    let r = ev.ops.print(rec, &mut out).and_then(|()| fmt::Write::write_str(&mut out, "\n"));
+    let r = ev
+        .ops
+        .print(rec, &mut out)
+        .and_then(|()| fmt::Write::write_str(&mut out, "\n"));
     cenum::print_line_t(match r {
         Ok(()) => bindings::print_line_t_TRACE_TYPE_HANDLED,
         Err(_) => bindings::print_line_t_TRACE_TYPE_PARTIAL_LINE,
@@ -398,7 +486,10 @@ impl<T: EventOps> EventCall<T> {
                 call: bindings::trace_event_call::default(),
                 class: bindings::trace_event_class::default(),
                 funcs: bindings::trace_event_functions::default(),
-                fields: [bindings::trace_event_fields::default(), bindings::trace_event_fields::default()],
+                fields: [
+                    bindings::trace_event_fields::default(),
+                    bindings::trace_event_fields::default(),
+                ],
                 system: cstring(system)?,
                 name: cstring(name)?,
                 print_fmt: cstring(print_fmt)?,
@@ -413,8 +504,16 @@ impl<T: EventOps> EventCall<T> {
         let me = core::ptr::addr_of_mut!(*e);
         // The callbacks' types differ from bindgen's only in the `cenum` wrappers, which are
         // passed and returned as the integers they wrap.
-        type Print = unsafe extern "C" fn(*mut bindings::trace_iterator, c_int, *mut bindings::trace_event) -> cenum::print_line_t;
-        type Reg = unsafe extern "C" fn(*mut bindings::trace_event_call, cenum::trace_reg, *mut c_void) -> c_int;
+        type Print = unsafe extern "C" fn(
+            *mut bindings::trace_iterator,
+            c_int,
+            *mut bindings::trace_event,
+        ) -> cenum::print_line_t;
+        type Reg = unsafe extern "C" fn(
+            *mut bindings::trace_event_call,
+            cenum::trace_reg,
+            *mut c_void,
+        ) -> c_int;
         // SAFETY: same ABI (above); C calls it with the prototype it is declared with here.
         e.funcs.trace = Some(unsafe { core::mem::transmute::<Print, _>(print_shim::<T> as Print) });
         e.fields[0].type_ = bindings::UFG_TRACE_FUNCTION_TYPE as *const _;
@@ -504,7 +603,9 @@ pub fn event_exists(system: &[u8], name: &[u8]) -> Result<bool> {
     let s = cstring(system)?;
     let n = cstring(name)?;
     // SAFETY: NUL-terminated strings; NULL is the top instance. A found file is put back.
-    let f = unsafe { bindings::trace_get_event_file(core::ptr::null(), s.as_ptr().cast(), n.as_ptr().cast()) };
+    let f = unsafe {
+        bindings::trace_get_event_file(core::ptr::null(), s.as_ptr().cast(), n.as_ptr().cast())
+    };
     let v = f as isize;
     if f.is_null() || (-4095..0).contains(&v) {
         return Ok(false);

@@ -39,9 +39,14 @@ fn find(name: &CStr) -> Option<*mut bindings::tracepoint> {
             s.found = tp;
         }
     }
-    let mut s = Search { name, found: core::ptr::null_mut() };
+    let mut s = Search {
+        name,
+        found: core::ptr::null_mut(),
+    };
     // SAFETY: `visit` matches the callback type; `s` outlives the synchronous walk.
-    unsafe { bindings::for_each_kernel_tracepoint(Some(visit), (&mut s as *mut Search<'_>).cast()) };
+    unsafe {
+        bindings::for_each_kernel_tracepoint(Some(visit), (&mut s as *mut Search<'_>).cast())
+    };
     (!s.found.is_null()).then_some(s.found)
 }
 

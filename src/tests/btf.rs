@@ -18,7 +18,9 @@ use kernel::prelude::*;
 fn vmlinux(t: &Test) -> Result<Option<KernelBtf>, Failed> {
     match KernelBtf::load(c_str!("/sys/kernel/btf/vmlinux"), None) {
         Err(e) if e == ENOENT => {
-            t.skip(c_str!("no /sys/kernel/btf/vmlinux: a kernel without CONFIG_DEBUG_INFO_BTF"));
+            t.skip(c_str!(
+                "no /sys/kernel/btf/vmlinux: a kernel without CONFIG_DEBUG_INFO_BTF"
+            ));
             Ok(None)
         }
         r => t.check_ok(r, "loading /sys/kernel/btf/vmlinux").map(Some),
@@ -27,12 +29,18 @@ fn vmlinux(t: &Test) -> Result<Option<KernelBtf>, Failed> {
 
 /// The byte offset of `path` (members, one in each struct) from the start of struct `outer`.
 fn offset_of(t: &Test, btf: &Btf<'_>, outer: &[u8], path: &[&[u8]]) -> Result<u32, Failed> {
-    let mut id = t.check_ok(btf.find(outer, Kind::Struct).map_err(|_| ENOENT), "struct lookup")?;
+    let mut id = t.check_ok(
+        btf.find(outer, Kind::Struct).map_err(|_| ENOENT),
+        "struct lookup",
+    )?;
     let mut off = 0;
     for name in path {
         let m = t.check_ok(btf.member(id, name).map_err(|_| ENOENT), "member lookup")?;
         let Some(b) = m.byte_offset() else {
-            return Err(t.fail(format_args!("member {:?} is a bitfield", core::str::from_utf8(name))));
+            return Err(t.fail(format_args!(
+                "member {:?} is a bitfield",
+                core::str::from_utf8(name)
+            )));
         };
         off += b;
         id = m.ty;
@@ -44,7 +52,12 @@ fn vmlinux_functions_and_structs(t: &mut Test) -> CaseResult {
     let Some(vm) = vmlinux(t)? else { return Ok(()) };
     let btf = t.check_ok(vm.btf(None), "view")?;
     let (blob, index) = vm.bytes();
-    t.info(format_args!("vmlinux BTF: {} bytes, {} types, index {} bytes", blob, btf.end_id() - 1, index));
+    t.info(format_args!(
+        "vmlinux BTF: {} bytes, {} types, index {} bytes",
+        blob,
+        btf.end_id() - 1,
+        index
+    ));
     kcheck!(t, btf.end_id() > 10_000, "{} types", btf.end_id());
 
     // ssize_t vfs_read(struct file *file, char __user *buf, size_t count, loff_t *pos)
@@ -66,14 +79,34 @@ fn vmlinux_functions_and_structs(t: &mut Test) -> CaseResult {
     // The offsets the fetches of %pd and %pD use, as the compiler lays them out (the glue's
     // offsetof): struct qstr's name is inside an anonymous union and struct.
     // SAFETY: plain functions returning constants.
-    let (name_off, dentry_off) = unsafe { (bindings::ufg_dentry_name_offset(), bindings::ufg_file_dentry_offset()) };
-    kcheck_eq!(t, offset_of(t, &btf, b"dentry", &[b"d_name", b"name"])?, name_off);
-    kcheck_eq!(t, offset_of(t, &btf, b"file", &[b"f_path", b"dentry"])?, dentry_off);
+    let (name_off, dentry_off) = unsafe {
+        (
+            bindings::ufg_dentry_name_offset(),
+            bindings::ufg_file_dentry_offset(),
+        )
+    };
+    kcheck_eq!(
+        t,
+        offset_of(t, &btf, b"dentry", &[b"d_name", b"name"])?,
+        name_off
+    );
+    kcheck_eq!(
+        t,
+        offset_of(t, &btf, b"file", &[b"f_path", b"dentry"])?,
+        dentry_off
+    );
     kcheck_eq!(t, offset_of(t, &btf, b"qstr", &[b"len"])?, 4);
 
-    let task = t.check_ok(btf.find(b"task_struct", Kind::Struct).map_err(|_| ENOENT), "task_struct")?;
+    let task = t.check_ok(
+        btf.find(b"task_struct", Kind::Struct).map_err(|_| ENOENT),
+        "task_struct",
+    )?;
     let pid = t.check_ok(btf.member(task, b"pid").map_err(|_| ENOENT), "pid")?;
-    kcheck_eq!(t, btf.scalar(pid.ty).map(|s| (s.size, s.signed)), Ok((4, true)));
+    kcheck_eq!(
+        t,
+        btf.scalar(pid.ty).map(|s| (s.size, s.signed)),
+        Ok((4, true))
+    );
     kcheck!(t, btf.func(b"ufg_no_such_function_anywhere").is_err());
     Ok(())
 }
@@ -83,39 +116,70 @@ fn module_split_btf(t: &mut Test) -> CaseResult {
     let base = t.check_ok(vm.btf(None), "view")?;
     let m = match KernelBtf::load(c_str!("/sys/kernel/btf/ufgraph_kunit"), Some(&base)) {
         Err(e) if e == ENOENT => {
-            t.skip(c_str!("no /sys/kernel/btf/ufgraph_kunit: modules built without BTF"));
+            t.skip(c_str!(
+                "no /sys/kernel/btf/ufgraph_kunit: modules built without BTF"
+            ));
             return Ok(());
         }
         r => t.check_ok(r, "loading /sys/kernel/btf/ufgraph_kunit")?,
     };
     let btf = t.check_ok(m.btf(Some(&base)), "view")?;
     kcheck_eq!(t, btf.first_id(), base.end_id());
-    t.info(format_args!("ufgraph_kunit BTF: {} types", btf.end_id() - btf.first_id()));
+    t.info(format_args!(
+        "ufgraph_kunit BTF: {} types",
+        btf.end_id() - btf.first_id()
+    ));
 
     // int ufg_test_add(int a, int b)
-    let f = t.check_ok(btf.func(b"ufg_test_add").map_err(|_| ENOENT), "ufg_test_add")?;
+    let f = t.check_ok(
+        btf.func(b"ufg_test_add").map_err(|_| ENOENT),
+        "ufg_test_add",
+    )?;
     kcheck!(t, f.id >= btf.first_id(), "the module's own function");
     kcheck_eq!(t, f.proto.params, 2);
     let a = t.check_ok(btf.param(f.proto.id, 0).map_err(|_| EINVAL), "a")?;
     kcheck!(t, a.name == b"a");
-    kcheck_eq!(t, btf.scalar(a.ty).map(|s| (s.size, s.signed)), Ok((4, true)));
+    kcheck_eq!(
+        t,
+        btf.scalar(a.ty).map(|s| (s.size, s.signed)),
+        Ok((4, true))
+    );
     kcheck_eq!(t, btf.param_index(f.proto.id, b"b"), Ok(1));
     // long ufg_test_call(long (*fn)(long), long x): a function pointer's prototype.
-    let f = t.check_ok(btf.func(b"ufg_test_call").map_err(|_| ENOENT), "ufg_test_call")?;
-    kcheck_eq!(t, btf.scalar(f.proto.ret).map(|s| (s.size, s.signed)), Ok((8, true)));
+    let f = t.check_ok(
+        btf.func(b"ufg_test_call").map_err(|_| ENOENT),
+        "ufg_test_call",
+    )?;
+    kcheck_eq!(
+        t,
+        btf.scalar(f.proto.ret).map(|s| (s.size, s.signed)),
+        Ok((8, true))
+    );
     let p = t.check_ok(btf.param(f.proto.id, 0).map_err(|_| EINVAL), "fn")?;
     kcheck!(t, p.name == b"fn");
-    let ptr = t.check_ok(btf.resolve(p.ty).and_then(|id| btf.ty(id)).map_err(|_| EINVAL), "fn's type")?;
+    let ptr = t.check_ok(
+        btf.resolve(p.ty)
+            .and_then(|id| btf.ty(id))
+            .map_err(|_| EINVAL),
+        "fn's type",
+    )?;
     kcheck_eq!(t, ptr.kind, Kind::Ptr);
-    let proto = t.check_ok(btf.proto(ptr.size_or_type).map_err(|_| EINVAL), "fn's prototype")?;
+    let proto = t.check_ok(
+        btf.proto(ptr.size_or_type).map_err(|_| EINVAL),
+        "fn's prototype",
+    )?;
     kcheck_eq!(t, (proto.params, proto.variadic), (1, false));
     // The kernel's functions through the module's BTF, from the base.
-    let vfs = t.check_ok(btf.func(b"vfs_read").map_err(|_| ENOENT), "vfs_read through the module")?;
+    let vfs = t.check_ok(
+        btf.func(b"vfs_read").map_err(|_| ENOENT),
+        "vfs_read through the module",
+    )?;
     kcheck!(t, vfs.id < btf.first_id());
     Ok(())
 }
 
-kunit_suite!(BTF_SUITE, "ufgraph_btf", [
-    vmlinux_functions_and_structs,
-    module_split_btf,
-]);
+kunit_suite!(
+    BTF_SUITE,
+    "ufgraph_btf",
+    [vmlinux_functions_and_structs, module_split_btf,]
+);

@@ -4,8 +4,8 @@
 
 use crate::bindings;
 use crate::counter::Counter;
-use crate::State;
 use crate::sys::ktest::{CaseResult, Test};
+use crate::State;
 use crate::{kcheck, kcheck_eq, kunit_suite};
 use kernel::c_str;
 use kernel::prelude::*;
@@ -17,7 +17,10 @@ fn new_hits(t: &Test) -> Result<Arc<State>, crate::sys::ktest::Failed> {
 
 fn counts_every_call(t: &mut Test) -> CaseResult {
     let hits = new_hits(t)?;
-    let counter = t.check_ok(Counter::start(c_str!("ufg_test_add"), hits.clone()), "Counter::start")?;
+    let counter = t.check_ok(
+        Counter::start(c_str!("ufg_test_add"), hits.clone()),
+        "Counter::start",
+    )?;
     let mut sum = 0i64;
     for i in 0..100 {
         // SAFETY: a plain C function of ours (src/testfns.c) with no preconditions.
@@ -29,13 +32,16 @@ fn counts_every_call(t: &mut Test) -> CaseResult {
     drop(counter);
     // SAFETY: as above.
     unsafe { bindings::ufg_test_add(1, 2) };
-    kcheck_eq!(t, hits.hits.0.total(), 100, );
+    kcheck_eq!(t, hits.hits.0.total(), 100,);
     Ok(())
 }
 
 fn glob_counts_functions_apart(t: &mut Test) -> CaseResult {
     let hits = new_hits(t)?;
-    let counter = t.check_ok(Counter::start(c_str!("ufg_test_*"), hits.clone()), "Counter::start")?;
+    let counter = t.check_ok(
+        Counter::start(c_str!("ufg_test_*"), hits.clone()),
+        "Counter::start",
+    )?;
     for i in 0..7 {
         // SAFETY: plain C functions of ours with no preconditions.
         unsafe {
@@ -51,7 +57,14 @@ fn glob_counts_functions_apart(t: &mut Test) -> CaseResult {
     let add = core::hint::black_box(bindings::ufg_test_add as *const () as usize);
     let mul = core::hint::black_box(bindings::ufg_test_mul as *const () as usize);
     // ftrace reports the function's ip, which may sit a few bytes past the symbol (IBT's endbr).
-    let near = |f: usize| hits.hits.0.iter().filter(|&(ip, _)| ip >= f && ip < f + 16).map(|(_, n)| n).sum::<u64>();
+    let near = |f: usize| {
+        hits.hits
+            .0
+            .iter()
+            .filter(|&(ip, _)| ip >= f && ip < f + 16)
+            .map(|(_, n)| n)
+            .sum::<u64>()
+    };
     kcheck_eq!(t, near(add), 7);
     kcheck_eq!(t, near(mul), 4);
     kcheck_eq!(t, hits.hits.0.total(), 11);
@@ -69,8 +82,12 @@ fn unknown_function_is_einval(t: &mut Test) -> CaseResult {
     }
 }
 
-kunit_suite!(COUNTER_SUITE, "ufgraph_counter", [
-    counts_every_call,
-    glob_counts_functions_apart,
-    unknown_function_is_einval,
-]);
+kunit_suite!(
+    COUNTER_SUITE,
+    "ufgraph_counter",
+    [
+        counts_every_call,
+        glob_counts_functions_apart,
+        unknown_function_is_einval,
+    ]
+);

@@ -29,7 +29,14 @@ struct Rec {
 
 impl Rec {
     fn new(bytes: usize, tag: usize, check_sum: bool) -> Self {
-        Self { entries: AtomicUsize::new(0), returns: AtomicUsize::new(0), bad: AtomicUsize::new(0), bytes, tag, check_sum }
+        Self {
+            entries: AtomicUsize::new(0),
+            returns: AtomicUsize::new(0),
+            bad: AtomicUsize::new(0),
+            bytes,
+            tag,
+            check_sum,
+        }
     }
 
     fn pattern(&self, arg: usize, i: usize) -> usize {
@@ -71,8 +78,12 @@ impl GraphHandler for Rec {
                     w[0] == r.retval() as u32 as usize
                 } else {
                     // The first argument is gone at return: recover it from word 1's pattern.
-                    let arg = (w.get(1).map_or(w[0], |&x| x ^ 1) ^ self.tag.wrapping_mul(0x1000_0001)) >> 8;
-                    w.iter().enumerate().all(|(i, &x)| x == self.pattern(arg, i))
+                    let arg = (w.get(1).map_or(w[0], |&x| x ^ 1)
+                        ^ self.tag.wrapping_mul(0x1000_0001))
+                        >> 8;
+                    w.iter()
+                        .enumerate()
+                        .all(|(i, &x)| x == self.pattern(arg, i))
                 }
             }
             _ => false,
@@ -127,7 +138,10 @@ struct Timed<const WANT: bool> {
 
 impl<const WANT: bool> Timed<WANT> {
     fn new() -> Self {
-        Self { taken: AtomicUsize::new(0), zero: AtomicUsize::new(0) }
+        Self {
+            taken: AtomicUsize::new(0),
+            zero: AtomicUsize::new(0),
+        }
     }
 }
 
@@ -193,9 +207,23 @@ fn multiple_storage(t: &mut Test) -> CaseResult {
     }
     for (n, ops) in all.iter().enumerate() {
         let h = ops.handler();
-        kcheck!(t, h.entries.load(Relaxed) == 50 && h.returns.load(Relaxed) == 50,
-            "ops {} ({} bytes): {} entries {} returns", n, sizes[n], h.entries.load(Relaxed), h.returns.load(Relaxed));
-        kcheck!(t, h.bad.load(Relaxed) == 0, "ops {} ({} bytes): {} bad data", n, sizes[n], h.bad.load(Relaxed));
+        kcheck!(
+            t,
+            h.entries.load(Relaxed) == 50 && h.returns.load(Relaxed) == 50,
+            "ops {} ({} bytes): {} entries {} returns",
+            n,
+            sizes[n],
+            h.entries.load(Relaxed),
+            h.returns.load(Relaxed)
+        );
+        kcheck!(
+            t,
+            h.bad.load(Relaxed) == 0,
+            "ops {} ({} bytes): {} bad data",
+            n,
+            sizes[n],
+            h.bad.load(Relaxed)
+        );
     }
     Ok(())
 }
@@ -250,7 +278,12 @@ fn lru_reuses_released_index_last(t: &mut Test) -> CaseResult {
     let freed = a[0].idx().unwrap_or(usize::MAX);
     drop(a);
     let b = fill(t, 1)?;
-    kcheck!(t, b[0].idx() != Some(freed), "index {} reused at once", freed);
+    kcheck!(
+        t,
+        b[0].idx() != Some(freed),
+        "index {} reused at once",
+        freed
+    );
     drop(b);
     // Full array: free two, in order; they come back in the order they were freed.
     let mut all = fill(t, ARRAY_SIZE)?;
@@ -278,7 +311,11 @@ fn deep_recursion_counts_overrun(t: &mut Test) -> CaseResult {
     kcheck!(t, overrun > 0, "150 nested frames fit in one page?");
     kcheck_eq!(t, h.entries.load(Relaxed) + overrun, DEPTH as usize + 1);
     kcheck_eq!(t, h.returns.load(Relaxed), h.entries.load(Relaxed));
-    t.info(format_args!("{} frames hooked, {} overrun", h.entries.load(Relaxed), overrun));
+    t.info(format_args!(
+        "{} frames hooked, {} overrun",
+        h.entries.load(Relaxed),
+        overrun
+    ));
     // And the stack is usable again at once.
     // SAFETY: as above.
     kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(5) }, 5);
@@ -329,7 +366,13 @@ fn parent_data_and_task_var(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let outer = bindings::ufg_test_outer as *const () as usize;
     let inner = bindings::ufg_test_inner as *const () as usize;
-    let nest = Nest { outer, inner, parent_ok: AtomicUsize::new(0), parent_bad: AtomicUsize::new(0), var_seen: AtomicUsize::new(0) };
+    let nest = Nest {
+        outer,
+        inner,
+        parent_ok: AtomicUsize::new(0),
+        parent_bad: AtomicUsize::new(0),
+        var_seen: AtomicUsize::new(0),
+    };
     let mut ops = t.check_ok(GraphOps::new(nest), "GraphOps::new")?;
     t.check_ok(ops.set_filter(c_str!("ufg_test_outer")), "filter")?;
     // By address: ftrace maps a function's start to its patch site.
@@ -363,7 +406,12 @@ struct Tracer {
 
 impl Tracer {
     fn new(kernel: bool, only: usize) -> Self {
-        Tracer { kernel, only, trace: [const { AtomicUsize::new(0) }; 16], n: AtomicUsize::new(0) }
+        Tracer {
+            kernel,
+            only,
+            trace: [const { AtomicUsize::new(0) }; 16],
+            n: AtomicUsize::new(0),
+        }
     }
 
     fn trace(&self) -> KVec<usize> {
@@ -418,7 +466,12 @@ fn unwinding_shows_the_real_caller(t: &mut Test) -> CaseResult {
     for (i, ip) in trace.iter().enumerate() {
         kcheck!(t, *ip != trampoline(), "frame {} is the trampoline", i);
     }
-    kcheck!(t, trace.iter().any(|ip| inside(*ip, caller)), "ufg_test_caller ({:#x}) is not in the trace", caller);
+    kcheck!(
+        t,
+        trace.iter().any(|ip| inside(*ip, caller)),
+        "ufg_test_caller ({:#x}) is not in the trace",
+        caller
+    );
     drop(ops);
     // Both hooked, the trace taken at the inner return: each trampoline stands for its own
     // frame (the inner one's return in progress, settled already, must be accounted for, or the
@@ -427,13 +480,21 @@ fn unwinding_shows_the_real_caller(t: &mut Test) -> CaseResult {
     let outer = bindings::ufg_test_outer as *const () as usize;
     let inner = bindings::ufg_test_inner as *const () as usize;
     let mut ops = t.check_ok(GraphOps::new(Tracer::new(false, inner)), "GraphOps::new")?;
-    t.check_ok(ops.set_filter_ips(&[outer, inner], false, false), "filter ips")?;
+    t.check_ok(
+        ops.set_filter_ips(&[outer, inner], false, false),
+        "filter ips",
+    )?;
     t.check_ok(ops.register(), "register")?;
     // SAFETY: a plain C fixture.
     kcheck_eq!(t, unsafe { bindings::ufg_test_outer(1) }, 7);
     let trace = ops.handler().trace();
     for (i, ip) in trace.iter().enumerate() {
-        kcheck!(t, *ip != trampoline(), "nested: frame {} is the trampoline", i);
+        kcheck!(
+            t,
+            *ip != trampoline(),
+            "nested: frame {} is the trampoline",
+            i
+        );
     }
     let twice = trace.iter().filter(|ip| inside(**ip, outer)).count();
     kcheck_eq!(t, twice, 1);
@@ -460,24 +521,55 @@ fn kernel_unwinder_sees_the_caller(t: &mut Test) -> CaseResult {
         let trace = ops.handler().trace();
         kcheck!(t, trace.len() > 2, "only {} frames", trace.len());
         for (i, ip) in trace.iter().enumerate() {
-            kcheck!(t, *ip != trampoline(), "frame {} of {} is the trampoline", i, trace.len());
+            kcheck!(
+                t,
+                *ip != trampoline(),
+                "frame {} of {} is the trampoline",
+                i,
+                trace.len()
+            );
         }
-        kcheck!(t, trace.iter().any(|ip| inside(*ip, caller)), "ufg_test_caller ({:#x}) is not in the trace", caller);
+        kcheck!(
+            t,
+            trace.iter().any(|ip| inside(*ip, caller)),
+            "ufg_test_caller ({:#x}) is not in the trace",
+            caller
+        );
     }
     // Both hooked: the trace taken at ufg_test_inner's return names its caller, ufg_test_outer,
     // and then meets the trampoline ufg_test_outer will return to.
     let mut ops = t.check_ok(GraphOps::new(Tracer::new(true, inner)), "GraphOps::new")?;
-    t.check_ok(ops.set_filter_ips(&[outer, inner], false, false), "filter ips")?;
+    t.check_ok(
+        ops.set_filter_ips(&[outer, inner], false, false),
+        "filter ips",
+    )?;
     t.check_ok(ops.register(), "register")?;
     // SAFETY: a plain C fixture.
     kcheck_eq!(t, unsafe { bindings::ufg_test_outer(1) }, 7);
     let trace = ops.handler().trace();
     let at_outer = trace.iter().position(|ip| inside(*ip, outer));
     let at_tramp = trace.iter().position(|ip| *ip == trampoline());
-    kcheck!(t, at_outer.is_some(), "ufg_test_outer ({:#x}) is not in the trace ({} frames)", outer, trace.len());
-    kcheck!(t, at_tramp.is_some(), "the outer frame's trampoline is not in the trace ({} frames)", trace.len());
+    kcheck!(
+        t,
+        at_outer.is_some(),
+        "ufg_test_outer ({:#x}) is not in the trace ({} frames)",
+        outer,
+        trace.len()
+    );
+    kcheck!(
+        t,
+        at_tramp.is_some(),
+        "the outer frame's trampoline is not in the trace ({} frames)",
+        trace.len()
+    );
     if let (Some(o), Some(tr)) = (at_outer, at_tramp) {
-        kcheck!(t, o < tr, "ufg_test_outer at {} is after the trampoline at {}", o, tr);
+        kcheck!(
+            t,
+            o < tr,
+            "ufg_test_outer at {} is after the trampoline at {}",
+            o,
+            tr
+        );
         #[cfg(CONFIG_X86_64)]
         kcheck_eq!(t, tr + 1, trace.len());
     }
@@ -508,9 +600,21 @@ fn hub_shares_one_ftrace_ops(t: &mut Test) -> CaseResult {
         t.check_ok(ops.register(), "register")?;
     }
     kcheck_eq!(t, g.hub_functions(), 2);
-    kcheck!(t, a.slot().on_hub() && m.slot().on_hub() && !own.slot().on_hub(), "hub membership");
-    kcheck!(t, own.set_filter(c_str!("ufg_test_mul")).is_ok(), "a glob on an own-ops ops");
-    kcheck!(t, a.set_filter(c_str!("ufg_test_mul")) == Err(EBUSY), "a glob on a hub ops is refused");
+    kcheck!(
+        t,
+        a.slot().on_hub() && m.slot().on_hub() && !own.slot().on_hub(),
+        "hub membership"
+    );
+    kcheck!(
+        t,
+        own.set_filter(c_str!("ufg_test_mul")).is_ok(),
+        "a glob on an own-ops ops"
+    );
+    kcheck!(
+        t,
+        a.set_filter(c_str!("ufg_test_mul")) == Err(EBUSY),
+        "a glob on a hub ops is refused"
+    );
     // The own ops now hooks ufg_test_mul instead: put it back.
     t.check_ok(own.set_filter(c_str!("ufg_test_add")), "set_filter back")?;
     for i in 0..50 {
@@ -519,17 +623,45 @@ fn hub_shares_one_ftrace_ops(t: &mut Test) -> CaseResult {
     for i in 0..10 {
         kcheck_eq!(t, mul(i, 3), 3 * i);
     }
-    for (n, ops, want) in [(0, &a, 50), (1, &b, 50), (2, &c, 50), (3, &own, 50), (4, &m, 10)] {
+    for (n, ops, want) in [
+        (0, &a, 50),
+        (1, &b, 50),
+        (2, &c, 50),
+        (3, &own, 50),
+        (4, &m, 10),
+    ] {
         let h = ops.handler();
-        kcheck!(t, h.entries.load(Relaxed) == want && h.returns.load(Relaxed) == want && h.bad.load(Relaxed) == 0,
-            "ops {}: {} entries {} returns {} bad, want {}", n, h.entries.load(Relaxed), h.returns.load(Relaxed), h.bad.load(Relaxed), want);
+        kcheck!(
+            t,
+            h.entries.load(Relaxed) == want
+                && h.returns.load(Relaxed) == want
+                && h.bad.load(Relaxed) == 0,
+            "ops {}: {} entries {} returns {} bad, want {}",
+            n,
+            h.entries.load(Relaxed),
+            h.returns.load(Relaxed),
+            h.bad.load(Relaxed),
+            want
+        );
     }
     // Filter changes while registered: `a` moves from ufg_test_add to ufg_test_mul.
     t.check_ok(a.set_filter_ips(&[mul_ip], false, false), "add mul")?;
     t.check_ok(a.set_filter_ips(&[add_ip], true, false), "remove add")?;
-    kcheck!(t, a.set_filter_ips(&[mul_ip], true, false) == Err(EINVAL), "removing the last function is refused");
-    kcheck!(t, a.set_filter_ips(&[mul_ip], false, true) == Err(EINVAL), "reset while on the hub is refused");
-    kcheck!(t, a.set_filter_ips(&[1], false, false) == Err(EINVAL), "not a function");
+    kcheck!(
+        t,
+        a.set_filter_ips(&[mul_ip], true, false) == Err(EINVAL),
+        "removing the last function is refused"
+    );
+    kcheck!(
+        t,
+        a.set_filter_ips(&[mul_ip], false, true) == Err(EINVAL),
+        "reset while on the hub is refused"
+    );
+    kcheck!(
+        t,
+        a.set_filter_ips(&[1], false, false) == Err(EINVAL),
+        "not a function"
+    );
     add(1, 1);
     mul(2, 2);
     kcheck_eq!(t, a.handler().entries.load(Relaxed), 51);
@@ -574,7 +706,11 @@ fn hub_refusals_leave_nothing(t: &mut Test) -> CaseResult {
     // A 17th ops, on the hub, while 16 own-ftrace_ops ops are registered.
     let all = fill(t, ARRAY_SIZE)?;
     let mut extra = hub_ops(t, &[add_ip], Rec::new(8, 2, true))?;
-    kcheck!(t, extra.register() == Err(ENOSPC), "a 17th ops on the hub is refused");
+    kcheck!(
+        t,
+        extra.register() == Err(ENOSPC),
+        "a 17th ops on the hub is refused"
+    );
     kcheck_eq!(t, g.hub_functions(), 0);
     kcheck_eq!(t, g.registered(), ARRAY_SIZE);
     drop(all);
@@ -582,8 +718,14 @@ fn hub_refusals_leave_nothing(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, g.hub_functions(), 1);
     kcheck_eq!(t, add(2, 3), 5);
     let h = extra.handler();
-    kcheck!(t, h.entries.load(Relaxed) == 1 && h.returns.load(Relaxed) == 1 && h.bad.load(Relaxed) == 0,
-        "after the refusals: {} entries {} returns {} bad", h.entries.load(Relaxed), h.returns.load(Relaxed), h.bad.load(Relaxed));
+    kcheck!(
+        t,
+        h.entries.load(Relaxed) == 1 && h.returns.load(Relaxed) == 1 && h.bad.load(Relaxed) == 0,
+        "after the refusals: {} entries {} returns {} bad",
+        h.entries.load(Relaxed),
+        h.returns.load(Relaxed),
+        h.bad.load(Relaxed)
+    );
     t.check_ok(extra.unregister(), "unregister")?;
     kcheck_eq!(t, g.hub_functions(), 0);
     core_is_idle(t)
@@ -606,17 +748,34 @@ fn hub_filter_list_follows_the_ops(t: &mut Test) -> CaseResult {
     t.check_ok(a.unregister(), "unregister a")?;
     t.check_ok(a.register(), "register a again")?;
     add(1, 2);
-    kcheck!(t, a.handler().entries.load(Relaxed) == 0, "a hooks ufg_test_add after the restart");
+    kcheck!(
+        t,
+        a.handler().entries.load(Relaxed) == 0,
+        "a hooks ufg_test_add after the restart"
+    );
     mul(2, 3);
-    kcheck!(t, a.handler().entries.load(Relaxed) == 1 && a.handler().returns.load(Relaxed) == 1,
-        "a after the restart: {} entries, want 1 (ufg_test_mul)", a.handler().entries.load(Relaxed));
+    kcheck!(
+        t,
+        a.handler().entries.load(Relaxed) == 1 && a.handler().returns.load(Relaxed) == 1,
+        "a after the restart: {} entries, want 1 (ufg_test_mul)",
+        a.handler().entries.load(Relaxed)
+    );
     t.check_ok(a.unregister(), "unregister a (2)")?;
     // Added by its ftrace location, removed by its start (they differ with ENDBR or BTI).
     let mut b = hub_ops(t, &[add_loc, mul_ip], Rec::new(0, 2, false))?;
-    t.check_ok(b.set_filter_ips(&[add_ip], true, false), "remove add by its start")?;
+    t.check_ok(
+        b.set_filter_ips(&[add_ip], true, false),
+        "remove add by its start",
+    )?;
     t.check_ok(b.register(), "register b")?;
     add(1, 2);
-    kcheck!(t, b.handler().entries.load(Relaxed) == 0, "b hooks ufg_test_add (at {:#x}, its location {:#x})", add_ip, add_loc);
+    kcheck!(
+        t,
+        b.handler().entries.load(Relaxed) == 0,
+        "b hooks ufg_test_add (at {:#x}, its location {:#x})",
+        add_ip,
+        add_loc
+    );
     mul(2, 3);
     kcheck_eq!(t, b.handler().entries.load(Relaxed), 1);
     t.check_ok(b.unregister(), "unregister b")?;
@@ -626,7 +785,13 @@ fn hub_filter_list_follows_the_ops(t: &mut Test) -> CaseResult {
     let r = c.register();
     let hooked = c.handler().entries.load(Relaxed);
     let _ = c.unregister();
-    kcheck!(t, r == Err(EINVAL), "an emptied filter: register returned {:?}, {} entries meanwhile", r, hooked);
+    kcheck!(
+        t,
+        r == Err(EINVAL),
+        "an emptied filter: register returned {:?}, {} entries meanwhile",
+        r,
+        hooked
+    );
     core_is_idle(t)
 }
 
@@ -638,7 +803,14 @@ fn hub_and_own_ops_in_every_order(t: &mut Test) -> CaseResult {
     // SAFETY: the module is loaded while its tests run.
     let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
     let add_ip = bindings::ufg_test_add as *const () as usize;
-    const ORDERS: [[usize; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    const ORDERS: [[usize; 3]; 6] = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
     for on in ORDERS {
         for off in ORDERS {
             let mut ops = [
@@ -648,7 +820,10 @@ fn hub_and_own_ops_in_every_order(t: &mut Test) -> CaseResult {
             ];
             let mut want = [0usize; 3];
             let mut live = [false; 3];
-            let steps = Iterator::chain(on.iter().map(|&i| (i, true)), off.iter().map(|&i| (i, false)));
+            let steps = Iterator::chain(
+                on.iter().map(|&i| (i, true)),
+                off.iter().map(|&i| (i, false)),
+            );
             for (i, reg) in steps {
                 if reg {
                     t.check_ok(ops[i].register(), "register")?;
@@ -698,11 +873,18 @@ impl GraphHandler for Reenter {
 fn hub_callback_recursion(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let add_ip = bindings::ufg_test_add as *const () as usize;
-    let new = |nest| Reenter { nest, entries: AtomicUsize::new(0), returns: AtomicUsize::new(0) };
+    let new = |nest| Reenter {
+        nest,
+        entries: AtomicUsize::new(0),
+        returns: AtomicUsize::new(0),
+    };
     let mut r = t.check_ok(GraphOps::new(new(true)), "GraphOps::new")?;
     let mut s = t.check_ok(GraphOps::new(new(false)), "GraphOps::new")?;
     for ops in [&mut r, &mut s] {
-        t.check_ok(ops.set_filter_ips(&[add_ip], false, false), "set_filter_ips")?;
+        t.check_ok(
+            ops.set_filter_ips(&[add_ip], false, false),
+            "set_filter_ips",
+        )?;
         t.check_ok(ops.register(), "register")?;
     }
     kcheck_eq!(t, add(2, 3), 5);
@@ -712,9 +894,17 @@ fn hub_callback_recursion(t: &mut Test) -> CaseResult {
     let missed_ok = |m: u64| m == 1 || (super::LIST_FUNC_GUARDS && m == 0);
     for (n, ops) in [("r", &r), ("s", &s)] {
         let (h, sl) = (ops.handler(), ops.slot());
-        kcheck!(t, h.entries.load(Relaxed) == 2 && h.returns.load(Relaxed) == 2 && missed_ok(sl.missed_recursion.load(Relaxed)),
-            "{}: {} entries {} returns {} missed_recursion, want 2 2 1", n,
-            h.entries.load(Relaxed), h.returns.load(Relaxed), sl.missed_recursion.load(Relaxed));
+        kcheck!(
+            t,
+            h.entries.load(Relaxed) == 2
+                && h.returns.load(Relaxed) == 2
+                && missed_ok(sl.missed_recursion.load(Relaxed)),
+            "{}: {} entries {} returns {} missed_recursion, want 2 2 1",
+            n,
+            h.entries.load(Relaxed),
+            h.returns.load(Relaxed),
+            sl.missed_recursion.load(Relaxed)
+        );
     }
     // SAFETY: the module is loaded while its tests run.
     let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
@@ -764,21 +954,46 @@ fn shared_frame_outlives_its_ops(t: &mut Test) -> CaseResult {
             core::mem::swap(&mut a, &mut b);
         }
         for (p, (ops, g)) in INSIDE.iter().zip([(&mut a, gone[0]), (&mut b, gone[1])]) {
-            p.store(if g { ops as *mut GraphOps<Rec> } else { core::ptr::null_mut() }, Relaxed);
+            p.store(
+                if g {
+                    ops as *mut GraphOps<Rec>
+                } else {
+                    core::ptr::null_mut()
+                },
+                Relaxed,
+            );
         }
         kcheck_eq!(t, call(5), 11);
         for (n, ops, g) in [("a", &a, gone[0]), ("b", &b, gone[1]), ("c", &c, false)] {
             let h = ops.handler();
             let want = if g { 0 } else { 1 };
-            kcheck!(t, h.entries.load(Relaxed) == 1 && h.returns.load(Relaxed) == want && h.bad.load(Relaxed) == 0,
-                "{:?} gone, ops {}: {} entries {} returns {} bad, want 1 {} 0", gone, n,
-                h.entries.load(Relaxed), h.returns.load(Relaxed), h.bad.load(Relaxed), want);
+            kcheck!(
+                t,
+                h.entries.load(Relaxed) == 1
+                    && h.returns.load(Relaxed) == want
+                    && h.bad.load(Relaxed) == 0,
+                "{:?} gone, ops {}: {} entries {} returns {} bad, want 1 {} 0",
+                gone,
+                n,
+                h.entries.load(Relaxed),
+                h.returns.load(Relaxed),
+                h.bad.load(Relaxed),
+                want
+            );
         }
         // The ones left go on: a call now is theirs alone.
         kcheck_eq!(t, call(1), 3);
-        kcheck!(t, c.handler().returns.load(Relaxed) == 2 && c.handler().bad.load(Relaxed) == 0, "c after");
+        kcheck!(
+            t,
+            c.handler().returns.load(Relaxed) == 2 && c.handler().bad.load(Relaxed) == 0,
+            "c after"
+        );
         if !gone[1] {
-            kcheck!(t, b.handler().returns.load(Relaxed) == 2 && b.handler().bad.load(Relaxed) == 0, "b after");
+            kcheck!(
+                t,
+                b.handler().returns.load(Relaxed) == 2 && b.handler().bad.load(Relaxed) == 0,
+                "b after"
+            );
         }
     }
     core_is_idle(t)
@@ -788,7 +1003,11 @@ fn shared_frame_outlives_its_ops(t: &mut Test) -> CaseResult {
 /// when dropped.
 struct CTestOps(KBox<bindings::ufgraph_ops>, KBox<AtomicUsize>);
 
-unsafe extern "C" fn c_test_entry(_trace: *mut bindings::ufgraph_ent, gops: *mut bindings::ufgraph_ops, _fregs: *mut bindings::ftrace_regs) -> core::ffi::c_int {
+unsafe extern "C" fn c_test_entry(
+    _trace: *mut bindings::ufgraph_ent,
+    gops: *mut bindings::ufgraph_ops,
+    _fregs: *mut bindings::ftrace_regs,
+) -> core::ffi::c_int {
     // SAFETY: `private` is the counter of the `CTestOps` that registered `gops`, alive while it is.
     unsafe { &*(*gops).private.cast::<AtomicUsize>() }.fetch_add(1, Relaxed);
     0
@@ -796,12 +1015,18 @@ unsafe extern "C" fn c_test_entry(_trace: *mut bindings::ufgraph_ent, gops: *mut
 
 impl CTestOps {
     fn new(t: &Test) -> Result<Self, Failed> {
-        let n = t.check_ok(KBox::new(AtomicUsize::new(0), GFP_KERNEL).map_err(Into::into), "alloc")?;
+        let n = t.check_ok(
+            KBox::new(AtomicUsize::new(0), GFP_KERNEL).map_err(Into::into),
+            "alloc",
+        )?;
         let mut o = bindings::ufgraph_ops::default();
         o.entryfunc = Some(c_test_entry);
         o.private = (&*n as *const AtomicUsize).cast_mut().cast();
         o.idx = -1;
-        Ok(Self(t.check_ok(KBox::new(o, GFP_KERNEL).map_err(Into::into), "alloc")?, n))
+        Ok(Self(
+            t.check_ok(KBox::new(o, GFP_KERNEL).map_err(Into::into), "alloc")?,
+            n,
+        ))
     }
     fn ptr(&mut self) -> *mut bindings::ufgraph_ops {
         &mut *self.0
@@ -815,7 +1040,15 @@ impl CTestOps {
             *d = s as _;
         }
         // SAFETY: a valid ops, `ips.len()` (at most 4) addresses.
-        unsafe { crate::capi::ufgraph_set_filter_ips(self.ptr(), v.as_mut_ptr(), ips.len().min(4) as _, remove as _, reset as _) }
+        unsafe {
+            crate::capi::ufgraph_set_filter_ips(
+                self.ptr(),
+                v.as_mut_ptr(),
+                ips.len().min(4) as _,
+                remove as _,
+                reset as _,
+            )
+        }
     }
     fn register(&mut self) -> core::ffi::c_int {
         // SAFETY: the ops lives in its box until dropped, which unregisters it.
@@ -846,7 +1079,13 @@ fn c_shared_filter(t: &mut Test) -> CaseResult {
     let mul_ip = bindings::ufg_test_mul as *const () as usize;
     let mut o = CTestOps::new(t)?;
     // SAFETY: a valid ops and a NUL-terminated glob.
-    kcheck_eq!(t, unsafe { crate::capi::ufgraph_set_filter(o.ptr(), c_str!("ufg_test_add").as_char_ptr(), 0, 0) }, 0);
+    kcheck_eq!(
+        t,
+        unsafe {
+            crate::capi::ufgraph_set_filter(o.ptr(), c_str!("ufg_test_add").as_char_ptr(), 0, 0)
+        },
+        0
+    );
     kcheck_eq!(t, o.set_ips(&[mul_ip, mul_ip], false, false), 0);
     kcheck_eq!(t, o.set_ips(&[add_ip], true, false), 0);
     kcheck_eq!(t, o.set_ips(&[1], false, false), EINVAL.to_errno());
@@ -872,7 +1111,13 @@ fn c_shared_filter(t: &mut Test) -> CaseResult {
     let r = o.register();
     let hooked = o.entries();
     o.unregister();
-    kcheck!(t, r == EINVAL.to_errno(), "an emptied shared filter: ufgraph_register returned {}, {} entries meanwhile", r, hooked.wrapping_sub(2));
+    kcheck!(
+        t,
+        r == EINVAL.to_errno(),
+        "an emptied shared filter: ufgraph_register returned {}, {} entries meanwhile",
+        r,
+        hooked.wrapping_sub(2)
+    );
     drop(o);
     core_is_idle(t)
 }
@@ -886,14 +1131,19 @@ struct VarSeen {
 
 impl VarSeen {
     fn new() -> Self {
-        Self { first: AtomicUsize::new(usize::MAX), entries: AtomicUsize::new(0) }
+        Self {
+            first: AtomicUsize::new(usize::MAX),
+            entries: AtomicUsize::new(0),
+        }
     }
 }
 
 impl GraphHandler for VarSeen {
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         let v = e.task_var();
-        let _ = self.first.compare_exchange(usize::MAX, v.load(Relaxed), Relaxed, Relaxed);
+        let _ = self
+            .first
+            .compare_exchange(usize::MAX, v.load(Relaxed), Relaxed, Relaxed);
         v.fetch_add(1, Relaxed);
         self.entries.fetch_add(1, Relaxed);
         true
@@ -927,7 +1177,12 @@ fn task_vars_start_at_zero(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, b.idx(), idx);
     add(1, 2);
     kcheck_eq!(t, b.handler().entries.load(Relaxed), 1);
-    kcheck!(t, b.handler().first.load(Relaxed) == 0, "b found {} in its fresh task variable", b.handler().first.load(Relaxed));
+    kcheck!(
+        t,
+        b.handler().first.load(Relaxed) == 0,
+        "b found {} in its fresh task variable",
+        b.handler().first.load(Relaxed)
+    );
     t.check_ok(b.unregister(), "unregister b")?;
     // And on an own ftrace_ops, after `b` left 1 there.
     let mut c = t.check_ok(GraphOps::new(VarSeen::new()), "GraphOps::new")?;
@@ -935,7 +1190,12 @@ fn task_vars_start_at_zero(t: &mut Test) -> CaseResult {
     t.check_ok(c.register(), "register c")?;
     kcheck_eq!(t, c.idx(), idx);
     add(1, 2);
-    kcheck!(t, c.handler().first.load(Relaxed) == 0, "c found {} in its fresh task variable", c.handler().first.load(Relaxed));
+    kcheck!(
+        t,
+        c.handler().first.load(Relaxed) == 0,
+        "c found {} in its fresh task variable",
+        c.handler().first.load(Relaxed)
+    );
     drop(c);
     drop(others);
     core_is_idle(t)
@@ -955,8 +1215,14 @@ fn forks_with_an_empty_pool(t: &mut Test) -> CaseResult {
     // SAFETY: the module is loaded while its tests run.
     let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
     // Fake tasks: their addresses are only keys, never dereferenced once filed.
-    let fakes = t.check_ok(KBox::new([0usize; 2], GFP_KERNEL).map_err(Error::from), "KBox::new")?;
-    let (fake1, fake2) = (TaskRef(&fakes[0] as *const usize as usize), TaskRef(&fakes[1] as *const usize as usize));
+    let fakes = t.check_ok(
+        KBox::new([0usize; 2], GFP_KERNEL).map_err(Error::from),
+        "KBox::new",
+    )?;
+    let (fake1, fake2) = (
+        TaskRef(&fakes[0] as *const usize as usize),
+        TaskRef(&fakes[1] as *const usize as usize),
+    );
     // The pool and the counters are the whole kernel's: a real fork or exit meanwhile (a kworker
     // starting, on the PREEMPT_RT debug kernel every fork takes from the pool) changes them, or
     // its refill fills the drained pool before the fake fork. Such a try is repeated; a defect
@@ -987,11 +1253,24 @@ struct Mismatch {
     hard: bool,
 }
 
-fn fork_pool_try(tasks: &crate::fgraph::tasks::Tasks, fake1: crate::sys::task::TaskRef, fake2: crate::sys::task::TaskRef) -> Result<(), Mismatch> {
+fn fork_pool_try(
+    tasks: &crate::fgraph::tasks::Tasks,
+    fake1: crate::sys::task::TaskRef,
+    fake2: crate::sys::task::TaskRef,
+) -> Result<(), Mismatch> {
     use crate::fgraph::tasks::{AS_IF_RT, POOL};
     use crate::sys::sync::NoPreempt;
-    let soft = |what, got, want| Mismatch { what, got, want, hard: false };
-    let has = |task| tasks.of_task(task, &NoPreempt::new()).map(|s| s.depth() == 0 && s.top() == 0);
+    let soft = |what, got, want| Mismatch {
+        what,
+        got,
+        want,
+        hard: false,
+    };
+    let has = |task| {
+        tasks
+            .of_task(task, &NoPreempt::new())
+            .map(|s| s.depth() == 0 && s.top() == 0)
+    };
     let deferred = tasks.stats.fork_deferred.load(Relaxed);
     let stacks = tasks.count();
     let taken = tasks.drain_for_test();
@@ -1000,31 +1279,84 @@ fn fork_pool_try(tasks: &crate::fgraph::tasks::Tasks, fake1: crate::sys::task::T
     AS_IF_RT.store(true, Relaxed);
     tasks.fork_for_test(fake1);
     AS_IF_RT.store(false, Relaxed);
-    let (deferred1, stacks1, has1) = (tasks.stats.fork_deferred.load(Relaxed), tasks.count(), has(fake1));
+    let (deferred1, stacks1, has1) = (
+        tasks.stats.fork_deferred.load(Relaxed),
+        tasks.count(),
+        has(fake1),
+    );
     // The deferred fork queued the refill: once it has run, the pool is full again.
     let pooled = tasks.refill_for_test(taken, fake1);
 
     AS_IF_RT.store(true, Relaxed);
     tasks.fork_for_test(fake2);
     AS_IF_RT.store(false, Relaxed);
-    let (deferred2, stacks2, has2) = (tasks.stats.fork_deferred.load(Relaxed), tasks.count(), has(fake2));
+    let (deferred2, stacks2, has2) = (
+        tasks.stats.fork_deferred.load(Relaxed),
+        tasks.count(),
+        has(fake2),
+    );
     let _ = tasks.refill_for_test(KVec::new(), fake2);
     let stacks3 = tasks.count();
 
     if has2 == Some(false) {
         // A pooled stack handed out dirty: no other task explains that.
-        return Err(Mismatch { what: "the fork from the pool got a stack that is not empty", got: 1, want: 0, hard: true });
+        return Err(Mismatch {
+            what: "the fork from the pool got a stack that is not empty",
+            got: 1,
+            want: 0,
+            hard: true,
+        });
     }
     let checks = [
-        (held == 0 || held > POOL, "stacks the pool held", held as u64, POOL as u64),
-        (deferred1 != deferred + 1, "fork_deferred after the fork on an empty pool", deferred1, deferred + 1),
-        (has1.is_some(), "the fork on an empty pool got a stack", 1, 0),
-        (stacks1 != stacks, "stacks after the deferred fork", stacks1 as u64, stacks as u64),
-        (pooled != POOL, "pooled stacks after the refill", pooled as u64, POOL as u64),
-        (deferred2 != deferred1, "fork_deferred after the fork on a full pool", deferred2, deferred1),
+        (
+            held == 0 || held > POOL,
+            "stacks the pool held",
+            held as u64,
+            POOL as u64,
+        ),
+        (
+            deferred1 != deferred + 1,
+            "fork_deferred after the fork on an empty pool",
+            deferred1,
+            deferred + 1,
+        ),
+        (
+            has1.is_some(),
+            "the fork on an empty pool got a stack",
+            1,
+            0,
+        ),
+        (
+            stacks1 != stacks,
+            "stacks after the deferred fork",
+            stacks1 as u64,
+            stacks as u64,
+        ),
+        (
+            pooled != POOL,
+            "pooled stacks after the refill",
+            pooled as u64,
+            POOL as u64,
+        ),
+        (
+            deferred2 != deferred1,
+            "fork_deferred after the fork on a full pool",
+            deferred2,
+            deferred1,
+        ),
         (has2.is_none(), "the fork from the pool got no stack", 0, 1),
-        (stacks2 != stacks + 1, "stacks after the fork from the pool", stacks2 as u64, stacks as u64 + 1),
-        (stacks3 != stacks, "stacks once the fake task is gone", stacks3 as u64, stacks as u64),
+        (
+            stacks2 != stacks + 1,
+            "stacks after the fork from the pool",
+            stacks2 as u64,
+            stacks as u64 + 1,
+        ),
+        (
+            stacks3 != stacks,
+            "stacks once the fake task is gone",
+            stacks3 as u64,
+            stacks as u64,
+        ),
     ];
     match checks.into_iter().find(|c| c.0) {
         Some((_, what, got, want)) => Err(soft(what, got, want)),
@@ -1032,23 +1364,27 @@ fn fork_pool_try(tasks: &crate::fgraph::tasks::Tasks, fake1: crate::sys::task::T
     }
 }
 
-kunit_suite!(FGRAPH_SUITE, "ufgraph_fgraph", [
-    forks_with_an_empty_pool,
-    task_vars_start_at_zero,
-    return_values_and_counts,
-    hub_shares_one_ftrace_ops,
-    hub_refusals_leave_nothing,
-    hub_filter_list_follows_the_ops,
-    c_shared_filter,
-    shared_frame_outlives_its_ops,
-    hub_and_own_ops_in_every_order,
-    hub_callback_recursion,
-    call_times_only_when_wanted,
-    multiple_storage,
-    seventeenth_ops_is_enospc,
-    lru_reuses_released_index_last,
-    deep_recursion_counts_overrun,
-    parent_data_and_task_var,
-    unwinding_shows_the_real_caller,
-    kernel_unwinder_sees_the_caller,
-]);
+kunit_suite!(
+    FGRAPH_SUITE,
+    "ufgraph_fgraph",
+    [
+        forks_with_an_empty_pool,
+        task_vars_start_at_zero,
+        return_values_and_counts,
+        hub_shares_one_ftrace_ops,
+        hub_refusals_leave_nothing,
+        hub_filter_list_follows_the_ops,
+        c_shared_filter,
+        shared_frame_outlives_its_ops,
+        hub_and_own_ops_in_every_order,
+        hub_callback_recursion,
+        call_times_only_when_wanted,
+        multiple_storage,
+        seventeenth_ops_is_enospc,
+        lru_reuses_released_index_last,
+        deep_recursion_counts_overrun,
+        parent_data_and_task_var,
+        unwinding_shows_the_real_caller,
+        kernel_unwinder_sees_the_caller,
+    ]
+);

@@ -13,7 +13,6 @@ use kernel::c_str;
 use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 
-
 // What the handlers saw. One test runs at a time, and each starts by resetting this.
 static ENTRIES: AtomicUsize = AtomicUsize::new(0);
 static EXITS: AtomicUsize = AtomicUsize::new(0);
@@ -39,13 +38,22 @@ fn regs_ret(fregs: *mut bindings::ftrace_regs) -> usize {
 
 // Entry: records the ip; with entry data, stores the expected return value of ufg_test_add
 // (arg0 + arg1) or, for ufg_test_recurse, arg0 (it returns its argument).
-unsafe extern "C" fn on_entry(fp: *mut ufgraph_fprobe, ip: c_ulong, _ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) -> c_int {
+unsafe extern "C" fn on_entry(
+    fp: *mut ufgraph_fprobe,
+    ip: c_ulong,
+    _ret_ip: c_ulong,
+    fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) -> c_int {
     ENTRIES.fetch_add(1, Relaxed);
     LAST_IP.store(ip as usize, Relaxed);
     // SAFETY: `fp` is the registered probe the handler belongs to.
     let size = unsafe { (*fp).entry_data_size };
     if size >= 8 {
-        let expect = if near(ip as usize, bindings::ufg_test_recurse as *const () as usize) {
+        let expect = if near(
+            ip as usize,
+            bindings::ufg_test_recurse as *const () as usize,
+        ) {
             regs_arg(fregs, 0) as u32 as usize
         } else {
             regs_arg(fregs, 0).wrapping_add(regs_arg(fregs, 1)) as u32 as usize
@@ -63,7 +71,13 @@ unsafe extern "C" fn on_entry(fp: *mut ufgraph_fprobe, ip: c_ulong, _ret_ip: c_u
     SKIP_EXIT.load(Relaxed) as c_int
 }
 
-unsafe extern "C" fn on_exit(fp: *mut ufgraph_fprobe, _ip: c_ulong, _ret_ip: c_ulong, fregs: *mut bindings::ftrace_regs, data: *mut c_void) {
+unsafe extern "C" fn on_exit(
+    fp: *mut ufgraph_fprobe,
+    _ip: c_ulong,
+    _ret_ip: c_ulong,
+    fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) {
     EXITS.fetch_add(1, Relaxed);
     // SAFETY: as above.
     let size = unsafe { (*fp).entry_data_size };
@@ -151,7 +165,15 @@ fn entry_exit_with_data(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, ENTRIES.load(Relaxed), 50);
     kcheck_eq!(t, EXITS.load(Relaxed), 50);
     kcheck_eq!(t, BAD.load(Relaxed), 0);
-    kcheck!(t, near(LAST_IP.load(Relaxed), bindings::ufg_test_add as *const () as usize), "entry ip {:#x}", LAST_IP.load(Relaxed));
+    kcheck!(
+        t,
+        near(
+            LAST_IP.load(Relaxed),
+            bindings::ufg_test_add as *const () as usize
+        ),
+        "entry ip {:#x}",
+        LAST_IP.load(Relaxed)
+    );
     // After unregister returns, nothing is called.
     add(1, 1);
     kcheck_eq!(t, ENTRIES.load(Relaxed), 50);
@@ -172,14 +194,22 @@ fn entry_only_skips_the_shadow_stack(t: &mut Test) -> CaseResult {
     let mut fp = probe(true, false, 0);
     reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_retaddr")]))?;
     for _ in 0..20 {
-        kcheck!(t, retaddr() != tramp, "an entry-only probe hooked the return");
+        kcheck!(
+            t,
+            retaddr() != tramp,
+            "an entry-only probe hooked the return"
+        );
     }
     let mut x = probe(false, true, 0);
     reg(t, &mut x, Target::Syms(&[c_str!("ufg_test_retaddr")]))?;
     kcheck_eq!(t, retaddr(), tramp);
     let cr = core(t)?;
     t.check_ok(cr.unregister(&mut *x), "unregister exit probe")?;
-    kcheck!(t, retaddr() != tramp, "the return is still hooked after the exit probe went");
+    kcheck!(
+        t,
+        retaddr() != tramp,
+        "the return is still hooked after the exit probe went"
+    );
     t.check_ok(cr.unregister(&mut *fp), "unregister")?;
     kcheck_eq!(t, ENTRIES.load(Relaxed), 22);
     kcheck_eq!(t, EXITS.load(Relaxed), 1);
@@ -206,7 +236,11 @@ fn both_kinds_share_one_ops(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, counts(), (1, 0));
     // Exit probe B on add and mul: both kinds, the lookup path; mul has only B.
     let mut b = probe(true, true, 0);
-    reg(t, &mut b, Target::Syms(&[c_str!("ufg_test_add"), c_str!("ufg_test_mul")]))?;
+    reg(
+        t,
+        &mut b,
+        Target::Syms(&[c_str!("ufg_test_add"), c_str!("ufg_test_mul")]),
+    )?;
     kcheck_eq!(t, add(2, 2), 4);
     kcheck_eq!(t, mul(3, 4), 12);
     kcheck_eq!(t, counts(), (1 + 2 + 1, 1 + 1));
@@ -238,7 +272,11 @@ fn both_kinds_share_one_ops(t: &mut Test) -> CaseResult {
 fn filter_and_notfilter(t: &mut Test) -> CaseResult {
     reset();
     let mut fp = probe(true, true, 0);
-    reg(t, &mut fp, Target::Filter(c_str!("ufg_test_*"), Some(c_str!("ufg_test_mul"))))?;
+    reg(
+        t,
+        &mut fp,
+        Target::Filter(c_str!("ufg_test_*"), Some(c_str!("ufg_test_mul"))),
+    )?;
     // SAFETY: plain C fixtures.
     unsafe { bindings::ufg_test_mul(3, 4) };
     kcheck_eq!(t, ENTRIES.load(Relaxed), 0);
@@ -265,21 +303,59 @@ fn bad_registrations_leave_nothing(t: &mut Test) -> CaseResult {
     let mut fp = probe(true, true, 8);
     // SAFETY (all registrations below): each probe outlives the test and is unregistered.
     unsafe {
-        expect_err(t, c.register(&mut *fp, &Target::Syms(&[c_str!("ufg_test_add"), c_str!("ufg_no_such_symbol")])), ENOENT, "unknown symbol")?;
-        expect_err(t, c.register(&mut *fp, &Target::Filter(c_str!("ufg_no_such_*"), None)), ENOENT, "empty glob")?;
+        expect_err(
+            t,
+            c.register(
+                &mut *fp,
+                &Target::Syms(&[c_str!("ufg_test_add"), c_str!("ufg_no_such_symbol")]),
+            ),
+            ENOENT,
+            "unknown symbol",
+        )?;
+        expect_err(
+            t,
+            c.register(&mut *fp, &Target::Filter(c_str!("ufg_no_such_*"), None)),
+            ENOENT,
+            "empty glob",
+        )?;
         let data = &BAD as *const AtomicUsize as usize;
-        expect_err(t, c.register(&mut *fp, &Target::Ips(&[data])), EINVAL, "data address")?;
+        expect_err(
+            t,
+            c.register(&mut *fp, &Target::Ips(&[data])),
+            EINVAL,
+            "data address",
+        )?;
         let mut none = probe(false, false, 0);
-        expect_err(t, c.register(&mut *none, &Target::Syms(&[c_str!("ufg_test_add")])), EINVAL, "no handler")?;
+        expect_err(
+            t,
+            c.register(&mut *none, &Target::Syms(&[c_str!("ufg_test_add")])),
+            EINVAL,
+            "no handler",
+        )?;
         let mut big = probe(true, true, 15 * 8 + 1);
-        expect_err(t, c.register(&mut *big, &Target::Syms(&[c_str!("ufg_test_add")])), E2BIG, "entry data too big")?;
+        expect_err(
+            t,
+            c.register(&mut *big, &Target::Syms(&[c_str!("ufg_test_add")])),
+            E2BIG,
+            "entry data too big",
+        )?;
     }
     kcheck!(t, !c.is_registered(&mut *fp));
     kcheck_eq!(t, c.counts(), before);
-    expect_err(t, c.unregister(&mut *fp), EINVAL, "unregister of an unregistered probe")?;
+    expect_err(
+        t,
+        c.unregister(&mut *fp),
+        EINVAL,
+        "unregister of an unregistered probe",
+    )?;
     reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_add")]))?;
     // SAFETY: as above.
-    expect_err(t, unsafe { c.register(&mut *fp, &Target::Syms(&[c_str!("ufg_test_mul")])) }, EBUSY, "double registration")?;
+    expect_err(
+        t,
+        unsafe { c.register(&mut *fp, &Target::Syms(&[c_str!("ufg_test_mul")])) },
+        EBUSY,
+        "double registration",
+    )?;
     kcheck!(t, c.is_registered(&mut *fp));
     t.check_ok(c.unregister(&mut *fp), "unregister")?;
     kcheck_eq!(t, c.counts(), before);
@@ -308,7 +384,12 @@ fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
     };
     c.module_coming(b"ufg_no_such_module");
     // SAFETY (registrations below): `fp` is a `TestProbe`, unregistered before it goes.
-    expect_err(t, unsafe { c.register_checked(&mut *fp, r) }, EAGAIN, "stale resolution")?;
+    expect_err(
+        t,
+        unsafe { c.register_checked(&mut *fp, r) },
+        EAGAIN,
+        "stale resolution",
+    )?;
     kcheck!(t, !c.is_registered(&mut *fp));
     kcheck_eq!(t, c.counts(), before);
     {
@@ -320,7 +401,12 @@ fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
             Err(e) => kcheck!(t, e == ENOENT, "resolve while going: {:?}", e),
         }
         // SAFETY: as above.
-        expect_err(t, unsafe { c.register(&mut *fp, &Target::Filter(c_str!("ufg_test_ad?"), None)) }, ENOENT, "glob over a going module")?;
+        expect_err(
+            t,
+            unsafe { c.register(&mut *fp, &Target::Filter(c_str!("ufg_test_ad?"), None)) },
+            ENOENT,
+            "glob over a going module",
+        )?;
         kcheck_eq!(t, c.counts(), before);
     }
     // A module of that name came again: resolved and registered as usual.
@@ -379,7 +465,15 @@ fn recursion_and_nmissed(t: &mut Test) -> CaseResult {
     reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_recurse")]))?;
     // SAFETY: a plain C fixture.
     kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(20) }, 20);
-    kcheck_eq!(t, (ENTRIES.load(Relaxed), EXITS.load(Relaxed), BAD.load(Relaxed)), (21, 21, 0));
+    kcheck_eq!(
+        t,
+        (
+            ENTRIES.load(Relaxed),
+            EXITS.load(Relaxed),
+            BAD.load(Relaxed)
+        ),
+        (21, 21, 0)
+    );
     reset();
     // Deeper than a shadow stack holds: the frames that do not fit are counted as missed.
     // SAFETY: as above.
@@ -426,7 +520,13 @@ fn missed_total_counts_each_miss_once(t: &mut Test) -> CaseResult {
 }
 
 // An entry handler that calls a hooked function (ufg_test_mul).
-unsafe extern "C" fn on_entry_calls_mul(_fp: *mut ufgraph_fprobe, _ip: c_ulong, _ret_ip: c_ulong, _fregs: *mut bindings::ftrace_regs, _data: *mut c_void) -> c_int {
+unsafe extern "C" fn on_entry_calls_mul(
+    _fp: *mut ufgraph_fprobe,
+    _ip: c_ulong,
+    _ret_ip: c_ulong,
+    _fregs: *mut bindings::ftrace_regs,
+    _data: *mut c_void,
+) -> c_int {
     ENTRIES.fetch_add(1, Relaxed);
     // SAFETY: a plain C fixture.
     unsafe { bindings::ufg_test_mul(2, 3) };
@@ -455,7 +555,12 @@ fn recursion_misses_both_kinds(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, (ENTRIES.load(Relaxed), EXITS.load(Relaxed)), (9, 3));
     // Unless ftrace's list function refused y's call first (`LIST_FUNC_GUARDS`): not counted.
     let missed = (outer.nmissed, y.nmissed, z.nmissed);
-    kcheck!(t, missed == (0, 3, 3) || (super::LIST_FUNC_GUARDS && missed == (0, 0, 0)), "nmissed {:?}, want (0, 3, 3)", missed);
+    kcheck!(
+        t,
+        missed == (0, 3, 3) || (super::LIST_FUNC_GUARDS && missed == (0, 0, 0)),
+        "nmissed {:?}, want (0, 3, 3)",
+        missed
+    );
     let cr = core(t)?;
     for p in [&mut outer, &mut y, &mut z] {
         t.check_ok(cr.unregister(&mut **p), "unregister")?;
@@ -527,19 +632,22 @@ fn mass_attach_everything(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
-kunit_suite!(FPROBE_SUITE, "ufgraph_fprobe", [
-    entry_exit_with_data,
-    entry_only_skips_the_shadow_stack,
-    both_kinds_share_one_ops,
-    recursion_misses_both_kinds,
-    filter_and_notfilter,
-    bad_registrations_leave_nothing,
-    stale_and_going_modules_are_refused,
-    several_probes_on_one_function,
-    disable_and_skip,
-    recursion_and_nmissed,
-    missed_total_counts_each_miss_once,
-    overrun_misses_only_exit_probes,
-    mass_attach_everything,
-]);
-
+kunit_suite!(
+    FPROBE_SUITE,
+    "ufgraph_fprobe",
+    [
+        entry_exit_with_data,
+        entry_only_skips_the_shadow_stack,
+        both_kinds_share_one_ops,
+        recursion_misses_both_kinds,
+        filter_and_notfilter,
+        bad_registrations_leave_nothing,
+        stale_and_going_modules_are_refused,
+        several_probes_on_one_function,
+        disable_and_skip,
+        recursion_and_nmissed,
+        missed_total_counts_each_miss_once,
+        overrun_misses_only_exit_probes,
+        mass_attach_everything,
+    ]
+);

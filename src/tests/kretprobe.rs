@@ -3,7 +3,9 @@
 //! The kretprobe shim and rethook on the shared shadow stack.
 
 use crate::bindings::{self, ufgraph_kretprobe, ufgraph_kretprobe_instance, ufgraph_rethook};
-use crate::kretprobe::{register_kretprobe, rethook_hook, rethook_register, rethook_unregister, unregister_kretprobe};
+use crate::kretprobe::{
+    register_kretprobe, rethook_hook, rethook_register, rethook_unregister, unregister_kretprobe,
+};
 use crate::sys::ftrace::{Handler, Ops, Regs};
 use crate::sys::ktest::{CaseResult, Test};
 use crate::{kcheck, kcheck_eq, kunit_suite};
@@ -32,18 +34,34 @@ struct MyData {
 }
 
 // ufg_test_add(a, b): remember a + b in the instance data.
-unsafe extern "C" fn rp_entry(ri: *mut ufgraph_kretprobe_instance, regs: *mut bindings::pt_regs) -> c_int {
+unsafe extern "C" fn rp_entry(
+    ri: *mut ufgraph_kretprobe_instance,
+    regs: *mut bindings::pt_regs,
+) -> c_int {
     ENTRIES.fetch_add(1, Relaxed);
     // SAFETY: `regs` is the pt_regs the shim built, with the argument registers valid.
-    let (a, b) = unsafe { (bindings::ufg_regs_arg(regs, 0), bindings::ufg_regs_arg(regs, 1)) };
+    let (a, b) = unsafe {
+        (
+            bindings::ufg_regs_arg(regs, 0),
+            bindings::ufg_regs_arg(regs, 1),
+        )
+    };
     // SAFETY: the instance has data_size (= sizeof MyData) bytes of data.
     let d = unsafe { core::ptr::addr_of_mut!((*ri).data).cast::<MyData>() };
     // SAFETY: as above.
-    unsafe { d.write(MyData { expect: a.wrapping_add(b) as u32 as usize, magic: 0xabcd }) };
+    unsafe {
+        d.write(MyData {
+            expect: a.wrapping_add(b) as u32 as usize,
+            magic: 0xabcd,
+        })
+    };
     SKIP.load(Relaxed) as c_int
 }
 
-unsafe extern "C" fn rp_ret(ri: *mut ufgraph_kretprobe_instance, regs: *mut bindings::pt_regs) -> c_int {
+unsafe extern "C" fn rp_ret(
+    ri: *mut ufgraph_kretprobe_instance,
+    regs: *mut bindings::pt_regs,
+) -> c_int {
     RETURNS.fetch_add(1, Relaxed);
     // SAFETY: the instance the entry filled.
     let d = unsafe { core::ptr::addr_of!((*ri).data).cast::<MyData>().read() };
@@ -82,7 +100,12 @@ fn kretprobe_sees_every_return(t: &mut Test) -> CaseResult {
     let rpp: *mut ufgraph_kretprobe = &mut rp;
     let _undo = ScopeGuard::new(move || unregister_kretprobe(rpp));
     let fentry = bindings::ufg_test_add as *const () as usize;
-    kcheck!(t, (rp.kp.addr as usize) >= fentry && (rp.kp.addr as usize) < fentry + 16, "kp.addr {:#x}", rp.kp.addr as usize);
+    kcheck!(
+        t,
+        (rp.kp.addr as usize) >= fentry && (rp.kp.addr as usize) < fentry + 16,
+        "kp.addr {:#x}",
+        rp.kp.addr as usize
+    );
     for i in 0..40 {
         kcheck_eq!(t, add(i, 1000), i + 1000);
     }
@@ -122,7 +145,12 @@ fn kretprobe_errors(t: &mut Test) -> CaseResult {
 
 // --- rethook -------------------------------------------------------------------------------
 
-unsafe extern "C" fn rh_ret(_rh: *mut ufgraph_rethook, data: *mut c_void, ret_addr: c_ulong, fregs: *mut bindings::ftrace_regs) {
+unsafe extern "C" fn rh_ret(
+    _rh: *mut ufgraph_rethook,
+    data: *mut c_void,
+    ret_addr: c_ulong,
+    fregs: *mut bindings::ftrace_regs,
+) {
     RETURNS.fetch_add(1, Relaxed);
     // SAFETY: the 8 bytes the hook stored.
     let expect = unsafe { data.cast::<usize>().read() };
@@ -133,7 +161,12 @@ unsafe extern "C" fn rh_ret(_rh: *mut ufgraph_rethook, data: *mut c_void, ret_ad
     }
 }
 
-static mut RH: ufgraph_rethook = ufgraph_rethook { handler: Some(rh_ret), data_size: 8, nmissed: 0, ufgraph_private: core::ptr::null_mut() };
+static mut RH: ufgraph_rethook = ufgraph_rethook {
+    handler: Some(rh_ret),
+    data_size: 8,
+    nmissed: 0,
+    ufgraph_private: core::ptr::null_mut(),
+};
 
 fn rh() -> *mut ufgraph_rethook {
     core::ptr::addr_of_mut!(RH)
@@ -150,9 +183,17 @@ unsafe extern "C" fn kp_pre(_p: *mut bindings::kprobe, regs: *mut bindings::pt_r
     let d = unsafe { rethook_hook(rh(), fregs) };
     if !d.is_null() {
         // SAFETY: as above.
-        let (a, b) = unsafe { (bindings::ufg_fregs_arg(fregs, 0), bindings::ufg_fregs_arg(fregs, 1)) };
+        let (a, b) = unsafe {
+            (
+                bindings::ufg_fregs_arg(fregs, 0),
+                bindings::ufg_fregs_arg(fregs, 1),
+            )
+        };
         // SAFETY: 8 bytes of data for this call.
-        unsafe { d.cast::<usize>().write((a as i64).wrapping_mul(b as i64) as usize) };
+        unsafe {
+            d.cast::<usize>()
+                .write((a as i64).wrapping_mul(b as i64) as usize)
+        };
     }
     0
 }
@@ -192,7 +233,15 @@ fn rethook_from_a_kprobe(t: &mut Test) -> CaseResult {
     // SAFETY: registered above.
     unsafe { bindings::unregister_kprobe(&mut kp) };
     rethook_unregister(rh());
-    kcheck_eq!(t, (ENTRIES.load(Relaxed), RETURNS.load(Relaxed), BAD.load(Relaxed)), (30, 30, 0));
+    kcheck_eq!(
+        t,
+        (
+            ENTRIES.load(Relaxed),
+            RETURNS.load(Relaxed),
+            BAD.load(Relaxed)
+        ),
+        (30, 30, 0)
+    );
     Ok(())
 }
 
@@ -224,13 +273,25 @@ fn rethook_from_an_ftrace_ops(t: &mut Test) -> CaseResult {
     drop(ops);
     rethook_unregister(rh());
     // After unregistering, pending and new returns skip it.
-    kcheck_eq!(t, (ENTRIES.load(Relaxed), RETURNS.load(Relaxed), BAD.load(Relaxed)), (25, 25, 0));
+    kcheck_eq!(
+        t,
+        (
+            ENTRIES.load(Relaxed),
+            RETURNS.load(Relaxed),
+            BAD.load(Relaxed)
+        ),
+        (25, 25, 0)
+    );
     Ok(())
 }
 
-kunit_suite!(KRETPROBE_SUITE, "ufgraph_kretprobe", [
-    kretprobe_sees_every_return,
-    kretprobe_errors,
-    rethook_from_a_kprobe,
-    rethook_from_an_ftrace_ops,
-]);
+kunit_suite!(
+    KRETPROBE_SUITE,
+    "ufgraph_kretprobe",
+    [
+        kretprobe_sees_every_return,
+        kretprobe_errors,
+        rethook_from_a_kprobe,
+        rethook_from_an_ftrace_ops,
+    ]
+);

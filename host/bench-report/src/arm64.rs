@@ -32,24 +32,38 @@ pub const COST_ROWS: &[(&str, &str)] = &[
 
 /// The rows issue #15 asks for on arm64: ufgraph's hooks, the kernel's kretprobe and
 /// function_graph.
-const WANTED: &[&str] = &["kretprobe", "function_graph_on1", "ufprobe", "ufprobe_exit", "ukretprobe", "ufgraph1", "ufgraph4", "ufgraph16"];
+const WANTED: &[&str] = &[
+    "kretprobe",
+    "function_graph_on1",
+    "ufprobe",
+    "ufprobe_exit",
+    "ukretprobe",
+    "ufgraph1",
+    "ufgraph4",
+    "ufgraph16",
+];
 
 fn f1(v: Option<f64>) -> String {
     v.map(|v| format!("{:.1}", v)).unwrap_or_else(|| "-".into())
 }
 
 fn ratio(v: Option<f64>) -> String {
-    v.map(|v| format!("{:.2}x", v)).unwrap_or_else(|| "-".into())
+    v.map(|v| format!("{:.2}x", v))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// Instructions over no hook, from an arm64 icount log.
 fn over(ic: &[Rec], name: &str) -> Option<f64> {
-    Report::cost(ic, name).zip(Report::cost(ic, "none")).map(|(a, b)| a - b)
+    Report::cost(ic, name)
+        .zip(Report::cost(ic, "none"))
+        .map(|(a, b)| a - b)
 }
 
 /// Whether a log is an arm64 icount pass.
 fn is_arm64_icount(ic: &[Rec]) -> bool {
-    ic.iter().any(|r| r.sec == "start" && r.get("pass") == Some("icount") && r.get("arch") == Some("arm64"))
+    ic.iter().any(|r| {
+        r.sec == "start" && r.get("pass") == Some("icount") && r.get("arch") == Some("arm64")
+    })
 }
 
 /// The x86_64 Targets' line for issue #15's "arm64 rows: ufgraph against the kernel's kretprobe
@@ -58,11 +72,20 @@ fn is_arm64_icount(ic: &[Rec]) -> bool {
 /// on every call.
 pub fn rows_target(ic: &[Rec], source: &str) -> (Option<bool>, String) {
     if !is_arm64_icount(ic) {
-        return (None, "no arm64 run: `make bench-arm64` (scripts/bench.sh --arch arm64)".into());
+        return (
+            None,
+            "no arm64 run: `make bench-arm64` (scripts/bench.sh --arch arm64)".into(),
+        );
     }
     let r = Report::new(ic, &[], &[]);
-    let missing: Vec<&str> = WANTED.iter().copied().filter(|n| Report::cost(ic, n).is_none() || r.hooked(n) == "no").collect();
-    let quick = ic.iter().any(|r| r.sec == "start" && r.get("quick") == Some("1"));
+    let missing: Vec<&str> = WANTED
+        .iter()
+        .copied()
+        .filter(|n| Report::cost(ic, n).is_none() || r.hooked(n) == "no")
+        .collect();
+    let quick = ic
+        .iter()
+        .any(|r| r.sec == "start" && r.get("quick") == Some("1"));
     let detail = format!(
         "see \"Per-call cost, arm64\" below; ufgraph from {}{}; instructions over no hook: kretprobe shim {}, the kernel's kretprobe {}; fprobe entry+exit {}, no kernel fprobe on arm64 in 6.12; 1 graph ops {}, the function_graph tracer {}, its fgraph entry path alone {}",
         source,
@@ -77,7 +100,14 @@ pub fn rows_target(ic: &[Rec], source: &str) -> (Option<bool>, String) {
     if missing.is_empty() {
         (Some(true), detail)
     } else {
-        (Some(false), format!("rows missing or not hooked on every call: {}; {}", missing.join(", "), detail))
+        (
+            Some(false),
+            format!(
+                "rows missing or not hooked on every call: {}; {}",
+                missing.join(", "),
+                detail
+            ),
+        )
     }
 }
 
@@ -139,15 +169,28 @@ pub fn markdown(ic: &[Rec], wl: &[Rec], source: &str) -> String {
         "fprobe entry+exit",
         Some(300.0),
         o("ufprobe_exit"),
-        format!("the kernel's kretprobe {} (kernel/ufgraph {})", f1(kr), ratio(kr.zip(o("ufprobe_exit")).map(|(k, u)| k / u))),
+        format!(
+            "the kernel's kretprobe {} (kernel/ufgraph {})",
+            f1(kr),
+            ratio(kr.zip(o("ufprobe_exit")).map(|(k, u)| k / u))
+        ),
     );
     line(
         "kretprobe shim",
         Some(300.0),
         o("ukretprobe"),
-        format!("the kernel's kretprobe {} (kernel/ufgraph {})", f1(kr), ratio(kr.zip(o("ukretprobe")).map(|(k, u)| k / u))),
+        format!(
+            "the kernel's kretprobe {} (kernel/ufgraph {})",
+            f1(kr),
+            ratio(kr.zip(o("ukretprobe")).map(|(k, u)| k / u))
+        ),
     );
-    line("fprobe entry only", Some(90.0), o("ufprobe"), format!("a bare ftrace_ops {}", f1(o("ftrace_ops"))));
+    line(
+        "fprobe entry only",
+        Some(90.0),
+        o("ufprobe"),
+        format!("a bare ftrace_ops {}", f1(o("ftrace_ops"))),
+    );
     let (g1, g4) = (o("ufgraph1"), o("ufgraph4"));
     let each = g1.zip(g4).map(|(a, b)| (b - a) / 3.0);
     let kfirst = o("kgraph1");
@@ -158,8 +201,24 @@ pub fn markdown(ic: &[Rec], wl: &[Rec], source: &str) -> String {
         g1,
         format!("the function_graph tracer {} (its fgraph entry path alone, which declines the return, {})", f1(o("function_graph_on1")), f1(o("function_graph_on0"))),
     );
-    line("each further graph ops (1 to 4)", Some(60.0), each, format!("each further kernel fgraph user {} (entry side only)", f1(keach)));
-    line("16 graph ops", Some(1500.0), o("ufgraph16"), format!("the kernel's fgraph with 16 users {} (entry side only)", f1(o("kgraph16"))));
+    line(
+        "each further graph ops (1 to 4)",
+        Some(60.0),
+        each,
+        format!(
+            "each further kernel fgraph user {} (entry side only)",
+            f1(keach)
+        ),
+    );
+    line(
+        "16 graph ops",
+        Some(1500.0),
+        o("ufgraph16"),
+        format!(
+            "the kernel's fgraph with 16 users {} (entry side only)",
+            f1(o("kgraph16"))
+        ),
+    );
     s.push('\n');
     let mut passes: Vec<(&str, &[Rec])> = vec![("icount", ic)];
     if !wl.is_empty() {
@@ -197,24 +256,42 @@ mod tests {
     fn arm64_table_has_no_kernel_fprobe_rows() {
         let ic = crate::parse(LOG);
         let md = markdown(&ic, &[], "the work tree at 1234567");
-        assert!(md.contains("| no hook | 10.0 | 0.0 | 0.17x | - | - | - | 0 |"), "{md}");
+        assert!(
+            md.contains("| no hook | 10.0 | 0.0 | 0.17x | - | - | - | 0 |"),
+            "{md}"
+        );
         assert!(md.contains("| kernel: kretprobe (a kprobe's BRK exception at entry, arm64's kretprobe trampoline; no rethook) | 936.0 | 926.0 | 15.86x | - | - | yes | 0 |"), "{md}");
-        assert!(md.contains("| ufgraph: fgraph, 16 ops on the function | 5501.0 | 5491.0 |"), "{md}");
+        assert!(
+            md.contains("| ufgraph: fgraph, 16 ops on the function | 5501.0 | 5491.0 |"),
+            "{md}"
+        );
         assert!(!md.contains("fprobe, entry only | not measured"), "{md}");
         assert!(!md.contains("kernel: fprobe"), "{md}");
         assert!(md.contains("- wall pass: not run"), "{md}");
         assert!(md.contains("- kretprobe shim: ufgraph 593.0 (at most 300: **not met**); the kernel's kretprobe 926.0 (kernel/ufgraph 1.56x)"), "{md}");
         assert!(md.contains("- fprobe entry only: ufgraph 112.0 (at most 90: **not met**); a bare ftrace_ops 49.0"), "{md}");
-        assert!(md.contains("- 1 graph ops on a function: ufgraph 531.0; the function_graph tracer 1463.0"), "{md}");
+        assert!(
+            md.contains(
+                "- 1 graph ops on a function: ufgraph 531.0; the function_graph tracer 1463.0"
+            ),
+            "{md}"
+        );
         // The arch timer is arm64's clock: no problem to report, and no wall pass is not one.
         assert!(!md.contains("Problems"), "{md}");
     }
 
     #[test]
     fn arm64_problems() {
-        let cut = LOG.replace("@@bench end pass=icount\n", "").replace("clocksource=arch_sys_counter", "clocksource=jiffies");
+        let cut = LOG
+            .replace("@@bench end pass=icount\n", "")
+            .replace("clocksource=arch_sys_counter", "clocksource=jiffies");
         let md = markdown(&crate::parse(&cut), &[], "x");
-        assert!(md.contains("the icount pass timed with clocksource jiffies (the arch timer was not used)"), "{md}");
+        assert!(
+            md.contains(
+                "the icount pass timed with clocksource jiffies (the arch timer was not used)"
+            ),
+            "{md}"
+        );
         assert!(md.contains("the icount pass did not finish"), "{md}");
     }
 
@@ -229,12 +306,21 @@ mod tests {
         let x86 = crate::parse(&LOG.replace("arch=arm64 kernel", "arch=x86_64 kernel"));
         assert_eq!(rows_target(&x86, "x").0, None);
         // A row missing: not met.
-        let no_krp: String = LOG.lines().filter(|l| !l.contains("name=kretprobe")).map(|l| format!("{l}\n")).collect();
+        let no_krp: String = LOG
+            .lines()
+            .filter(|l| !l.contains("name=kretprobe"))
+            .map(|l| format!("{l}\n"))
+            .collect();
         let (met, detail) = rows_target(&crate::parse(&no_krp), "x");
         assert_eq!(met, Some(false));
-        assert!(detail.starts_with("rows missing or not hooked on every call: kretprobe;"), "{detail}");
+        assert!(
+            detail.starts_with("rows missing or not hooked on every call: kretprobe;"),
+            "{detail}"
+        );
         // And in the x86_64 report's Targets.
-        let x = crate::parse("@@bench start pass=icount quick=0 kernel=6.12 cpus=2\n@@bench end pass=icount\n");
+        let x = crate::parse(
+            "@@bench start pass=icount quick=0 kernel=6.12 cpus=2\n@@bench end pass=icount\n",
+        );
         let mut r = Report::new(&x, &[], &[]);
         assert!(r.markdown().contains("- arm64 rows: ufgraph against the kernel's kretprobe and function_graph: not measured (no arm64 run"));
         r.arm64 = &ic;

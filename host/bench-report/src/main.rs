@@ -57,16 +57,28 @@ pub fn parse(text: &str) -> Vec<Rec> {
     let mut v = Vec::new();
     for line in text.lines() {
         let line = line.trim_end_matches('\r');
-        if ["BUG:", "Oops", "Kernel panic", "WARNING:", "RIP:"].iter().any(|m| line.contains(m)) && !line.starts_with("@@bench") {
-            let mut r = Rec { sec: "splat".into(), ..Default::default() };
+        if ["BUG:", "Oops", "Kernel panic", "WARNING:", "RIP:"]
+            .iter()
+            .any(|m| line.contains(m))
+            && !line.starts_with("@@bench")
+        {
+            let mut r = Rec {
+                sec: "splat".into(),
+                ..Default::default()
+            };
             r.kv.insert("line".into(), line.trim().to_string());
             v.push(r);
             continue;
         }
-        let Some(rest) = line.strip_prefix("@@bench ") else { continue };
+        let Some(rest) = line.strip_prefix("@@bench ") else {
+            continue;
+        };
         let mut words = rest.split_whitespace();
         let Some(sec) = words.next() else { continue };
-        let mut r = Rec { sec: sec.to_string(), ..Default::default() };
+        let mut r = Rec {
+            sec: sec.to_string(),
+            ..Default::default()
+        };
         for w in words {
             if let Some((k, val)) = w.split_once('=') {
                 r.kv.insert(k.to_string(), val.to_string());
@@ -122,15 +134,24 @@ fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>)
         eprintln!("bench-report: {}: {}", map, e);
         exit(1)
     }));
-    let modsyms: String = log.lines().filter_map(|l| l.strip_prefix("@@sym ")).map(|l| format!("{}\n", l)).collect();
+    let modsyms: String = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@sym "))
+        .map(|l| format!("{}\n", l))
+        .collect();
     syms.add_map(&modsyms);
-    let mods: String = log.lines().filter_map(|l| l.strip_prefix("@@mod ")).map(|l| format!("{}\n", l)).collect();
+    let mods: String = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@mod "))
+        .map(|l| format!("{}\n", l))
+        .collect();
     syms.add_modules(&mods);
     syms.finish();
     let mut profiles = Vec::new();
     for r in parse(&log).iter().filter(|r| r.sec == "profile") {
         let Some(hook) = r.get("name") else { continue };
-        let pcs = std::fs::read_to_string(format!("{}/profile-{}.pcs", dir, hook)).unwrap_or_default();
+        let pcs =
+            std::fs::read_to_string(format!("{}/profile-{}.pcs", dir, hook)).unwrap_or_default();
         let mut p = profile::profile(hook, &pcs, &syms);
         profile::make_readable(&mut p);
         if p.total > 0 {
@@ -143,8 +164,10 @@ fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>)
         eprintln!("bench-report: nothing profiled in {}", dir);
         exit(1);
     }
-    let source = std::fs::read_to_string(format!("{}/source", dir)).unwrap_or_else(|_| "unknown".into());
-    let build_id = std::fs::read_to_string(format!("{}/build-id", dir)).unwrap_or_else(|_| "unknown".into());
+    let source =
+        std::fs::read_to_string(format!("{}/source", dir)).unwrap_or_else(|_| "unknown".into());
+    let build_id =
+        std::fs::read_to_string(format!("{}/build-id", dir)).unwrap_or_else(|_| "unknown".into());
     let summary = profile::Summary::new(&profiles, build_id.trim(), source.trim());
     write_or_die(&format!("{}/profile.tsv", dir), &summary.to_tsv());
     let body = profile::markdown(&profiles, source.trim());
@@ -155,7 +178,10 @@ fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>)
     if let Some(d) = doc {
         let old = std::fs::read_to_string(&d).unwrap_or_default();
         let Some(new) = splice_at(&old, "profile", &body) else {
-            eprintln!("bench-report: {} has no <!-- profile:begin --> ... <!-- profile:end --> markers", d);
+            eprintln!(
+                "bench-report: {} has no <!-- profile:begin --> ... <!-- profile:end --> markers",
+                d
+            );
             exit(1)
         };
         write_or_die(&d, &new);
@@ -165,8 +191,10 @@ fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>)
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut icount, mut wall, mut kprobe, mut text, mut doc, mut svg_dir) = (None, None, None, None, None, None);
-    let (mut profile_dir, mut system_map, mut profile_summary, mut arm64_log) = (None, None, None, None);
+    let (mut icount, mut wall, mut kprobe, mut text, mut doc, mut svg_dir) =
+        (None, None, None, None, None, None);
+    let (mut profile_dir, mut system_map, mut profile_summary, mut arm64_log) =
+        (None, None, None, None);
     let mut arch = String::from("x86_64");
     let mut arm64_source = String::from("unknown");
     let mut source = String::from("unknown");
@@ -196,7 +224,11 @@ fn main() {
         profile_main(&dir, &map, text, doc);
         return;
     }
-    let read = |p: &Option<String>| p.as_ref().map(|p| std::fs::read_to_string(p).unwrap_or_default()).unwrap_or_default();
+    let read = |p: &Option<String>| {
+        p.as_ref()
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .unwrap_or_default()
+    };
     let ic = parse(&read(&icount));
     let wl = parse(&read(&wall));
     match arch.as_str() {
@@ -238,7 +270,9 @@ fn main() {
     rep.build_id = build_id;
     rep.arm64 = &a64;
     rep.arm64_source = arm64_source;
-    rep.profile = profile_summary.and_then(|p| std::fs::read_to_string(p).ok()).map(|t| profile::Summary::parse(&t));
+    rep.profile = profile_summary
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map(|t| profile::Summary::parse(&t));
     let body = rep.markdown();
     print!("{}", body);
     if let Some(t) = text {
@@ -248,7 +282,10 @@ fn main() {
         });
     }
     if let Some(d) = svg_dir {
-        for (name, svg) in [("bench-cost.svg", rep.cost_svg()), ("bench-attach.svg", rep.attach_svg())] {
+        for (name, svg) in [
+            ("bench-cost.svg", rep.cost_svg()),
+            ("bench-attach.svg", rep.attach_svg()),
+        ] {
             let p = format!("{}/{}", d, name);
             std::fs::write(&p, svg).unwrap_or_else(|e| {
                 eprintln!("bench-report: {}: {}", p, e);
@@ -262,7 +299,10 @@ fn main() {
             exit(1)
         });
         let Some(new) = splice(&old, &body) else {
-            eprintln!("bench-report: {} has no <!-- bench:begin --> ... <!-- bench:end --> markers", d);
+            eprintln!(
+                "bench-report: {} has no <!-- bench:begin --> ... <!-- bench:end --> markers",
+                d
+            );
             exit(1)
         };
         let mut note = String::new();
@@ -293,7 +333,10 @@ mod tests {
     #[test]
     fn splices_between_markers() {
         let d = "# T\n<!-- bench:begin -->\nold\n<!-- bench:end -->\ntail\n";
-        assert_eq!(splice(d, "new").unwrap(), "# T\n<!-- bench:begin -->\nnew\n<!-- bench:end -->\ntail\n");
+        assert_eq!(
+            splice(d, "new").unwrap(),
+            "# T\n<!-- bench:begin -->\nnew\n<!-- bench:end -->\ntail\n"
+        );
         assert!(splice("no markers", "x").is_none());
     }
 }

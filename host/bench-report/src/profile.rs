@@ -36,11 +36,15 @@ impl Symbols {
     pub fn add_map(&mut self, text: &str) {
         for line in text.lines() {
             let mut w = line.trim_end_matches('\r').split_whitespace();
-            let (Some(a), Some(t), Some(name)) = (w.next(), w.next(), w.next()) else { continue };
+            let (Some(a), Some(t), Some(name)) = (w.next(), w.next(), w.next()) else {
+                continue;
+            };
             if !matches!(t, "t" | "T" | "w" | "W") {
                 continue;
             }
-            let Ok(a) = u64::from_str_radix(a, 16) else { continue };
+            let Ok(a) = u64::from_str_radix(a, 16) else {
+                continue;
+            };
             self.syms.push((a, name.to_string()));
         }
     }
@@ -49,8 +53,13 @@ impl Symbols {
     pub fn add_modules(&mut self, text: &str) {
         for line in text.lines() {
             let w: Vec<&str> = line.split_whitespace().collect();
-            let (Some(size), Some(addr)) = (w.get(1), w.get(5)) else { continue };
-            let (Ok(size), Ok(addr)) = (size.parse::<u64>(), u64::from_str_radix(addr.trim_start_matches("0x"), 16)) else {
+            let (Some(size), Some(addr)) = (w.get(1), w.get(5)) else {
+                continue;
+            };
+            let (Ok(size), Ok(addr)) = (
+                size.parse::<u64>(),
+                u64::from_str_radix(addr.trim_start_matches("0x"), 16),
+            ) else {
                 continue;
             };
             self.ranges.push((addr, addr + size));
@@ -86,8 +95,8 @@ impl Symbols {
 /// a nop) is not; nor are the unlocked `cmpxchg` and `xadd` of per-CPU operations.
 pub fn locked_rmw(insn: &str) -> bool {
     const PREFIXES: &[&str] = &[
-        "lock", "rep", "repz", "repe", "repnz", "repne", "cs", "ds", "es", "fs", "gs", "ss", "data16", "data32", "addr32",
-        "notrack", "bnd", "xacquire", "xrelease", "rex", "rex.W",
+        "lock", "rep", "repz", "repe", "repnz", "repne", "cs", "ds", "es", "fs", "gs", "ss",
+        "data16", "data32", "addr32", "notrack", "bnd", "xacquire", "xrelease", "rex", "rex.W",
     ];
     let mut words = insn.split_whitespace().peekable();
     let mut lock = false;
@@ -101,7 +110,9 @@ pub fn locked_rmw(insn: &str) -> bool {
     if lock {
         return true;
     }
-    let Some(mnemonic) = words.next() else { return false };
+    let Some(mnemonic) = words.next() else {
+        return false;
+    };
     if !matches!(mnemonic, "xchg" | "xchgb" | "xchgw" | "xchgl" | "xchgq") {
         return false;
     }
@@ -131,7 +142,8 @@ fn split_operands(s: &str) -> Vec<&str> {
 /// `(%rdi)`, `0x8(%rip)`, `%gs:0x28` (segment-relative) and a bare address all do.
 fn is_memory(op: &str) -> bool {
     let op = op.trim();
-    !op.is_empty() && (op.contains('(') || op.contains(':') || !(op.starts_with('%') || op.starts_with('$')))
+    !op.is_empty()
+        && (op.contains('(') || op.contains(':') || !(op.starts_with('%') || op.starts_with('$')))
 }
 
 /// The instruction text of a `@pc` line: what follows gdb's `=> 0xADDR[ <sym+off>]:`, or
@@ -143,7 +155,10 @@ fn insn_text(rest: &str) -> Option<String> {
         return None;
     }
     let colon = after.find(':')?;
-    let text = after[colon + 1..].split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = after[colon + 1..]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     (!text.is_empty()).then_some(text)
 }
 
@@ -175,29 +190,48 @@ pub fn profile(hook: &str, pcs: &str, syms: &Symbols) -> Profile {
     let mut locked_insns: Vec<(String, String, usize)> = Vec::new();
     let (mut total, mut with_text, mut locked) = (0, 0, 0);
     for line in pcs.lines() {
-        let Some(rest) = line.trim().strip_prefix("@pc ") else { continue };
+        let Some(rest) = line.trim().strip_prefix("@pc ") else {
+            continue;
+        };
         let (a, rest) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        let Ok(pc) = u64::from_str_radix(a.trim_start_matches("0x"), 16) else { continue };
+        let Ok(pc) = u64::from_str_radix(a.trim_start_matches("0x"), 16) else {
+            continue;
+        };
         total += 1;
         let name = syms.lookup(pc).unwrap_or("?").to_string();
         let i = *index.entry(name.clone()).or_insert_with(|| {
-            funcs.push(Func { name: name.clone(), instructions: 0, locked: 0 });
+            funcs.push(Func {
+                name: name.clone(),
+                instructions: 0,
+                locked: 0,
+            });
             funcs.len() - 1
         });
         funcs[i].instructions += 1;
-        let Some(text) = insn_text(rest) else { continue };
+        let Some(text) = insn_text(rest) else {
+            continue;
+        };
         with_text += 1;
         if locked_rmw(&text) {
             locked += 1;
             funcs[i].locked += 1;
-            match locked_insns.iter_mut().find(|(f, t, _)| *f == name && *t == text) {
+            match locked_insns
+                .iter_mut()
+                .find(|(f, t, _)| *f == name && *t == text)
+            {
                 Some(e) => e.2 += 1,
                 None => locked_insns.push((name, text, 1)),
             }
         }
     }
     let locked = (total > 0 && with_text == total).then_some(locked);
-    Profile { hook: hook.to_string(), total, funcs, locked, locked_insns }
+    Profile {
+        hook: hook.to_string(),
+        total,
+        funcs,
+        locked,
+        locked_insns,
+    }
 }
 
 /// Demangles Rust (v0) names with `c++filt` when it is there, and shortens them: no crate
@@ -241,7 +275,12 @@ fn shorten(s: &str) -> String {
 
 /// Demangles and shortens the function names of a profile (see [`readable`]), in place.
 pub fn make_readable(p: &mut Profile) {
-    let names: Vec<String> = p.funcs.iter().map(|f| f.name.clone()).chain(p.locked_insns.iter().map(|l| l.0.clone())).collect();
+    let names: Vec<String> = p
+        .funcs
+        .iter()
+        .map(|f| f.name.clone())
+        .chain(p.locked_insns.iter().map(|l| l.0.clone()))
+        .collect();
     let mut names = readable(&names).into_iter();
     for f in p.funcs.iter_mut() {
         f.name = names.next().unwrap_or_default();
@@ -268,7 +307,11 @@ const HOOKS: &[(&str, bool, &str)] = &[
 ];
 
 fn hook_label(hook: &str) -> &str {
-    HOOKS.iter().find(|h| h.0 == hook).map(|h| h.2).unwrap_or(hook)
+    HOOKS
+        .iter()
+        .find(|h| h.0 == hook)
+        .map(|h| h.2)
+        .unwrap_or(hook)
 }
 
 fn is_ufgraph(hook: &str) -> bool {
@@ -294,21 +337,36 @@ impl Summary {
         Summary {
             build_id: build_id.to_string(),
             source: source.to_string(),
-            hooks: profiles.iter().map(|p| (p.hook.clone(), p.total, p.locked)).collect(),
+            hooks: profiles
+                .iter()
+                .map(|p| (p.hook.clone(), p.total, p.locked))
+                .collect(),
             locked: profiles
                 .iter()
-                .flat_map(|p| p.locked_insns.iter().map(|(f, t, c)| (p.hook.clone(), f.clone(), *c, t.clone())))
+                .flat_map(|p| {
+                    p.locked_insns
+                        .iter()
+                        .map(|(f, t, c)| (p.hook.clone(), f.clone(), *c, t.clone()))
+                })
                 .collect(),
         }
     }
 
     pub fn to_tsv(&self) -> String {
         let clean = |s: &str| s.replace(['\t', '\n'], " ");
-        let mut s = String::from("# bench-report --profile: the profile's summary, read by the `make bench` report\n");
+        let mut s = String::from(
+            "# bench-report --profile: the profile's summary, read by the `make bench` report\n",
+        );
         let _ = writeln!(s, "build-id\t{}", clean(&self.build_id));
         let _ = writeln!(s, "source\t{}", clean(&self.source));
         for (h, n, l) in &self.hooks {
-            let _ = writeln!(s, "hook\t{}\t{}\t{}", clean(h), n, l.map(|l| l.to_string()).unwrap_or("-".into()));
+            let _ = writeln!(
+                s,
+                "hook\t{}\t{}\t{}",
+                clean(h),
+                n,
+                l.map(|l| l.to_string()).unwrap_or("-".into())
+            );
         }
         for (h, f, c, t) in &self.locked {
             let _ = writeln!(s, "locked\t{}\t{}\t{}\t{}", clean(h), clean(f), c, clean(t));
@@ -330,7 +388,8 @@ impl Summary {
                 }
                 ["locked", h, f, c, t] => {
                     if let Ok(c) = c.parse() {
-                        s.locked.push((h.to_string(), f.to_string(), c, t.to_string()));
+                        s.locked
+                            .push((h.to_string(), f.to_string(), c, t.to_string()));
                     }
                 }
                 _ => {}
@@ -348,7 +407,10 @@ impl Summary {
                 None => per.push((f, *c)),
             }
         }
-        per.iter().map(|(f, c)| format!("`{}` {}", f, c)).collect::<Vec<_>>().join(", ")
+        per.iter()
+            .map(|(f, c)| format!("`{}` {}", f, c))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Issue #15's target, no locked read-modify-write instruction in a call through any of
@@ -362,15 +424,22 @@ impl Summary {
                 .map(|(h, _, l)| {
                     let n = l.map(|l| l.to_string()).unwrap_or("not classified".into());
                     match l {
-                        Some(l) if *l > 0 => format!("{} {} (in {})", hook_label(h), n, self.locked_in(h)),
+                        Some(l) if *l > 0 => {
+                            format!("{} {} (in {})", hook_label(h), n, self.locked_in(h))
+                        }
                         _ => format!("{} {}", hook_label(h), n),
                     }
                 })
                 .collect()
         };
-        let ours: Vec<&(String, usize, Option<usize>)> = self.hooks.iter().filter(|h| is_ufgraph(&h.0)).collect();
+        let ours: Vec<&(String, usize, Option<usize>)> =
+            self.hooks.iter().filter(|h| is_ufgraph(&h.0)).collect();
         // Every ufgraph hook must have been profiled: a hook whose call failed is no evidence.
-        let missing: Vec<&str> = HOOKS.iter().filter(|h| h.1 && !ours.iter().any(|o| o.0 == h.0)).map(|h| hook_label(h.0)).collect();
+        let missing: Vec<&str> = HOOKS
+            .iter()
+            .filter(|h| h.1 && !ours.iter().any(|o| o.0 == h.0))
+            .map(|h| hook_label(h.0))
+            .collect();
         let met = if !missing.is_empty() || ours.iter().any(|h| h.2.is_none()) {
             None
         } else {
@@ -380,7 +449,11 @@ impl Summary {
         if !missing.is_empty() {
             mine.push(format!("not profiled: {}", missing.join(", ")));
         }
-        let detail = format!("one single-stepped call per hook; ufgraph: {}; the kernel's: {}", mine.join(", "), list(false).join(", "));
+        let detail = format!(
+            "one single-stepped call per hook; ufgraph: {}; the kernel's: {}",
+            mine.join(", "),
+            list(false).join(", ")
+        );
         (met, detail)
     }
 }
@@ -415,7 +488,10 @@ pub fn markdown(profiles: &[Profile], source: &str) -> String {
         let _ = writeln!(s, "| {} | {} | {} |", p.hook, p.total, num(p.locked));
     }
     let _ = writeln!(s);
-    let _ = writeln!(s, "Locked read-modify-write instructions, by hook (function: times executed, instruction):");
+    let _ = writeln!(
+        s,
+        "Locked read-modify-write instructions, by hook (function: times executed, instruction):"
+    );
     let _ = writeln!(s);
     for p in profiles {
         let what = match p.locked {
@@ -432,13 +508,32 @@ pub fn markdown(profiles: &[Profile], source: &str) -> String {
     }
     for p in profiles {
         let _ = writeln!(s);
-        let _ = writeln!(s, "#### {} ({} instructions, {} locked)", p.hook, p.total, num(p.locked));
+        let _ = writeln!(
+            s,
+            "#### {} ({} instructions, {} locked)",
+            p.hook,
+            p.total,
+            num(p.locked)
+        );
         let _ = writeln!(s);
-        let _ = writeln!(s, "| function (in the order first entered) | instructions | locked |");
+        let _ = writeln!(
+            s,
+            "| function (in the order first entered) | instructions | locked |"
+        );
         let _ = writeln!(s, "| --- | ---: | ---: |");
         for f in &p.funcs {
-            let locked = if p.locked.is_some() { f.locked.to_string() } else { "-".into() };
-            let _ = writeln!(s, "| `{}` | {} | {} |", f.name.replace('|', "\\|"), f.instructions, locked);
+            let locked = if p.locked.is_some() {
+                f.locked.to_string()
+            } else {
+                "-".into()
+            };
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} |",
+                f.name.replace('|', "\\|"),
+                f.instructions,
+                locked
+            );
         }
     }
     s
@@ -457,7 +552,11 @@ mod tests {
         let pcs = "@pc ffffffff81000000\n@pc ffffffff81000004\n@pc ffffffffc0000010\n@pc ffffffff81000104\n@pc ffffffff81000008\nnoise\n";
         let p = profile("h", pcs, &syms);
         assert_eq!(p.total, 5);
-        let f = |n: &str, i| Func { name: n.to_string(), instructions: i, locked: 0 };
+        let f = |n: &str, i| Func {
+            name: n.to_string(),
+            instructions: i,
+            locked: 0,
+        };
         assert_eq!(p.funcs, vec![f("a", 3), f("c", 1), f("b", 1)]);
         // Addresses only (a profile from before instructions were recorded): nothing claimed.
         assert_eq!(p.locked, None);
@@ -469,7 +568,9 @@ mod tests {
     #[test]
     fn outside_known_text_is_generated_code() {
         let mut syms = Symbols::default();
-        syms.add_map("ffffffff81000000 T _stext\nffffffff81000010 T f\nffffffff81001000 T _etext\n");
+        syms.add_map(
+            "ffffffff81000000 T _stext\nffffffff81000010 T f\nffffffff81001000 T _etext\n",
+        );
         syms.add_map("ffffffffc0000000 t m\t[mod]\n");
         syms.add_modules("mod 4096 0 - Live 0xffffffffc0000000 (O)\n");
         syms.finish();
@@ -521,11 +622,20 @@ mod tests {
 
     #[test]
     fn reads_gdb_instruction_text() {
-        assert_eq!(insn_text("=> 0xffffffff81000000:\tlock cmpxchg %rdx,(%rdi)").as_deref(), Some("lock cmpxchg %rdx,(%rdi)"));
-        assert_eq!(insn_text("=> 0xffffffff81000000 <f+4>:\tnopl   0x0(%rax,%rax,1)").as_deref(), Some("nopl 0x0(%rax,%rax,1)"));
+        assert_eq!(
+            insn_text("=> 0xffffffff81000000:\tlock cmpxchg %rdx,(%rdi)").as_deref(),
+            Some("lock cmpxchg %rdx,(%rdi)")
+        );
+        assert_eq!(
+            insn_text("=> 0xffffffff81000000 <f+4>:\tnopl   0x0(%rax,%rax,1)").as_deref(),
+            Some("nopl 0x0(%rax,%rax,1)")
+        );
         assert_eq!(insn_text(""), None);
         // gdb's error instead of an instruction: no text, so the call is not classified.
-        assert_eq!(insn_text("Cannot access memory at address 0xffffffff81000000"), None);
+        assert_eq!(
+            insn_text("Cannot access memory at address 0xffffffff81000000"),
+            None
+        );
     }
 
     #[test]
@@ -541,18 +651,44 @@ mod tests {
         let p = profile("kfprobe_exit", pcs, &syms);
         assert_eq!(p.total, 5);
         assert_eq!(p.locked, Some(3));
-        assert_eq!(p.funcs[0], Func { name: "a".into(), instructions: 2, locked: 0 });
-        assert_eq!(p.funcs[1], Func { name: "b".into(), instructions: 3, locked: 3 });
+        assert_eq!(
+            p.funcs[0],
+            Func {
+                name: "a".into(),
+                instructions: 2,
+                locked: 0
+            }
+        );
+        assert_eq!(
+            p.funcs[1],
+            Func {
+                name: "b".into(),
+                instructions: 3,
+                locked: 3
+            }
+        );
         assert_eq!(
             p.locked_insns,
-            vec![("b".to_string(), "lock cmpxchg %rdx,(%rdi)".to_string(), 2), ("b".to_string(), "xchg %eax,(%rsi)".to_string(), 1)]
+            vec![
+                ("b".to_string(), "lock cmpxchg %rdx,(%rdi)".to_string(), 2),
+                ("b".to_string(), "xchg %eax,(%rsi)".to_string(), 1)
+            ]
         );
         // One instruction without its text: the count is not claimed.
-        let q = profile("h", "@pc ffffffff81000000 => 0xffffffff81000000:\tret\n@pc ffffffff81000004\n", &syms);
+        let q = profile(
+            "h",
+            "@pc ffffffff81000000 => 0xffffffff81000000:\tret\n@pc ffffffff81000004\n",
+            &syms,
+        );
         assert_eq!(q.locked, None);
         let md = markdown(&[p], "test");
         assert!(md.contains("| kfprobe_exit | 5 | 3 |"), "{md}");
-        assert!(md.contains("- kfprobe_exit: `b`: 2 `lock cmpxchg %rdx,(%rdi)`; `b`: 1 `xchg %eax,(%rsi)`"), "{md}");
+        assert!(
+            md.contains(
+                "- kfprobe_exit: `b`: 2 `lock cmpxchg %rdx,(%rdi)`; `b`: 1 `xchg %eax,(%rsi)`"
+            ),
+            "{md}"
+        );
         assert!(md.contains("| `b` | 3 | 3 |"), "{md}");
     }
 
@@ -563,10 +699,21 @@ mod tests {
             total,
             funcs: Vec::new(),
             locked,
-            locked_insns: insns.into_iter().map(|(f, t, c)| (f.to_string(), t.to_string(), c)).collect(),
+            locked_insns: insns
+                .into_iter()
+                .map(|(f, t, c)| (f.to_string(), t.to_string(), c))
+                .collect(),
         };
         let ps = [
-            mk("kfprobe_exit", 426, Some(2), vec![("rethook_try_get", "lock cmpxchg %rdx,(%rdi)", 1), ("rethook_recycle", "lock xadd %eax,(%rdx)", 1)]),
+            mk(
+                "kfprobe_exit",
+                426,
+                Some(2),
+                vec![
+                    ("rethook_try_get", "lock cmpxchg %rdx,(%rdi)", 1),
+                    ("rethook_recycle", "lock xadd %eax,(%rdx)", 1),
+                ],
+            ),
             mk("ufprobe", 94, Some(0), vec![]),
             mk("ufprobe_exit", 591, Some(0), vec![]),
             mk("ukretprobe", 727, Some(0), vec![]),
@@ -578,20 +725,52 @@ mod tests {
         assert_eq!(back, s);
         let (met, detail) = back.locked_target();
         assert_eq!(met, Some(true));
-        assert!(detail.contains("ufgraph: fprobe entry only 0, fprobe entry+exit 0"), "{detail}");
-        assert!(detail.contains("the kernel's: fprobe entry+exit 2 (in `rethook_try_get` 1, `rethook_recycle` 1)"), "{detail}");
+        assert!(
+            detail.contains("ufgraph: fprobe entry only 0, fprobe entry+exit 0"),
+            "{detail}"
+        );
+        assert!(
+            detail.contains(
+                "the kernel's: fprobe entry+exit 2 (in `rethook_try_get` 1, `rethook_recycle` 1)"
+            ),
+            "{detail}"
+        );
         // A ufgraph hook missing from the profile: not measured.
         let s = Summary::new(&ps[..3], "x", "y");
         assert_eq!(s.locked_target().0, None);
-        assert!(s.locked_target().1.contains("not profiled: kretprobe shim, 1 graph ops, 4 graph ops"), "{}", s.locked_target().1);
+        assert!(
+            s.locked_target()
+                .1
+                .contains("not profiled: kretprobe shim, 1 graph ops, 4 graph ops"),
+            "{}",
+            s.locked_target().1
+        );
         // A locked instruction on a ufgraph hook: not met, and where it is.
         let mut bad: Vec<Profile> = ps.into_iter().filter(|p| p.hook != "ukretprobe").collect();
-        bad.push(mk("ukretprobe", 700, Some(1), vec![("shim_exit", "lock incl (%rax)", 1)]));
+        bad.push(mk(
+            "ukretprobe",
+            700,
+            Some(1),
+            vec![("shim_exit", "lock incl (%rax)", 1)],
+        ));
         let s = Summary::new(&bad, "x", "y");
         assert_eq!(s.locked_target().0, Some(false));
-        assert!(s.locked_target().1.contains("kretprobe shim 1 (in `shim_exit` 1)"));
+        assert!(s
+            .locked_target()
+            .1
+            .contains("kretprobe shim 1 (in `shim_exit` 1)"));
         // Unclassified, or no ufgraph hook at all: not measured.
-        assert_eq!(Summary::new(&[mk("ufprobe", 94, None, vec![])], "x", "y").locked_target().0, None);
-        assert_eq!(Summary::new(&[mk("kfprobe", 137, Some(0), vec![])], "x", "y").locked_target().0, None);
+        assert_eq!(
+            Summary::new(&[mk("ufprobe", 94, None, vec![])], "x", "y")
+                .locked_target()
+                .0,
+            None
+        );
+        assert_eq!(
+            Summary::new(&[mk("kfprobe", 137, Some(0), vec![])], "x", "y")
+                .locked_target()
+                .0,
+            None
+        );
     }
 }

@@ -11,16 +11,37 @@ use std::fmt::Write as _;
 const COST_ROWS: &[(&str, &str)] = &[
     ("none", "no hook"),
     ("ftrace_ops", "kernel: bare ftrace_ops (the reference)"),
-    ("function_graph_on0", "kernel: fgraph entry path (function_graph tracer, tracing_on=0; it declines the return)"),
-    ("function_graph_on1", "kernel: function_graph tracer, writing its ring buffer"),
-    ("kgraph1", "kernel: fgraph, 1 user (function_graph in a tracefs instance, tracing_on=0; entry only)"),
+    (
+        "function_graph_on0",
+        "kernel: fgraph entry path (function_graph tracer, tracing_on=0; it declines the return)",
+    ),
+    (
+        "function_graph_on1",
+        "kernel: function_graph tracer, writing its ring buffer",
+    ),
+    (
+        "kgraph1",
+        "kernel: fgraph, 1 user (function_graph in a tracefs instance, tracing_on=0; entry only)",
+    ),
     ("kgraph4", "kernel: fgraph, 4 users (4 instances)"),
     ("kgraph16", "kernel: fgraph, 16 users (16 instances)"),
     ("kfprobe", "kernel: fprobe, entry only"),
-    ("kfprobe_exit", "kernel: fprobe entry+exit (6.12: ftrace + rethook)"),
-    ("kretprobe", "kernel: kretprobe (kprobe on ftrace + rethook)"),
-    ("bpf_fentry", "kernel: BPF fentry program (the BPF trampoline), counting its calls"),
-    ("bpf_fexit", "kernel: BPF fexit program (the BPF trampoline, entry and return), counting its calls"),
+    (
+        "kfprobe_exit",
+        "kernel: fprobe entry+exit (6.12: ftrace + rethook)",
+    ),
+    (
+        "kretprobe",
+        "kernel: kretprobe (kprobe on ftrace + rethook)",
+    ),
+    (
+        "bpf_fentry",
+        "kernel: BPF fentry program (the BPF trampoline), counting its calls",
+    ),
+    (
+        "bpf_fexit",
+        "kernel: BPF fexit program (the BPF trampoline, entry and return), counting its calls",
+    ),
     ("ufprobe", "ufgraph: fprobe, entry only"),
     ("ufprobe_exit", "ufgraph: fprobe entry+exit"),
     ("ukretprobe", "ufgraph: kretprobe shim"),
@@ -33,9 +54,18 @@ const ATTACH_KINDS: &[(&str, &str)] = &[
     ("ufprobe", "ufgraph register_fprobe_ips"),
     ("kfprobe", "kernel register_fprobe_ips"),
     ("kprobe", "kernel register_kprobe, one per function"),
-    ("ftrace_ops", "a bare ftrace_ops with the same filter (ftrace's own cost, under both fprobes)"),
-    ("ufprobe_exit", "ufgraph register_fprobe_ips, with exit handler"),
-    ("kfprobe_exit", "kernel register_fprobe_ips, with exit handler"),
+    (
+        "ftrace_ops",
+        "a bare ftrace_ops with the same filter (ftrace's own cost, under both fprobes)",
+    ),
+    (
+        "ufprobe_exit",
+        "ufgraph register_fprobe_ips, with exit handler",
+    ),
+    (
+        "kfprobe_exit",
+        "kernel register_fprobe_ips, with exit handler",
+    ),
 ];
 
 /// A second probe on the functions a first one hooks (`@@bench second first=F kind=K`): the
@@ -92,13 +122,19 @@ impl Sizes {
     }
     /// The same machine with `cpus` possible CPUs.
     pub fn with_cpus(self, cpus: u64) -> Self {
-        Sizes { possible: cpus, nr_cpu_ids: cpus, ..self }
+        Sizes {
+            possible: cpus,
+            nr_cpu_ids: cpus,
+            ..self
+        }
     }
 }
 
 /// SLUB's kmalloc size classes (6.12, 4 KiB pages): what kmalloc(n) really takes.
 pub fn kmalloc_round(n: u64, page: u64) -> u64 {
-    for s in [8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192] {
+    for s in [
+        8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192,
+    ] {
         if n <= s {
             return s;
         }
@@ -132,7 +168,8 @@ pub fn kernel_fprobe_pool(nfuncs: u64, s: &Sizes) -> u64 {
 /// A 6.12 kretprobe, maxactive and data_size 0 (kernel/kprobes.c register_kretprobe): a
 /// struct rethook and a pool of max(10, 2 * num_possible_cpus()) kretprobe_instances.
 pub fn kernel_kretprobe_pool(s: &Sizes) -> u64 {
-    kmalloc_round(s.rethook, s.page) + objpool_bytes((2 * s.possible).max(10), s.kretprobe_instance, s)
+    kmalloc_round(s.rethook, s.page)
+        + objpool_bytes((2 * s.possible).max(10), s.kretprobe_instance, s)
 }
 
 /// Shadow stacks: one SHADOW_STACK_SIZE (a page) per task, for the kernel's fgraph and for
@@ -160,20 +197,32 @@ fn f1(v: Option<f64>) -> String {
 }
 
 fn ratio(v: Option<f64>) -> String {
-    v.map(|v| format!("{:.2}x", v)).unwrap_or_else(|| "-".into())
+    v.map(|v| format!("{:.2}x", v))
+        .unwrap_or_else(|| "-".into())
 }
 
 fn ms(ns: Option<f64>) -> String {
-    ns.map(|v| format!("{:.1}", v / 1e6)).unwrap_or_else(|| "-".into())
+    ns.map(|v| format!("{:.1}", v / 1e6))
+        .unwrap_or_else(|| "-".into())
 }
 
 impl<'a> Report<'a> {
     pub fn new(ic: &'a [Rec], wl: &'a [Rec], kp: &'a [Rec]) -> Self {
-        Report { ic, wl, kp, source: "unknown".into(), build_id: "unknown".into(), profile: None, arm64: &[], arm64_source: "unknown".into() }
+        Report {
+            ic,
+            wl,
+            kp,
+            source: "unknown".into(),
+            build_id: "unknown".into(),
+            profile: None,
+            arm64: &[],
+            arm64_source: "unknown".into(),
+        }
     }
 
     pub(crate) fn find<'b>(recs: &'b [Rec], sec: &str, name: &str) -> Option<&'b Rec> {
-        recs.iter().find(|r| r.sec == sec && r.get("name") == Some(name))
+        recs.iter()
+            .find(|r| r.sec == sec && r.get("name") == Some(name))
     }
 
     /// ns per call of a hook in a pass: in the icount pass instructions, the median chunk (all
@@ -181,16 +230,27 @@ impl<'a> Report<'a> {
     /// chunk, since the host's noise (other VMs, builds) only ever adds time.
     pub(crate) fn cost(recs: &[Rec], name: &str) -> Option<f64> {
         let r = Self::find(recs, "cost", name)?;
-        let icount = recs.iter().any(|r| r.sec == "start" && r.get("pass") == Some("icount"));
-        r.num(if icount { "median_ps" } else { "min_ps" }).map(|p| p / 1000.0)
+        let icount = recs
+            .iter()
+            .any(|r| r.sec == "start" && r.get("pass") == Some("icount"));
+        r.num(if icount { "median_ps" } else { "min_ps" })
+            .map(|p| p / 1000.0)
     }
 
     fn sizes(&self) -> Option<Sizes> {
-        self.ic.iter().chain(self.wl.iter()).find(|r| r.sec == "sizes").and_then(Sizes::from)
+        self.ic
+            .iter()
+            .chain(self.wl.iter())
+            .find(|r| r.sec == "sizes")
+            .and_then(Sizes::from)
     }
 
     fn attach(&self, kind: &str) -> Vec<&'a Rec> {
-        self.wl.iter().chain(self.kp.iter()).filter(|r| r.sec == "attach" && r.get("kind") == Some(kind)).collect()
+        self.wl
+            .iter()
+            .chain(self.kp.iter())
+            .filter(|r| r.sec == "attach" && r.get("kind") == Some(kind))
+            .collect()
     }
 
     /// The second-probe runs of a pair of kinds, by N.
@@ -198,12 +258,16 @@ impl<'a> Report<'a> {
         self.wl
             .iter()
             .chain(self.kp.iter())
-            .filter(|r| r.sec == "second" && r.get("first") == Some(first) && r.get("kind") == Some(kind))
+            .filter(|r| {
+                r.sec == "second" && r.get("first") == Some(first) && r.get("kind") == Some(kind)
+            })
             .collect()
     }
 
     fn nfuncs(&self) -> Option<f64> {
-        Self::find(self.wl, "nfuncs", "all").or_else(|| Self::find(self.kp, "nfuncs", "all")).and_then(|r| r.num("n"))
+        Self::find(self.wl, "nfuncs", "all")
+            .or_else(|| Self::find(self.kp, "nfuncs", "all"))
+            .and_then(|r| r.num("n"))
     }
 
     pub fn markdown(&self) -> String {
@@ -219,7 +283,10 @@ impl<'a> Report<'a> {
     }
 
     fn header(&self, s: &mut String) {
-        let _ = writeln!(s, "_Generated by `make bench` (host/bench-report); do not edit between the markers._\n");
+        let _ = writeln!(
+            s,
+            "_Generated by `make bench` (host/bench-report); do not edit between the markers._\n"
+        );
         let _ = writeln!(s, "- ufgraph built from {}", self.source);
         for (pass, recs) in [("icount", self.ic), ("wall", self.wl), ("attach", self.kp)] {
             match recs.iter().find(|r| r.sec == "start") {
@@ -230,7 +297,11 @@ impl<'a> Report<'a> {
                         pass,
                         r.get("kernel").unwrap_or("?"),
                         r.get("cpus").unwrap_or("?"),
-                        if r.get("quick") == Some("1") { ", quick (smoke) settings" } else { "" }
+                        if r.get("quick") == Some("1") {
+                            ", quick (smoke) settings"
+                        } else {
+                            ""
+                        }
                     );
                 }
                 None => {
@@ -238,7 +309,9 @@ impl<'a> Report<'a> {
                 }
             }
         }
-        if let Some(r) = Self::find(self.ic, "cost", "none").or_else(|| Self::find(self.wl, "cost", "none")) {
+        if let Some(r) =
+            Self::find(self.ic, "cost", "none").or_else(|| Self::find(self.wl, "cost", "none"))
+        {
             let _ = writeln!(s, "- per-call cost: {} timed calls per hook in chunks with interrupts off; instructions: the median chunk, wall clock: the fastest chunk", r.get("calls").unwrap_or("?"));
         }
         if let Some(z) = self.sizes() {
@@ -251,9 +324,15 @@ impl<'a> Report<'a> {
         let _ = writeln!(s, "### {}\n", title);
         let _ = writeln!(s, "One noinline function in the benchmark module, called in a loop; the hook's handlers only count.");
         let _ = writeln!(s, "Instructions are from the `-icount shift=0` pass (deterministic); wall-clock ns from the other");
-        let _ = writeln!(s, "pass, under TCG emulation. Ratios are to the bare ftrace_ops of the same pass.\n");
+        let _ = writeln!(
+            s,
+            "pass, under TCG emulation. Ratios are to the bare ftrace_ops of the same pass.\n"
+        );
         let _ = writeln!(s, "| hook | instructions/call | over no hook | x ftrace_ops | wall ns/call | x ftrace_ops (wall) | hooked | nmissed |");
-        let _ = writeln!(s, "| --- | ---: | ---: | ---: | ---: | ---: | :---: | ---: |");
+        let _ = writeln!(
+            s,
+            "| --- | ---: | ---: | ---: | ---: | ---: | :---: | ---: |"
+        );
         let base_i = Self::cost(self.ic, "none");
         let ref_i = Self::cost(self.ic, "ftrace_ops");
         let ref_w = Self::cost(self.wl, "ftrace_ops");
@@ -288,10 +367,23 @@ impl<'a> Report<'a> {
     /// counts include the warm-up chunk), in both passes: "yes", "no", or "-" when the hook has
     /// no handler of ours (none, the function_graph tracer).
     pub(crate) fn hooked(&self, name: &str) -> &'static str {
-        const COUNTERS: &[&str] = &["bare", "kfp_entry", "kfp_exit", "kretprobe", "ufp_entry", "ufp_exit", "ukretprobe", "ug_entry", "ug_exit", "bpf"];
+        const COUNTERS: &[&str] = &[
+            "bare",
+            "kfp_entry",
+            "kfp_exit",
+            "kretprobe",
+            "ufp_entry",
+            "ufp_exit",
+            "ukretprobe",
+            "ug_entry",
+            "ug_exit",
+            "bpf",
+        ];
         let mut seen = false;
         for recs in [self.ic, self.wl] {
-            let Some(r) = Self::find(recs, "cost", name) else { continue };
+            let Some(r) = Self::find(recs, "cost", name) else {
+                continue;
+            };
             let calls = r.num("calls").unwrap_or(0.0);
             for c in COUNTERS {
                 if let Some(n) = r.num(c) {
@@ -302,7 +394,11 @@ impl<'a> Report<'a> {
                 }
             }
         }
-        if seen { "yes" } else { "-" }
+        if seen {
+            "yes"
+        } else {
+            "-"
+        }
     }
 
     fn targets(&self, s: &mut String) {
@@ -322,9 +418,24 @@ impl<'a> Report<'a> {
         let over = |name: &str| c(name).zip(n).map(|(a, b)| a - b);
         let over_w = |name: &str| cw(name).zip(cw("none")).map(|(a, b)| a - b);
         for (name, kname, max, what) in [
-            ("ufprobe_exit", "kfprobe_exit", 300.0, "fprobe entry+exit at most 300 instructions over no hook"),
-            ("ukretprobe", "kretprobe", 300.0, "kretprobe shim at most 300 instructions over no hook"),
-            ("ufprobe", "kfprobe", 90.0, "fprobe entry only at most 90 instructions over no hook"),
+            (
+                "ufprobe_exit",
+                "kfprobe_exit",
+                300.0,
+                "fprobe entry+exit at most 300 instructions over no hook",
+            ),
+            (
+                "ukretprobe",
+                "kretprobe",
+                300.0,
+                "kretprobe shim at most 300 instructions over no hook",
+            ),
+            (
+                "ufprobe",
+                "kfprobe",
+                90.0,
+                "fprobe entry only at most 90 instructions over no hook",
+            ),
         ] {
             let (u, k) = (over(name), over(kname));
             line(
@@ -338,8 +449,10 @@ impl<'a> Report<'a> {
                     ratio(over_w(kname).zip(over_w(name)).map(|(k, u)| k / u)),
                     // What a BPF program costs for the same hook, where the kernel has BPF.
                     match (name, over("bpf_fexit"), over("bpf_fentry")) {
-                        ("ufprobe_exit", Some(b), _) => format!("; a BPF fexit program {}", f1(Some(b))),
-                        ("ufprobe", _, Some(b)) => format!("; a BPF fentry program {}", f1(Some(b))),
+                        ("ufprobe_exit", Some(b), _) =>
+                            format!("; a BPF fexit program {}", f1(Some(b))),
+                        ("ufprobe", _, Some(b)) =>
+                            format!("; a BPF fentry program {}", f1(Some(b))),
                         _ => String::new(),
                     }
                 ),
@@ -350,23 +463,36 @@ impl<'a> Report<'a> {
         line(
             each.map(|e| e <= 60.0),
             "each further graph ops on a function at most 60 instructions",
-            format!("1 / 4 / 16 ops: {} / {} / {}; each further ops {}", f1(g1), f1(g4), f1(g16), f1(each)),
+            format!(
+                "1 / 4 / 16 ops: {} / {} / {}; each further ops {}",
+                f1(g1),
+                f1(g4),
+                f1(g16),
+                f1(each)
+            ),
         );
         line(
             over("ufgraph16").map(|v| v <= 1500.0),
             "16 graph ops on one function at most 1500 instructions over no hook",
-            format!("ufgraph {}, the kernel's fgraph with 16 users {} (its entry side only)", f1(over("ufgraph16")), f1(over("kgraph16"))),
+            format!(
+                "ufgraph {}, the kernel's fgraph with 16 users {} (its entry side only)",
+                f1(over("ufgraph16")),
+                f1(over("kgraph16"))
+            ),
         );
         // 4. attaching everything.
         let all = self.nfuncs();
         let at = |kind: &str| {
-            self.attach(kind).into_iter().find(|r| r.num("n") == all && r.get("skipped").is_none()).and_then(|r| {
-                if r.get("attached") == Some("0") {
-                    None
-                } else {
-                    r.num("attach_ns")
-                }
-            })
+            self.attach(kind)
+                .into_iter()
+                .find(|r| r.num("n") == all && r.get("skipped").is_none())
+                .and_then(|r| {
+                    if r.get("attached") == Some("0") {
+                        None
+                    } else {
+                        r.num("attach_ns")
+                    }
+                })
         };
         for (u, k, what) in [
             ("ufprobe", "kfprobe", "attaching all traceable functions in at most 0.8x the kernel's register_fprobe time (entry only)"),
@@ -399,7 +525,11 @@ impl<'a> Report<'a> {
         // A second probe where one already is: judged on ftrace's patching as counted (call
         // sites patched, code updates), at the largest N measured, for every pair of kinds.
         let (met, detail) = self.second_target();
-        line(met, "a second probe on functions already hooked costs no ftrace patching", detail);
+        line(
+            met,
+            "a second probe on functions already hooked costs no ftrace patching",
+            detail,
+        );
         // Locked instructions: from the profile pass, a boot of its own, so only when it ran on
         // the same build as these logs.
         let what = "no locked read-modify-write instruction per hooked call (ufgraph's hooks)";
@@ -417,7 +547,13 @@ impl<'a> Report<'a> {
         }
         // The rows exist when both ran and their programs counted every timed call.
         let (bf, bx) = (over("bpf_fentry"), over("bpf_fexit"));
-        let counted = |n: &str| Self::find(self.ic, "cost", n).is_some_and(|r| r.num("bpf").zip(r.num("calls")).is_some_and(|(b, c)| b >= c));
+        let counted = |n: &str| {
+            Self::find(self.ic, "cost", n).is_some_and(|r| {
+                r.num("bpf")
+                    .zip(r.num("calls"))
+                    .is_some_and(|(b, c)| b >= c)
+            })
+        };
         line(
             bf.zip(bx).map(|_| counted("bpf_fentry") && counted("bpf_fexit")),
             "BPF fentry/fexit rows: what a user would pick instead, on the same function",
@@ -430,14 +566,32 @@ impl<'a> Report<'a> {
             ),
         );
         let (met, detail) = crate::arm64::rows_target(self.arm64, &self.arm64_source);
-        line(met, "arm64 rows: ufgraph against the kernel's kretprobe and function_graph", detail);
+        line(
+            met,
+            "arm64 rows: ufgraph against the kernel's kretprobe and function_graph",
+            detail,
+        );
         // 5. memory flat.
-        let mems: Vec<&Rec> = self.ic.iter().filter(|r| r.sec == "mem" && r.get("name") == Some("ufgraph")).collect();
+        let mems: Vec<&Rec> = self
+            .ic
+            .iter()
+            .filter(|r| r.sec == "mem" && r.get("name") == Some("ufgraph"))
+            .collect();
         // Bytes per task with a shadow stack, at each P (the task count itself moves with the
         // shell's own forks).
-        let per_task: Vec<f64> = mems.iter().filter_map(|r| Some(r.num("stats_bytes")? / r.num("stats_tasks")?)).collect();
-        let flat = if per_task.len() >= 2 { Some(per_task.iter().all(|&b| b == per_task[0])) } else { None };
-        let per_probe = mems.iter().filter_map(|r| Some((r.num("p")?, r.num("delta_kb")?))).max_by(|a, b| a.0.total_cmp(&b.0));
+        let per_task: Vec<f64> = mems
+            .iter()
+            .filter_map(|r| Some(r.num("stats_bytes")? / r.num("stats_tasks")?))
+            .collect();
+        let flat = if per_task.len() >= 2 {
+            Some(per_task.iter().all(|&b| b == per_task[0]))
+        } else {
+            None
+        };
+        let per_probe = mems
+            .iter()
+            .filter_map(|r| Some((r.num("p")?, r.num("delta_kb")?)))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
         let kper = self
             .ic
             .iter()
@@ -470,13 +624,25 @@ impl<'a> Report<'a> {
         let mut nmax = 0.0;
         for (first, kind, short, _) in SECOND_KINDS {
             let rows = self.second(first, kind);
-            let Some(r) = rows.iter().filter(|r| r.get("attached") != Some("0")).max_by(|a, b| a.num("n").unwrap_or(0.0).total_cmp(&b.num("n").unwrap_or(0.0))) else {
+            let Some(r) = rows
+                .iter()
+                .filter(|r| r.get("attached") != Some("0"))
+                .max_by(|a, b| {
+                    a.num("n")
+                        .unwrap_or(0.0)
+                        .total_cmp(&b.num("n").unwrap_or(0.0))
+                })
+            else {
                 continue;
             };
             let n = r.num("n").unwrap_or(0.0);
             nmax = f64::max(nmax, n);
             let counted = r.get("counted") == Some("1");
-            let first_ms = self.attach(first).into_iter().find(|a| a.num("n") == Some(n)).and_then(|a| a.num("attach_ns"));
+            let first_ms = self
+                .attach(first)
+                .into_iter()
+                .find(|a| a.num("n") == Some(n))
+                .and_then(|a| a.num("attach_ns"));
             let text = if counted {
                 format!(
                     "{}: {} call sites patched in {} ftrace updates, {} ms (its first probe: {} sites in {}, attach {} ms)",
@@ -489,12 +655,19 @@ impl<'a> Report<'a> {
                     ms(first_ms)
                 )
             } else {
-                format!("{}: patching not counted, {} ms (first probe {} ms)", short, ms(r.num("attach_ns")), ms(first_ms))
+                format!(
+                    "{}: patching not counted, {} ms (first probe {} ms)",
+                    short,
+                    ms(r.num("attach_ns")),
+                    ms(first_ms)
+                )
             };
             if kind.starts_with('u') {
                 any = true;
                 met = match (met, counted) {
-                    (Some(m), true) => Some(m && r.num("sites") == Some(0.0) && r.num("updates") == Some(0.0)),
+                    (Some(m), true) => {
+                        Some(m && r.num("sites") == Some(0.0) && r.num("updates") == Some(0.0))
+                    }
                     _ => None,
                 };
                 ufg.push(text);
@@ -503,7 +676,10 @@ impl<'a> Report<'a> {
             }
         }
         if !any {
-            return (None, "not measured (no second-probe run in the attach log)".into());
+            return (
+                None,
+                "not measured (no second-probe run in the attach log)".into(),
+            );
         }
         (
             met,
@@ -539,7 +715,11 @@ impl<'a> Report<'a> {
             for r in self.attach(kind) {
                 any = true;
                 let n = r.num("n").unwrap_or(0.0);
-                let nshow = if Some(n) == all || n == 0.0 { format!("all ({})", all.unwrap_or(n) as u64) } else { format!("{}", n as u64) };
+                let nshow = if Some(n) == all || n == 0.0 {
+                    format!("all ({})", all.unwrap_or(n) as u64)
+                } else {
+                    format!("{}", n as u64)
+                };
                 if r.get("skipped").is_some() {
                     let _ = writeln!(s, "| {} | {} | - | - | - | - | - | skipped: a smaller N already hit the cap |", nshow, label);
                     continue;
@@ -555,7 +735,11 @@ impl<'a> Report<'a> {
                     ));
                 }
                 if r.num("refused").unwrap_or(0.0) > 0.0 {
-                    notes.push(format!("{} refused (first error {})", r.get("refused").unwrap_or("?"), r.get("first_err").or(r.get("err")).unwrap_or("?")));
+                    notes.push(format!(
+                        "{} refused (first error {})",
+                        r.get("refused").unwrap_or("?"),
+                        r.get("first_err").or(r.get("err")).unwrap_or("?")
+                    ));
                 }
                 if kind.ends_with("_exit") && kind.starts_with('k') {
                     if let Some(z) = z {
@@ -566,7 +750,12 @@ impl<'a> Report<'a> {
                         ));
                     }
                 }
-                let per = |k: &str| r.num(k).filter(|_| att > 0.0).map(|v| format!("{:.1}", v / 1e3 / att)).unwrap_or("-".into());
+                let per = |k: &str| {
+                    r.num(k)
+                        .filter(|_| att > 0.0)
+                        .map(|v| format!("{:.1}", v / 1e3 / att))
+                        .unwrap_or("-".into())
+                };
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -585,7 +774,11 @@ impl<'a> Report<'a> {
             for r in self.second(first, kind) {
                 any = true;
                 let n = r.num("n").unwrap_or(0.0);
-                let nshow = if Some(n) == all || n == 0.0 { format!("all ({})", all.unwrap_or(n) as u64) } else { format!("{}", n as u64) };
+                let nshow = if Some(n) == all || n == 0.0 {
+                    format!("all ({})", all.unwrap_or(n) as u64)
+                } else {
+                    format!("{}", n as u64)
+                };
                 let att = r.num("attached").unwrap_or(0.0);
                 let mut notes = Vec::new();
                 if r.get("counted") == Some("1") {
@@ -599,12 +792,20 @@ impl<'a> Report<'a> {
                         r.get("first_updates").unwrap_or("?")
                     ));
                 } else {
-                    notes.push(format!("ftrace patching not counted (kprobe error {})", r.get("count_err").unwrap_or("?")));
+                    notes.push(format!(
+                        "ftrace patching not counted (kprobe error {})",
+                        r.get("count_err").unwrap_or("?")
+                    ));
                 }
                 if r.get("err") != Some("0/0") {
                     notes.push(format!("errors {}", r.get("err").unwrap_or("?")));
                 }
-                let per = |k: &str| r.num(k).filter(|_| att > 0.0).map(|v| format!("{:.1}", v / 1e3 / att)).unwrap_or("-".into());
+                let per = |k: &str| {
+                    r.num(k)
+                        .filter(|_| att > 0.0)
+                        .map(|v| format!("{:.1}", v / 1e3 / att))
+                        .unwrap_or("-".into())
+                };
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -636,27 +837,62 @@ impl<'a> Report<'a> {
         );
         let _ = writeln!(s, "| | tasks | shadow stacks | measured change |");
         let _ = writeln!(s, "| --- | ---: | ---: | ---: |");
-        for (who, label) in [("kernel", "kernel: function_graph tracer starts"), ("ufgraph", "ufgraph: first graph ops registers")] {
+        for (who, label) in [
+            ("kernel", "kernel: function_graph tracer starts"),
+            ("ufgraph", "ufgraph: first graph ops registers"),
+        ] {
             if let Some(r) = Self::find(self.ic, "memgraph", who) {
                 let tasks = r.num("stats_tasks").or(r.num("tasks")).unwrap_or(0.0);
-                let online = self.ic.iter().find(|r| r.sec == "sizes").and_then(|r| r.num("online_cpus")).unwrap_or(0.0);
-                let bytes = r.num("stats_bytes").map(|b| format!("{} (ufgraph stats; idle tasks included)", human(b))).unwrap_or_else(|| {
-                    format!("{} (computed: a page per task and per online CPU's idle task)", human(stacks((tasks + online) as u64) as f64))
-                });
-                let _ = writeln!(s, "| {} | {} | {} | {} |", label, tasks as u64, bytes, human(r.num("delta_kb").unwrap_or(0.0) * 1024.0));
+                let online = self
+                    .ic
+                    .iter()
+                    .find(|r| r.sec == "sizes")
+                    .and_then(|r| r.num("online_cpus"))
+                    .unwrap_or(0.0);
+                let bytes = r
+                    .num("stats_bytes")
+                    .map(|b| format!("{} (ufgraph stats; idle tasks included)", human(b)))
+                    .unwrap_or_else(|| {
+                        format!(
+                            "{} (computed: a page per task and per online CPU's idle task)",
+                            human(stacks((tasks + online) as u64) as f64)
+                        )
+                    });
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} |",
+                    label,
+                    tasks as u64,
+                    bytes,
+                    human(r.num("delta_kb").unwrap_or(0.0) * 1024.0)
+                );
             }
         }
         s.push('\n');
         let _ = writeln!(s, "| P (fprobes + kretprobes) | ufgraph measured | kernel measured | kernel rethook + kretprobe pools (computed) | ufgraph shadow stacks (stats) |");
         let _ = writeln!(s, "| ---: | ---: | ---: | ---: | ---: |");
         for p in [1.0, 10.0, 100.0] {
-            let u = self.ic.iter().find(|r| r.sec == "mem" && r.get("name") == Some("ufgraph") && r.num("p") == Some(p));
-            let k = self.ic.iter().find(|r| r.sec == "mem" && r.get("name") == Some("kernel") && r.num("p") == Some(p));
+            let u = self.ic.iter().find(|r| {
+                r.sec == "mem" && r.get("name") == Some("ufgraph") && r.num("p") == Some(p)
+            });
+            let k = self.ic.iter().find(|r| {
+                r.sec == "mem" && r.get("name") == Some("kernel") && r.num("p") == Some(p)
+            });
             if u.is_none() && k.is_none() {
                 continue;
             }
-            let kb = |r: Option<&Rec>| r.and_then(|r| r.num("delta_kb")).map(|v| human(v * 1024.0)).unwrap_or("-".into());
-            let pools = z.map(|z| human((p as u64 * (kernel_fprobe_pool(1, &z) + kernel_kretprobe_pool(&z))) as f64)).unwrap_or("-".into());
+            let kb = |r: Option<&Rec>| {
+                r.and_then(|r| r.num("delta_kb"))
+                    .map(|v| human(v * 1024.0))
+                    .unwrap_or("-".into())
+            };
+            let pools = z
+                .map(|z| {
+                    human(
+                        (p as u64 * (kernel_fprobe_pool(1, &z) + kernel_kretprobe_pool(&z))) as f64,
+                    )
+                })
+                .unwrap_or("-".into());
             let _ = writeln!(
                 s,
                 "| {} + {} | {} | {} | {} | {} |",
@@ -665,7 +901,12 @@ impl<'a> Report<'a> {
                 kb(u),
                 kb(k),
                 pools,
-                u.and_then(|r| Some(format!("{} ({} tasks)", human(r.num("stats_bytes")?), r.get("stats_tasks")?))).unwrap_or("-".into())
+                u.and_then(|r| Some(format!(
+                    "{} ({} tasks)",
+                    human(r.num("stats_bytes")?),
+                    r.get("stats_tasks")?
+                )))
+                .unwrap_or("-".into())
             );
         }
         s.push('\n');
@@ -686,14 +927,17 @@ impl<'a> Report<'a> {
             human(kernel_kretprobe_pool(&z) as f64),
             z.kretprobe_instance
         );
-        let vm_tasks = Self::find(self.ic, "memgraph", "ufgraph").and_then(|r| r.num("stats_tasks")).unwrap_or(40.0) as u64;
+        let vm_tasks = Self::find(self.ic, "memgraph", "ufgraph")
+            .and_then(|r| r.num("stats_tasks"))
+            .unwrap_or(40.0) as u64;
         let big = z.with_cpus(64);
         let _ = writeln!(s, "| T | P | kernel ({} CPUs) | ufgraph | kernel / ufgraph | kernel (64 CPUs) | kernel / ufgraph (64 CPUs) |", z.possible);
         let _ = writeln!(s, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
         for t in [vm_tasks, 1000, 10000] {
             for p in [1u64, 10, 100, 1000] {
                 let k = stacks(t) + p * (kernel_fprobe_pool(1, &z) + kernel_kretprobe_pool(&z));
-                let k64 = stacks(t) + p * (kernel_fprobe_pool(1, &big) + kernel_kretprobe_pool(&big));
+                let k64 =
+                    stacks(t) + p * (kernel_fprobe_pool(1, &big) + kernel_kretprobe_pool(&big));
                 let u = stacks(t);
                 let _ = writeln!(
                     s,
@@ -713,9 +957,15 @@ impl<'a> Report<'a> {
 
     fn concurrency_table(&self, s: &mut String) {
         let _ = writeln!(s, "### Concurrency\n");
-        let _ = writeln!(s, "One kthread per online CPU, all calling the hooked function at once (wall pass).\n");
+        let _ = writeln!(
+            s,
+            "One kthread per online CPU, all calling the hooked function at once (wall pass).\n"
+        );
         let _ = writeln!(s, "| hooks | threads | calls | fprobe entries | fprobe exits | kretprobe returns | graph entries/returns | nmissed | wall ms |");
-        let _ = writeln!(s, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+        let _ = writeln!(
+            s,
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        );
         let rows: Vec<&Rec> = self.wl.iter().filter(|r| r.sec == "conc").collect();
         if rows.is_empty() {
             let _ = writeln!(s, "| not measured | | | | | | | | |");
@@ -735,8 +985,16 @@ impl<'a> Report<'a> {
                 })
                 .collect();
             let label = label.join(", ");
-            let (fe, fx) = if name.starts_with('u') { (g("ufp_entry"), g("ufp_exit")) } else { (g("kfp_entry"), g("kfp_exit")) };
-            let kr = if name.starts_with('u') { g("ukretprobe") } else { g("kretprobe") };
+            let (fe, fx) = if name.starts_with('u') {
+                (g("ufp_entry"), g("ufp_exit"))
+            } else {
+                (g("kfp_entry"), g("kfp_exit"))
+            };
+            let kr = if name.starts_with('u') {
+                g("ukretprobe")
+            } else {
+                g("kretprobe")
+            };
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {}/{} | {} | {} |",
@@ -756,7 +1014,10 @@ impl<'a> Report<'a> {
     }
 
     fn problems(&self, s: &mut String) {
-        self.problems_in(s, &[("icount", self.ic), ("wall", self.wl), ("attach", self.kp)]);
+        self.problems_in(
+            s,
+            &[("icount", self.ic), ("wall", self.wl), ("attach", self.kp)],
+        );
     }
 
     /// What went wrong in the given passes' logs (a pass with an empty log did not finish).
@@ -766,23 +1027,46 @@ impl<'a> Report<'a> {
             let start = recs.iter().find(|r| r.sec == "start");
             // x86_64 times with the TSC, arm64 with the arch timer; anything else is jiffies.
             let arm64 = start.and_then(|r| r.get("arch")) == Some("arm64");
-            let (want, what) = if arm64 { ("arch_sys_counter", "the arch timer was not used") } else { ("tsc", "the TSC's calibration failed, the host was busy") };
-            if let Some(c) = start.and_then(|r| r.get("clocksource")).filter(|c| !c.starts_with(want)) {
+            let (want, what) = if arm64 {
+                ("arch_sys_counter", "the arch timer was not used")
+            } else {
+                ("tsc", "the TSC's calibration failed, the host was busy")
+            };
+            if let Some(c) = start
+                .and_then(|r| r.get("clocksource"))
+                .filter(|c| !c.starts_with(want))
+            {
                 p.push(format!("the {} pass timed with clocksource {} ({}): its times are in jiffies, 4 ms steps", pass, c, what));
             }
             if !recs.iter().any(|r| r.sec == "end") {
-                let last = recs.iter().rev().find(|r| r.sec != "splat" && r.sec != "start");
+                let last = recs
+                    .iter()
+                    .rev()
+                    .find(|r| r.sec != "splat" && r.sec != "start");
                 p.push(format!(
                     "the {} pass did not finish{}: its tables are incomplete",
                     pass,
-                    last.map(|r| format!(" (last result: {} {})", r.sec, r.get("name").or(r.get("kind")).unwrap_or(""))).unwrap_or_default()
+                    last.map(|r| format!(
+                        " (last result: {} {})",
+                        r.sec,
+                        r.get("name").or(r.get("kind")).unwrap_or("")
+                    ))
+                    .unwrap_or_default()
                 ));
             }
             for r in recs.iter().filter(|r| r.sec == "error") {
-                p.push(format!("{} pass: command failed: {}", pass, r.get("cmd").unwrap_or("?").replace('_', " ")));
+                p.push(format!(
+                    "{} pass: command failed: {}",
+                    pass,
+                    r.get("cmd").unwrap_or("?").replace('_', " ")
+                ));
             }
             for r in recs.iter().filter(|r| r.sec == "splat").take(4) {
-                p.push(format!("{} pass, kernel log: `{}`", pass, r.get("line").unwrap_or("")));
+                p.push(format!(
+                    "{} pass, kernel log: `{}`",
+                    pass,
+                    r.get("line").unwrap_or("")
+                ));
             }
         }
         if !p.is_empty() {
@@ -798,7 +1082,11 @@ impl<'a> Report<'a> {
     pub fn cost_svg(&self) -> String {
         let c = |n: &str| Self::cost(self.ic, n);
         let pts = |names: [&'static str; 3]| -> Vec<(f64, f64)> {
-            [1.0, 4.0, 16.0].iter().zip(names).filter_map(|(&x, n)| c(n).map(|y| (x, y))).collect()
+            [1.0, 4.0, 16.0]
+                .iter()
+                .zip(names)
+                .filter_map(|(&x, n)| c(n).map(|y| (x, y)))
+                .collect()
         };
         let mut series = vec![Series {
             name: "ufgraph fgraph, N ops".into(),
@@ -808,19 +1096,32 @@ impl<'a> Report<'a> {
         }];
         let k = pts(["kgraph1", "kgraph4", "kgraph16"]);
         if !k.is_empty() {
-            series.push(Series { name: "kernel fgraph, N users".into(), color: "#1f77b4", dashed: false, points: k });
+            series.push(Series {
+                name: "kernel fgraph, N users".into(),
+                color: "#1f77b4",
+                dashed: false,
+                points: k,
+            });
         }
         let mut hlines = Vec::new();
         for (n, label, color) in [
             ("function_graph_on0", "kernel fgraph path", "#1f77b4"),
-            ("function_graph_on1", "kernel function_graph tracer", "#17becf"),
+            (
+                "function_graph_on1",
+                "kernel function_graph tracer",
+                "#17becf",
+            ),
             ("kfprobe_exit", "kernel fprobe entry+exit", "#d62728"),
             ("kretprobe", "kernel kretprobe", "#ff7f0e"),
             ("ufprobe_exit", "ufgraph fprobe entry+exit", "#2ca02c"),
             ("ftrace_ops", "bare ftrace_ops", "#7f7f7f"),
         ] {
             if let Some(y) = c(n) {
-                hlines.push(HLine { name: format!("{} ({:.0})", label, y), color, y });
+                hlines.push(HLine {
+                    name: format!("{} ({:.0})", label, y),
+                    color,
+                    y,
+                });
             }
         }
         Chart {
@@ -841,7 +1142,12 @@ impl<'a> Report<'a> {
         for (kind, label, color, dashed) in [
             ("ufprobe", "ufgraph fprobe", "#2ca02c", false),
             ("kfprobe", "kernel fprobe", "#d62728", false),
-            ("kprobe", "kernel kprobes (last point: capped)", "#ff7f0e", false),
+            (
+                "kprobe",
+                "kernel kprobes (last point: capped)",
+                "#ff7f0e",
+                false,
+            ),
             ("ufprobe_exit", "ufgraph fprobe, exit", "#2ca02c", true),
             ("kfprobe_exit", "kernel fprobe, exit", "#d62728", true),
         ] {
@@ -853,7 +1159,12 @@ impl<'a> Report<'a> {
                 .filter(|p| p.0 > 0.0 && p.1 > 0.0)
                 .collect();
             if !pts.is_empty() {
-                series.push(Series { name: label.into(), color, dashed, points: pts });
+                series.push(Series {
+                    name: label.into(),
+                    color,
+                    dashed,
+                    points: pts,
+                });
             }
         }
         Chart {
@@ -874,7 +1185,15 @@ mod tests {
     use super::*;
 
     fn vm2() -> Sizes {
-        Sizes { possible: 2, nr_cpu_ids: 2, page: 4096, rethook: 88, fprobe_node: 64, kretprobe_instance: 48, objpool_slot: 16 }
+        Sizes {
+            possible: 2,
+            nr_cpu_ids: 2,
+            page: 4096,
+            rethook: 88,
+            fprobe_node: 64,
+            kretprobe_instance: 48,
+            objpool_slot: 16,
+        }
     }
 
     #[test]
@@ -914,11 +1233,21 @@ mod tests {
         let r = Report::new(&ic, &[], &[]);
         let md = r.markdown();
         assert!(md.contains("| kernel: bare ftrace_ops (the reference) | 50.0 | 40.0 | 1.00x |"));
-        assert!(md.contains("| ufgraph: fprobe, entry only | 52.0 | 42.0 | 1.04x | - | - | yes | 0 |"));
+        assert!(
+            md.contains("| ufgraph: fprobe, entry only | 52.0 | 42.0 | 1.04x | - | - | yes | 0 |")
+        );
         // 42 instructions over no hook: within issue #15's 90; the rows not in the input are
         // reported as not measured.
-        assert!(md.contains("fprobe entry only at most 90 instructions over no hook: met (ufgraph 42.0"), "{md}");
-        assert!(md.contains("fprobe entry+exit at most 300 instructions over no hook: not measured"), "{md}");
+        assert!(
+            md.contains(
+                "fprobe entry only at most 90 instructions over no hook: met (ufgraph 42.0"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("fprobe entry+exit at most 300 instructions over no hook: not measured"),
+            "{md}"
+        );
         assert!(md.contains("the wall pass did not finish"));
         assert!(r.cost_svg().contains("bare ftrace_ops (50)"));
     }
@@ -945,19 +1274,28 @@ mod tests {
         assert_eq!(Report::new(&[], &[], &bad).second_target().0, Some(false));
         let unc = crate::parse("@@bench second kind=ufprobe first=ufprobe n=500 attached=500 err=0/0 counted=0 count_err=-2 attach_ns=1 detach_ns=1\n");
         assert_eq!(Report::new(&[], &[], &unc).second_target().0, None);
-        assert!(Report::new(&[], &[], &unc).markdown().contains("ftrace patching not counted (kprobe error -2)"));
+        assert!(Report::new(&[], &[], &unc)
+            .markdown()
+            .contains("ftrace patching not counted (kprobe error -2)"));
         assert_eq!(Report::new(&[], &[], &[]).second_target().0, None);
-        assert!(md.contains("- the attach pass timed with clocksource refined-jiffies"), "{md}");
+        assert!(
+            md.contains("- the attach pass timed with clocksource refined-jiffies"),
+            "{md}"
+        );
     }
 
     #[test]
     fn locked_target_needs_the_same_build() {
-        let ic = crate::parse("@@bench start pass=icount quick=0 kernel=6.12 cpus=2\n@@bench end pass=icount\n");
+        let ic = crate::parse(
+            "@@bench start pass=icount quick=0 kernel=6.12 cpus=2\n@@bench end pass=icount\n",
+        );
         let tsv = "build-id\tb1\nsource\tthe work tree at 1234567\nhook\tufprobe\t94\t0\nhook\tufprobe_exit\t591\t0\nhook\tukretprobe\t727\t0\n\
                    hook\tufgraph1\t490\t0\nhook\tufgraph4\t1639\t0\nhook\tkfprobe_exit\t426\t2\n\
                    locked\tkfprobe_exit\trethook_try_get\t1\tlock cmpxchg %rdx,(%rdi)\nlocked\tkfprobe_exit\trethook_recycle\t1\tlock xadd %eax,(%rdx)\n";
         let mut r = Report::new(&ic, &[], &[]);
-        assert!(r.markdown().contains("per hooked call (ufgraph's hooks): not measured (no profile: run `make bench-profile`"));
+        assert!(r.markdown().contains(
+            "per hooked call (ufgraph's hooks): not measured (no profile: run `make bench-profile`"
+        ));
         r.profile = Some(Summary::parse(tsv));
         r.build_id = "b2".into();
         assert!(r.markdown().contains("(ufgraph's hooks): not measured (the last profile (the work tree at 1234567) is not of the build"), "{}", r.markdown());

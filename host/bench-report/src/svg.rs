@@ -36,7 +36,9 @@ const T: f64 = 40.0;
 const B: f64 = 60.0;
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Round numbers for axis labels: 1, 2, 5 x 10^k.
@@ -71,8 +73,14 @@ struct Axis {
 
 impl Axis {
     fn new(log: bool, vals: &[f64]) -> Self {
-        let vals: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite() && (!log || *v > 0.0)).collect();
-        let (mut lo, mut hi) = vals.iter().fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+        let vals: Vec<f64> = vals
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite() && (!log || *v > 0.0))
+            .collect();
+        let (mut lo, mut hi) = vals
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
         if vals.is_empty() {
             lo = 1.0;
             hi = 10.0;
@@ -123,8 +131,16 @@ impl Axis {
 
 impl Chart {
     pub fn render(&self) -> String {
-        let xs: Vec<f64> = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
-        let mut ys: Vec<f64> = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
+        let xs: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .collect();
+        let mut ys: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .collect();
         ys.extend(self.hlines.iter().map(|h| h.y));
         let ax = Axis::new(self.logx, &xs);
         let ay = Axis::new(self.logy, &ys);
@@ -133,48 +149,131 @@ impl Chart {
         let px = |x: f64| L + ax.frac(x) * pw;
         let py = |y: f64| T + ph - ay.frac(y) * ph;
         let mut s = String::new();
-        let _ = writeln!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#);
+        let _ = writeln!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
+        );
         let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-        let _ = writeln!(s, r#"<text x="{}" y="22" font-size="15" font-weight="bold">{}</text>"#, L, esc(&self.title));
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="22" font-size="15" font-weight="bold">{}</text>"#,
+            L,
+            esc(&self.title)
+        );
         // Grid and ticks.
         for t in ax.ticks() {
             let x = px(t);
-            let _ = writeln!(s, r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#e0e0e0"/>"##, T + ph);
-            let _ = writeln!(s, r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, T + ph + 16.0, fmt_num(t));
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#e0e0e0"/>"##,
+                T + ph
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                T + ph + 16.0,
+                fmt_num(t)
+            );
         }
         for t in ay.ticks() {
             let y = py(t);
-            let _ = writeln!(s, r##"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e0e0e0"/>"##, L + pw);
-            let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, L - 6.0, y + 4.0, fmt_num(t));
+            let _ = writeln!(
+                s,
+                r##"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e0e0e0"/>"##,
+                L + pw
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+                L - 6.0,
+                y + 4.0,
+                fmt_num(t)
+            );
         }
-        let _ = writeln!(s, r##"<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##);
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, L + pw / 2.0, H - 18.0, esc(&self.xlabel));
-        let _ = writeln!(s, r#"<text transform="translate(18,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#, T + ph / 2.0, esc(&self.ylabel));
+        let _ = writeln!(
+            s,
+            r##"<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            L + pw / 2.0,
+            H - 18.0,
+            esc(&self.xlabel)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text transform="translate(18,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+            T + ph / 2.0,
+            esc(&self.ylabel)
+        );
         // Reference lines, then series.
         let mut legend: Vec<(String, &str, bool, bool)> = Vec::new();
         for h in &self.hlines {
             let y = py(h.y);
-            let _ = writeln!(s, r#"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}" stroke-width="1.5" stroke-dasharray="2,3"/>"#, L + pw, h.color);
+            let _ = writeln!(
+                s,
+                r#"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}" stroke-width="1.5" stroke-dasharray="2,3"/>"#,
+                L + pw,
+                h.color
+            );
             legend.push((h.name.clone(), h.color, true, false));
         }
         for se in &self.series {
-            let pts: Vec<String> = se.points.iter().filter(|p| !self.logy || p.1 > 0.0).map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y))).collect();
-            let dash = if se.dashed { r#" stroke-dasharray="6,4""# } else { "" };
-            let _ = writeln!(s, r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}/>"#, pts.join(" "), se.color, dash);
+            let pts: Vec<String> = se
+                .points
+                .iter()
+                .filter(|p| !self.logy || p.1 > 0.0)
+                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+                .collect();
+            let dash = if se.dashed {
+                r#" stroke-dasharray="6,4""#
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{}/>"#,
+                pts.join(" "),
+                se.color,
+                dash
+            );
             for &(x, y) in &se.points {
                 if self.logy && y <= 0.0 {
                     continue;
                 }
-                let _ = writeln!(s, r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"/>"#, px(x), py(y), se.color);
+                let _ = writeln!(
+                    s,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"/>"#,
+                    px(x),
+                    py(y),
+                    se.color
+                );
             }
             legend.push((se.name.clone(), se.color, false, se.dashed));
         }
         for (i, (name, color, hline, dashed)) in legend.iter().enumerate() {
             let y = T + 10.0 + i as f64 * 20.0;
             let x = L + pw + 14.0;
-            let dash = if *hline { r#" stroke-dasharray="2,3""# } else if *dashed { r#" stroke-dasharray="6,4""# } else { "" };
-            let _ = writeln!(s, r#"<line x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{color}" stroke-width="2"{dash}/>"#, x + 24.0);
-            let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}">{}</text>"#, x + 30.0, y + 4.0, esc(name));
+            let dash = if *hline {
+                r#" stroke-dasharray="2,3""#
+            } else if *dashed {
+                r#" stroke-dasharray="6,4""#
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                r#"<line x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{color}" stroke-width="2"{dash}/>"#,
+                x + 24.0
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+                x + 30.0,
+                y + 4.0,
+                esc(name)
+            );
         }
         s.push_str("</svg>\n");
         s
@@ -193,8 +292,17 @@ mod tests {
             ylabel: "y".into(),
             logx: true,
             logy: true,
-            series: vec![Series { name: "a".into(), color: "red", dashed: false, points: vec![(100.0, 5.0), (10000.0, 500.0)] }],
-            hlines: vec![HLine { name: "h".into(), color: "blue", y: 50.0 }],
+            series: vec![Series {
+                name: "a".into(),
+                color: "red",
+                dashed: false,
+                points: vec![(100.0, 5.0), (10000.0, 500.0)],
+            }],
+            hlines: vec![HLine {
+                name: "h".into(),
+                color: "blue",
+                y: 50.0,
+            }],
         };
         let s = c.render();
         assert!(s.starts_with("<svg"));

@@ -4,4 +4,7 @@
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| ufgraph_fuzz::cov::run(ufgraph_fuzz::cov::probedef, data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ufgraph_fuzz::cov::run(
+    ufgraph_fuzz::cov::probedef,
+    data
+));

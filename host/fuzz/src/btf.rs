@@ -53,7 +53,12 @@ fn load<'a>(
     match (&measured, &built) {
         (Ok(_), Ok(_)) => {}
         (Err(a), Err(b)) if a == b || *b == Error::Storage => {}
-        _ => return Err(format!("measure {measured:?}, new {:?}", built.as_ref().err())),
+        _ => {
+            return Err(format!(
+                "measure {measured:?}, new {:?}",
+                built.as_ref().err()
+            ))
+        }
     }
     Ok(built)
 }
@@ -77,7 +82,13 @@ impl Raw<'_> {
 
 fn raw<'a>(btf: &Btf<'a>, id: u32) -> Option<Raw<'a>> {
     let t = btf.ty(id).ok()?;
-    Some(Raw { kind: t.kind, vlen: t.vlen, flag: t.kind_flag, third: t.size_or_type, t })
+    Some(Raw {
+        kind: t.kind,
+        vlen: t.vlen,
+        flag: t.kind_flag,
+        third: t.size_or_type,
+        t,
+    })
 }
 
 /// What `resolve` must say: follow modifiers at most MAX_DEPTH times.
@@ -99,9 +110,13 @@ fn size_spec(btf: &Btf<'_>, id: u32, depth: usize) -> Result<u64, Error> {
     }
     let r = raw(btf, resolve_spec(btf, id)?).ok_or(Error::TypeId)?;
     match r.kind {
-        Kind::Int | Kind::Enum | Kind::Enum64 | Kind::Struct | Kind::Union | Kind::Float | Kind::Datasec => {
-            Ok(u64::from(r.third))
-        }
+        Kind::Int
+        | Kind::Enum
+        | Kind::Enum64
+        | Kind::Struct
+        | Kind::Union
+        | Kind::Float
+        | Kind::Datasec => Ok(u64::from(r.third)),
         Kind::Ptr => Ok(u64::from(POINTER_SIZE)),
         Kind::Array => Ok(size_spec(btf, r.w(0), depth + 1)? * u64::from(r.w(2))),
         _ => Err(Error::Kind),
@@ -121,16 +136,22 @@ fn reachable(btf: &Btf<'_>, id: u32, name: &[u8], ty: u32, off: u64) -> Option<b
         if !seen.insert((sid, base)) {
             continue;
         }
-        let Ok(r) = resolve_spec(btf, sid) else { continue };
+        let Ok(r) = resolve_spec(btf, sid) else {
+            continue;
+        };
         let Some(t) = raw(btf, r) else { continue };
         if !matches!(t.kind, Kind::Struct | Kind::Union) {
             continue;
         }
         for i in 0..usize::from(t.vlen) {
             budget = budget.checked_sub(1)?;
-            let Some(m) = member_at_spec(btf, &t, i) else { continue };
+            let Some(m) = member_at_spec(btf, &t, i) else {
+                continue;
+            };
             let moff = base + u64::from(m.bit_offset);
-            let Ok(mname) = btf.str_at(t.w(3 * i)) else { continue };
+            let Ok(mname) = btf.str_at(t.w(3 * i)) else {
+                continue;
+            };
             if mname.is_empty() && moff <= off {
                 todo.push((m.ty, moff));
             } else if mname == name && m.ty == ty && moff == off {
@@ -145,16 +166,28 @@ fn reachable(btf: &Btf<'_>, id: u32, name: &[u8], ty: u32, off: u64) -> Option<b
 fn member_at_spec(btf: &Btf<'_>, t: &Raw, i: usize) -> Option<Member> {
     let (ty, off) = (t.w(3 * i + 1), t.w(3 * i + 2));
     if t.flag {
-        return Some(Member { ty, bit_offset: off & 0xff_ffff, bitfield_size: off >> 24 });
+        return Some(Member {
+            ty,
+            bit_offset: off & 0xff_ffff,
+            bitfield_size: off >> 24,
+        });
     }
     let r = raw(btf, resolve_spec(btf, ty).ok()?)?;
     if r.kind == Kind::Int {
         let (int_off, bits) = ((r.w(0) >> 16) & 0xff, r.w(0) & 0xff);
         if int_off != 0 || bits != r.third * 8 {
-            return Some(Member { ty, bit_offset: off.checked_add(int_off)?, bitfield_size: bits });
+            return Some(Member {
+                ty,
+                bit_offset: off.checked_add(int_off)?,
+                bitfield_size: bits,
+            });
         }
     }
-    Some(Member { ty, bit_offset: off, bitfield_size: 0 })
+    Some(Member {
+        ty,
+        bit_offset: off,
+        bitfield_size: 0,
+    })
 }
 
 fn show(b: &[u8]) -> String {
@@ -164,16 +197,29 @@ fn show(b: &[u8]) -> String {
 /// The promises on an accepted blob (`btf`, over its base if split).
 fn check_accepted(btf: &Btf<'_>) -> Verdict {
     let end = btf.end_id();
-    ensure(btf.ty(end).is_err() && btf.ty(end.saturating_add(1000)).is_err(), || format!("id {end} past the end reads"))?;
-    ensure(btf.ty(0).map(|t| t.kind) == Ok(Kind::Void), || "id 0 is not void".into())?;
+    ensure(
+        btf.ty(end).is_err() && btf.ty(end.saturating_add(1000)).is_err(),
+        || format!("id {end} past the end reads"),
+    )?;
+    ensure(btf.ty(0).map(|t| t.kind) == Ok(Kind::Void), || {
+        "id 0 is not void".into()
+    })?;
 
     // The name index: exactly the named own types, sorted.
     let idx = btf.by_name();
-    let named: HashSet<u32> = btf.own_ids().filter(|&id| !btf.type_name(id).unwrap().is_empty()).collect();
-    ensure(idx.len() == named.len() && idx.iter().all(|id| named.contains(id)), || "name index is not the named types".into())?;
+    let named: HashSet<u32> = btf
+        .own_ids()
+        .filter(|&id| !btf.type_name(id).unwrap().is_empty())
+        .collect();
+    ensure(
+        idx.len() == named.len() && idx.iter().all(|id| named.contains(id)),
+        || "name index is not the named types".into(),
+    )?;
     for w in idx.windows(2) {
         let (a, b) = (btf.type_name(w[0]).unwrap(), btf.type_name(w[1]).unwrap());
-        ensure(a < b || (a == b && w[0] < w[1]), || format!("index out of order at {} {}", w[0], w[1]))?;
+        ensure(a < b || (a == b && w[0] < w[1]), || {
+            format!("index out of order at {} {}", w[0], w[1])
+        })?;
     }
 
     // Lookups by name, against a scan of every type (the base's too).
@@ -186,12 +232,23 @@ fn check_accepted(btf: &Btf<'_>) -> Verdict {
             u.kind == t.kind && btf.str_at(u.name_off).unwrap() == name
         });
         let found = btf.find(name, t.kind);
-        ensure(found.ok() == first, || format!("find({:?}, {:?}) = {found:?}, scan {first:?}", show(name), t.kind))?;
+        ensure(found.ok() == first, || {
+            format!(
+                "find({:?}, {:?}) = {found:?}, scan {first:?}",
+                show(name),
+                t.kind
+            )
+        })?;
         // A name just past it (a byte more) only if a type has it.
         let mut longer = name.to_vec();
         longer.push(b'_');
-        let scan = all.iter().copied().find(|&j| btf.type_name(j).unwrap() == longer && btf.ty(j).unwrap().kind == t.kind);
-        ensure(btf.find(&longer, t.kind).ok() == scan, || format!("find({:?})", show(&longer)))?;
+        let scan = all
+            .iter()
+            .copied()
+            .find(|&j| btf.type_name(j).unwrap() == longer && btf.ty(j).unwrap().kind == t.kind);
+        ensure(btf.find(&longer, t.kind).ok() == scan, || {
+            format!("find({:?})", show(&longer))
+        })?;
         if t.kind == Kind::Func && found == Ok(id) {
             check_func(btf, id)?;
         }
@@ -199,7 +256,9 @@ fn check_accepted(btf: &Btf<'_>) -> Verdict {
 
     for id in btf.own_ids().take(CAP as usize) {
         let r = btf.resolve(id);
-        ensure(r == resolve_spec(btf, id), || format!("resolve({id}) = {r:?}, spec {:?}", resolve_spec(btf, id)))?;
+        ensure(r == resolve_spec(btf, id), || {
+            format!("resolve({id}) = {r:?}, spec {:?}", resolve_spec(btf, id))
+        })?;
         let s = btf.size(id);
         let spec = size_spec(btf, id, 0);
         let same = match (s, spec) {
@@ -226,8 +285,19 @@ fn check_scalar(btf: &Btf<'_>, id: u32) -> Verdict {
         Ok(match t.kind {
             Kind::Int => {
                 let enc = t.w(0) >> 24;
-                let k = [ScalarKind::Int, ScalarKind::Int, ScalarKind::Char, ScalarKind::Int, ScalarKind::Bool];
-                (r, k.get(enc as usize).copied().unwrap_or(ScalarKind::Int), t.third, enc == 1)
+                let k = [
+                    ScalarKind::Int,
+                    ScalarKind::Int,
+                    ScalarKind::Char,
+                    ScalarKind::Int,
+                    ScalarKind::Bool,
+                ];
+                (
+                    r,
+                    k.get(enc as usize).copied().unwrap_or(ScalarKind::Int),
+                    t.third,
+                    enc == 1,
+                )
             }
             Kind::Ptr => (r, ScalarKind::Ptr, POINTER_SIZE, false),
             Kind::Enum | Kind::Enum64 => (r, ScalarKind::Enum, t.third, t.flag),
@@ -235,37 +305,58 @@ fn check_scalar(btf: &Btf<'_>, id: u32) -> Verdict {
             _ => return Err(Error::Kind),
         })
     });
-    ensure(s.map(|s| (s.id, s.kind, s.size, s.signed)) == want, || format!("scalar({id}) = {s:?}, spec {want:?}"))
+    ensure(s.map(|s| (s.id, s.kind, s.size, s.signed)) == want, || {
+        format!("scalar({id}) = {s:?}, spec {want:?}")
+    })
 }
 
 fn check_func(btf: &Btf<'_>, id: u32) -> Verdict {
     let name = btf.type_name(id).unwrap();
     let f = btf.func(name);
     let t = raw(btf, id).unwrap();
-    let Some(p) = raw(btf, t.third) else { return Err(format!("FUNC {id}'s type {} does not read", t.third)) };
+    let Some(p) = raw(btf, t.third) else {
+        return Err(format!("FUNC {id}'s type {} does not read", t.third));
+    };
     if p.kind != Kind::FuncProto {
-        return ensure(f == Err(Error::Kind), || format!("func({:?}) = {f:?} with a {:?}", show(name), p.kind));
+        return ensure(f == Err(Error::Kind), || {
+            format!("func({:?}) = {f:?} with a {:?}", show(name), p.kind)
+        });
     }
     let f = f.map_err(|e| format!("func({:?}): {e:?}", show(name)))?;
     let n = usize::from(p.vlen);
     let variadic = n > 0 && p.w(2 * n - 2) == 0 && p.w(2 * n - 1) == 0;
     ensure(
-        f.id == id && f.linkage == t.vlen && f.proto.id == t.third && f.proto.ret == p.third && f.proto.variadic == variadic,
+        f.id == id
+            && f.linkage == t.vlen
+            && f.proto.id == t.third
+            && f.proto.ret == p.third
+            && f.proto.variadic == variadic,
         || format!("func {f:?}"),
     )?;
     let params = n - usize::from(variadic);
-    ensure(usize::from(f.proto.params) == params, || format!("{} params of {n}", f.proto.params))?;
+    ensure(usize::from(f.proto.params) == params, || {
+        format!("{} params of {n}", f.proto.params)
+    })?;
     for i in 0..params.min(CAP as usize) {
-        let q = btf.param(t.third, i).map_err(|e| format!("param {i}: {e:?}"))?;
-        ensure(q.ty == p.w(2 * i + 1) && Ok(q.name) == btf.str_at(p.w(2 * i)), || format!("param {i}: {q:?}"))?;
+        let q = btf
+            .param(t.third, i)
+            .map_err(|e| format!("param {i}: {e:?}"))?;
+        ensure(
+            q.ty == p.w(2 * i + 1) && Ok(q.name) == btf.str_at(p.w(2 * i)),
+            || format!("param {i}: {q:?}"),
+        )?;
         if !q.name.is_empty() {
             let first = (0..i).all(|j| btf.str_at(p.w(2 * j)).ok() != Some(q.name));
             if first {
-                ensure(btf.param_index(t.third, q.name) == Ok(i), || format!("param_index of {i}"))?;
+                ensure(btf.param_index(t.third, q.name) == Ok(i), || {
+                    format!("param_index of {i}")
+                })?;
             }
         }
     }
-    ensure(btf.param(t.third, params) == Err(Error::NotFound), || "param past the last".into())
+    ensure(btf.param(t.third, params) == Err(Error::NotFound), || {
+        "param past the last".into()
+    })
 }
 
 fn check_members(btf: &Btf<'_>, id: u32, t: &Raw) -> Verdict {
@@ -273,8 +364,12 @@ fn check_members(btf: &Btf<'_>, id: u32, t: &Raw) -> Verdict {
     for i in 0..usize::from(t.vlen).min(CAP as usize / 4) {
         let m = btf.member_at(&tt, i);
         let spec = member_at_spec(btf, t, i);
-        ensure(m.ok() == spec, || format!("member_at({id}, {i}) = {m:?}, spec {spec:?}"))?;
-        let Ok(name) = btf.str_at(t.w(3 * i)) else { return Err(format!("member {i}'s name")) };
+        ensure(m.ok() == spec, || {
+            format!("member_at({id}, {i}) = {m:?}, spec {spec:?}")
+        })?;
+        let Ok(name) = btf.str_at(t.w(3 * i)) else {
+            return Err(format!("member {i}'s name"));
+        };
         if name.is_empty() {
             continue;
         }
@@ -302,7 +397,9 @@ fn check_members(btf: &Btf<'_>, id: u32, t: &Raw) -> Verdict {
         let found = btf.member(id, name);
         if let Ok(m) = found {
             let there = reachable(btf, id, name, m.ty, u64::from(m.bit_offset));
-            ensure(there != Some(false), || format!("member({id}, {:?}) = {m:?}: no such member", show(name)))?;
+            ensure(there != Some(false), || {
+                format!("member({id}, {:?}) = {m:?}: no such member", show(name))
+            })?;
         }
     }
     Ok(())
@@ -345,11 +442,15 @@ fn swap(data: &[u8]) -> Option<Vec<u8>> {
 
 /// The same answers from two readers of one blob (other byte order, or another view).
 fn same_answers(a: &Btf<'_>, b: &Btf<'_>, what: &str) -> Verdict {
-    ensure(a.end_id() == b.end_id() && a.by_name() == b.by_name(), || format!("{what}: other ids or index"))?;
+    ensure(
+        a.end_id() == b.end_id() && a.by_name() == b.by_name(),
+        || format!("{what}: other ids or index"),
+    )?;
     for id in 0..a.end_id().min(CAP) {
         let (ta, tb) = (a.ty(id).unwrap(), b.ty(id).unwrap());
         ensure(
-            (ta.kind, ta.name_off, ta.vlen, ta.kind_flag, ta.size_or_type) == (tb.kind, tb.name_off, tb.vlen, tb.kind_flag, tb.size_or_type)
+            (ta.kind, ta.name_off, ta.vlen, ta.kind_flag, ta.size_or_type)
+                == (tb.kind, tb.name_off, tb.vlen, tb.kind_flag, tb.size_or_type)
                 && a.type_name(id) == b.type_name(id)
                 && a.resolve(id) == b.resolve(id)
                 && a.size(id) == b.size(id)
@@ -360,24 +461,31 @@ fn same_answers(a: &Btf<'_>, b: &Btf<'_>, what: &str) -> Verdict {
     for &id in a.by_name().iter().take(CAP as usize) {
         let name = a.type_name(id).unwrap();
         let kind = a.ty(id).unwrap().kind;
-        ensure(a.find(name, kind) == b.find(name, kind) && a.func(name) == b.func(name), || {
-            format!("{what}: {:?} found differently", show(name))
-        })?;
+        ensure(
+            a.find(name, kind) == b.find(name, kind) && a.func(name) == b.func(name),
+            || format!("{what}: {:?} found differently", show(name)),
+        )?;
     }
     Ok(())
 }
 
 /// Runs one input; returns a label for the statistics, or what promise it breaks.
 pub fn check(data: &[u8]) -> Result<&'static str, String> {
-    let Some((&mode, rest)) = data.split_first() else { return Ok("empty") };
+    let Some((&mode, rest)) = data.split_first() else {
+        return Ok("empty");
+    };
     let (mut o, mut n, mut o2, mut n2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     if mode & 1 == 0 {
-        let Ok(btf) = load(rest, None, &mut o, &mut n)? else { return Ok("refused") };
+        let Ok(btf) = load(rest, None, &mut o, &mut n)? else {
+            return Ok("refused");
+        };
         check_accepted(&btf)?;
         let swapped = swap(rest).ok_or("an accepted blob's header does not read")?;
-        let other = load(&swapped, None, &mut o2, &mut n2)?.map_err(|e| format!("the other byte order refused: {e:?}"))?;
+        let other = load(&swapped, None, &mut o2, &mut n2)?
+            .map_err(|e| format!("the other byte order refused: {e:?}"))?;
         same_answers(&btf, &other, "byte order")?;
-        let view = Btf::from_parts(rest, None, btf.offsets(), btf.by_name()).map_err(|e| format!("from_parts: {e:?}"))?;
+        let view = Btf::from_parts(rest, None, btf.offsets(), btf.by_name())
+            .map_err(|e| format!("from_parts: {e:?}"))?;
         same_answers(&btf, &view, "from_parts")?;
         return Ok("accepted");
     }
@@ -387,9 +495,15 @@ pub fn check(data: &[u8]) -> Result<&'static str, String> {
     };
     let rest = &rest[2..];
     let (base, split) = rest.split_at(len.min(rest.len()));
-    let Ok(base) = load(base, None, &mut o, &mut n)? else { return Ok("base refused") };
-    let Ok(m) = load(split, Some(&base), &mut o2, &mut n2)? else { return Ok("split refused") };
-    ensure(m.first_id() == base.end_id(), || "split ids do not continue the base's".into())?;
+    let Ok(base) = load(base, None, &mut o, &mut n)? else {
+        return Ok("base refused");
+    };
+    let Ok(m) = load(split, Some(&base), &mut o2, &mut n2)? else {
+        return Ok("split refused");
+    };
+    ensure(m.first_id() == base.end_id(), || {
+        "split ids do not continue the base's".into()
+    })?;
     check_accepted(&m)?;
     Ok("split accepted")
 }
@@ -416,7 +530,11 @@ fn blob(types: &[u32], strs: &[u8]) -> Vec<u8> {
 /// blobs whose types loop.
 pub fn seeds() -> Vec<Vec<u8>> {
     let single = |b: &[u8]| [&[0u8][..], b].concat();
-    let mut out = vec![single(SAMPLE), single(&swap(SAMPLE).unwrap()), single(SPLIT_BASE)];
+    let mut out = vec![
+        single(SAMPLE),
+        single(&swap(SAMPLE).unwrap()),
+        single(SPLIT_BASE),
+    ];
     let mut split = vec![1u8];
     split.extend((SPLIT_BASE.len() as u16).to_le_bytes());
     split.extend(SPLIT_BASE);
@@ -428,22 +546,62 @@ pub fn seeds() -> Vec<Vec<u8>> {
     let int = 1 << 24;
     out.push(single(&blob(
         &[
-            1, 8 << 24, 2, //
-            3, 8 << 24, 1, //
-            0, 10 << 24, 3, //
-            0, 3 << 24, 0, 4, 5, 2, //
-            5, int, 4, 1 << 24 | 32, //
-            9, 4 << 24 | 2, 8, 0, 6, 0, 0, 6, 32, //
-            14, 12 << 24 | 1, 5, //
+            1,
+            8 << 24,
+            2, //
+            3,
+            8 << 24,
+            1, //
+            0,
+            10 << 24,
+            3, //
+            0,
+            3 << 24,
+            0,
+            4,
+            5,
+            2, //
+            5,
+            int,
+            4,
+            1 << 24 | 32, //
+            9,
+            4 << 24 | 2,
+            8,
+            0,
+            6,
+            0,
+            0,
+            6,
+            32, //
+            14,
+            12 << 24 | 1,
+            5, //
         ],
         strs,
     )));
     // A struct with a bitfield in old style (INT of 3 bits at bit 2) and new style.
     out.push(single(&blob(
         &[
-            5, int, 4, 1 << 24 | 2 << 16 | 3, //
-            9, 4 << 24 | 1 << 31 | 2, 4, 16, 1, 5 << 24 | 3, 3, 1, 8, //
-            9, 5 << 24 | 1, 4, 1, 1, 0, //
+            5,
+            int,
+            4,
+            1 << 24 | 2 << 16 | 3, //
+            9,
+            4 << 24 | 1 << 31 | 2,
+            4,
+            16,
+            1,
+            5 << 24 | 3,
+            3,
+            1,
+            8, //
+            9,
+            5 << 24 | 1,
+            4,
+            1,
+            1,
+            0, //
         ],
         strs,
     )));
@@ -458,8 +616,22 @@ mod tests {
 
     #[test]
     fn seeds_keep_promises() {
-        let labels: Vec<&str> = seeds().iter().map(|s| check(s).unwrap_or_else(|e| panic!("{e}"))).collect();
-        assert_eq!(labels, ["accepted", "accepted", "accepted", "split accepted", "accepted", "accepted", "accepted"]);
+        let labels: Vec<&str> = seeds()
+            .iter()
+            .map(|s| check(s).unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "accepted",
+                "accepted",
+                "accepted",
+                "split accepted",
+                "accepted",
+                "accepted",
+                "accepted"
+            ]
+        );
     }
 
     /// Seeds with random edits of words and bytes: a short deterministic run in `cargo test`.
@@ -475,7 +647,9 @@ mod tests {
                 match rng.below(4) {
                     0 => b[i] = rng.next() as u8,
                     1 => b[i] ^= 1 << rng.below(8),
-                    2 if i + 4 <= b.len() => b[i..i + 4].copy_from_slice(&(rng.below(40) as u32).to_le_bytes()),
+                    2 if i + 4 <= b.len() => {
+                        b[i..i + 4].copy_from_slice(&(rng.below(40) as u32).to_le_bytes())
+                    }
                     _ => b[i] = b[i].wrapping_add(1),
                 }
             }

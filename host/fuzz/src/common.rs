@@ -7,9 +7,17 @@ use ufgraph_pure::probedef::Config;
 
 /// Parser configurations: the usual one, and small limits with long offsets.
 pub const CONFIGS: [Config; 2] = [
-    Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 },
+    Config {
+        max_stack_index: 2048,
+        dentry_name_offset: 0x28,
+        file_dentry_offset: 0x48,
+    },
     // Small limits and long offsets: other boundaries, longer %pd rewrites.
-    Config { max_stack_index: 7, dentry_name_offset: 0x1234_5678, file_dentry_offset: 0 },
+    Config {
+        max_stack_index: 7,
+        dentry_name_offset: 0x1234_5678,
+        file_dentry_offset: 0,
+    },
 ];
 
 /// Definitions to start from: valid and invalid ones, upstream's selftest cases.
@@ -313,12 +321,17 @@ pub fn mutation_fuzzer(
     const CORPUS_MAX: usize = 4096;
 
     let mut argv = std::env::args().skip(1);
-    let iterations: u64 =
-        argv.next().map_or(Ok(1_000_000), |a| a.replace('_', "").parse()).unwrap_or_else(|_| {
+    let iterations: u64 = argv
+        .next()
+        .map_or(Ok(1_000_000), |a| a.replace('_', "").parse())
+        .unwrap_or_else(|_| {
             eprintln!("usage: {name} [ITERATIONS [SEED]]");
             std::process::exit(2)
         });
-    let seed: u64 = argv.next().and_then(|a| a.parse().ok()).unwrap_or(default_seed);
+    let seed: u64 = argv
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(default_seed);
     let mut rng = Rng(seed);
     let base = corpus.len();
     let mut stats: BTreeMap<&'static str, u64> = BTreeMap::new();
@@ -346,7 +359,9 @@ pub fn mutation_fuzzer(
                 }
             }
             Ok(Err(why)) => {
-                eprintln!("{name}: input {i} (seed {seed}) breaks an invariant: {why}\ninput: {input:?}");
+                eprintln!(
+                    "{name}: input {i} (seed {seed}) breaks an invariant: {why}\ninput: {input:?}"
+                );
                 return ExitCode::FAILURE;
             }
             Err(p) => {
@@ -354,7 +369,10 @@ pub fn mutation_fuzzer(
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| p.downcast_ref::<String>().cloned());
-                eprintln!("{name}: input {i} (seed {seed}) panics: {}\ninput: {input:?}", msg.unwrap_or_default());
+                eprintln!(
+                    "{name}: input {i} (seed {seed}) panics: {}\ninput: {input:?}",
+                    msg.unwrap_or_default()
+                );
                 return ExitCode::FAILURE;
             }
         }

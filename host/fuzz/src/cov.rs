@@ -17,11 +17,26 @@ pub struct Target {
 
 /// Every target.
 pub const TARGETS: &[Target] = &[
-    Target { name: "probedef", check: probedef },
-    Target { name: "fetch", check: fetch },
-    Target { name: "shadow", check: shadow },
-    Target { name: "symbols", check: symbols },
-    Target { name: "btf", check: btf },
+    Target {
+        name: "probedef",
+        check: probedef,
+    },
+    Target {
+        name: "fetch",
+        check: fetch,
+    },
+    Target {
+        name: "shadow",
+        check: shadow,
+    },
+    Target {
+        name: "symbols",
+        check: symbols,
+    },
+    Target {
+        name: "btf",
+        check: btf,
+    },
 ];
 
 /// A write to `dynamic_events`. The kernel refuses text that is not UTF-8 before parsing;
@@ -64,7 +79,9 @@ pub fn run(check: fn(&[u8]) -> Result<&'static str, String>, data: &[u8]) {
 
 /// Where the committed seeds of `target` are.
 pub fn seed_dir(target: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds").join(target)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("seeds")
+        .join(target)
 }
 
 #[cfg(test)]
@@ -78,7 +95,9 @@ mod tests {
         for t in TARGETS {
             let dir = seed_dir(t.name);
             let mut n = 0;
-            for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            for entry in
+                std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            {
                 let path = entry.unwrap().path();
                 let data = std::fs::read(&path).unwrap();
                 (t.check)(&data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -81,8 +81,15 @@ impl Fake {
     /// `len` bytes of text with NULs, and pointers into both regions.
     fn region(rng: &mut impl Source, len: usize, klen: usize, ulen: usize) -> Vec<u8> {
         let nul = 1 + rng.below(64);
-        let mut m: Vec<u8> =
-            (0..len).map(|_| if rng.below(nul) == 0 { 0 } else { b' ' + rng.below(95) as u8 }).collect();
+        let mut m: Vec<u8> = (0..len)
+            .map(|_| {
+                if rng.below(nul) == 0 {
+                    0
+                } else {
+                    b' ' + rng.below(95) as u8
+                }
+            })
+            .collect();
         for _ in 0..rng.below(len / 8 + 1) {
             let at = rng.below(len / 8 + 1) * 8;
             let p = Fake::value(rng, klen, ulen).to_le_bytes();
@@ -107,7 +114,12 @@ impl Fake {
             retval: 0,
             sym_salt: rng.next(),
         };
-        for v in f.args.iter_mut().chain(f.stack.iter_mut()).chain(f.slots.iter_mut()) {
+        for v in f
+            .args
+            .iter_mut()
+            .chain(f.stack.iter_mut())
+            .chain(f.slots.iter_mut())
+        {
             *v = Fake::value(rng, klen, ulen);
         }
         f.retval = Fake::value(rng, klen, ulen);
@@ -118,7 +130,11 @@ impl Fake {
     fn changed(&self, rng: &mut impl Source) -> Self {
         let mut f = self.clone();
         for _ in 0..1 + rng.below(8) {
-            let m = if rng.below(2) == 0 { &mut f.kmem } else { &mut f.umem };
+            let m = if rng.below(2) == 0 {
+                &mut f.kmem
+            } else {
+                &mut f.umem
+            };
             if m.is_empty() {
                 continue;
             }
@@ -136,7 +152,11 @@ impl Fake {
         if !user && (COMM..COMM + 16).contains(&addr) {
             return Some(b"fuzzer-comm\0\0\0\0\0"[(addr - COMM) as usize]);
         }
-        let (mem, base) = if user { (&self.umem, UBASE) } else { (&self.kmem, KBASE) };
+        let (mem, base) = if user {
+            (&self.umem, UBASE)
+        } else {
+            (&self.kmem, KBASE)
+        };
         let off = usize::try_from(addr.checked_sub(base)?).ok()?;
         mem.get(off).copied()
     }
@@ -196,7 +216,13 @@ impl Env for Fake {
             return 0;
         }
         let mut text = String::new();
-        let _ = write!(text, "sym{:x}+0x{:x}/0x{:x}", h >> 40, h % 256, 256 + h % 1024);
+        let _ = write!(
+            text,
+            "sym{:x}+0x{:x}/0x{:x}",
+            h >> 40,
+            h % 256,
+            256 + h % 1024
+        );
         if h.is_multiple_of(3) {
             text.push_str(" [mod]");
         }
@@ -208,9 +234,9 @@ impl Env for Fake {
 
 /// A symbol table: some names resolve (one to 0, which upstream takes for none), others not.
 fn resolve(sym: &str) -> Option<u64> {
-    let h = sym
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, c| (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3));
+    let h = sym.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+        (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3)
+    });
     match h % 5 {
         0 => None,
         1 => Some(0),
@@ -245,8 +271,13 @@ use crate::common::{ensure, Verdict};
 fn render(progs: &[Program], rec: &[u8], head: usize) -> Result<String, String> {
     let mut s = Seq::default();
     render_args(progs, rec, head, &mut s).map_err(|_| "render failed".to_string())?;
-    let names = progs.iter().filter(|p| s.text.contains(&format!(" {}=", p.name()))).count();
-    ensure(names == progs.len(), || format!("render lost names: {}", s.text))?;
+    let names = progs
+        .iter()
+        .filter(|p| s.text.contains(&format!(" {}=", p.name())))
+        .count();
+    ensure(names == progs.len(), || {
+        format!("render lost names: {}", s.text)
+    })?;
     Ok(s.text)
 }
 
@@ -256,7 +287,10 @@ fn data_locs(progs: &[Program], rec: &[u8], head: usize) -> Vec<Option<u32>> {
     for p in progs.iter().filter(|p| p.is_dynamic()) {
         for j in 0..usize::from(p.count().max(1)) {
             let at = p.field_offset(head) + 4 * j;
-            locs.push(rec.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap())));
+            locs.push(
+                rec.get(at..at + 4)
+                    .map(|b| u32::from_le_bytes(b.try_into().unwrap())),
+            );
         }
     }
     locs
@@ -271,9 +305,15 @@ fn check_hit(
 ) -> Result<&'static str, String> {
     let env = Fake::new(rng);
     let stable = rng.below(4) != 0;
-    let second = if stable { env.clone() } else { env.changed(rng) };
+    let second = if stable {
+        env.clone()
+    } else {
+        env.changed(rng)
+    };
     let dsize = dynamic_size(progs, &env);
-    ensure(dsize <= progs.len() * 64 * MAX_STRING_SIZE, || format!("dynamic size {dsize}"))?;
+    ensure(dsize <= progs.len() * 64 * MAX_STRING_SIZE, || {
+        format!("dynamic size {dsize}")
+    })?;
     let exact = head + args_size + dsize;
     let len = match rng.below(8) {
         0 => rng.below(exact + 1),
@@ -282,7 +322,9 @@ fn check_hit(
     };
     let mut rec = vec![0xa5u8; len];
     store(progs, &second, &mut rec, head, args_size);
-    ensure(rec.iter().take(head).all(|&b| b == 0xa5), || "head written".into())?;
+    ensure(rec.iter().take(head).all(|&b| b == 0xa5), || {
+        "head written".into()
+    })?;
 
     // Strings: faults, or in the dynamic area, in order, NUL-terminated.
     let fixed_end = head + args_size;
@@ -293,9 +335,15 @@ fn check_hit(
         if l == 0 {
             continue;
         }
-        ensure(off == cursor, || format!("data_loc {loc:#x} not at {cursor}"))?;
-        ensure(off + l <= rec.len(), || format!("data_loc {loc:#x} past {}", rec.len()))?;
-        ensure(rec[off + l - 1] == 0, || format!("data_loc {loc:#x}: no NUL"))?;
+        ensure(off == cursor, || {
+            format!("data_loc {loc:#x} not at {cursor}")
+        })?;
+        ensure(off + l <= rec.len(), || {
+            format!("data_loc {loc:#x} past {}", rec.len())
+        })?;
+        ensure(rec[off + l - 1] == 0, || {
+            format!("data_loc {loc:#x}: no NUL")
+        })?;
         cursor += l;
         used += l;
     }
@@ -303,9 +351,13 @@ fn check_hit(
     // (Strings beyond 64 KiB cannot be addressed by a data_loc, and are cut.)
     let same = stable && len == exact;
     if same && exact <= 0x1_0000 {
-        ensure(used == dsize, || format!("stored {used} of {dsize} measured"))?;
+        ensure(used == dsize, || {
+            format!("stored {used} of {dsize} measured")
+        })?;
     } else {
-        ensure(len < fixed_end || used <= len - fixed_end, || "strings overflow".into())?;
+        ensure(len < fixed_end || used <= len - fixed_end, || {
+            "strings overflow".into()
+        })?;
     }
     let label = match (progs.iter().any(Program::is_dynamic), used > 0, same) {
         (false, _, true) => "hit: no strings",
@@ -319,8 +371,13 @@ fn check_hit(
     let shown = render(progs, &rec, head)?;
     let faults = shown.matches(FAULT_STRING).count();
     let locs = data_locs(progs, &rec, head);
-    let empty = locs.iter().filter(|l| l.is_none_or(|l| split_data_loc(l).0 == 0)).count();
-    ensure(faults >= empty, || format!("{empty} faulted strings, {faults} shown: {shown}"))?;
+    let empty = locs
+        .iter()
+        .filter(|l| l.is_none_or(|l| split_data_loc(l).0 == 0))
+        .count();
+    ensure(faults >= empty, || {
+        format!("{empty} faulted strings, {faults} shown: {shown}")
+    })?;
 
     // Truncated and corrupted records render too.
     let cut = rng.below(rec.len() + 1);
@@ -347,13 +404,27 @@ fn check_hit(
 
 fn check_program(p: &Program, head: usize, args_size: usize) -> Verdict {
     let end = p.field_offset(head) + p.field_size();
-    ensure(p.field_offset(head) >= head && end <= head + args_size, || {
-        format!("field {} at {}..{end} outside {head}+{args_size}", p.name(), p.field_offset(head))
-    })?;
+    ensure(
+        p.field_offset(head) >= head && end <= head + args_size,
+        || {
+            format!(
+                "field {} at {}..{end} outside {head}+{args_size}",
+                p.name(),
+                p.field_offset(head)
+            )
+        },
+    )?;
     let mut ty = String::new();
-    p.write_field_type(&mut ty).map_err(|_| "field type failed")?;
-    let want = if p.count() > 0 { format!("[{}]", p.count()) } else { String::new() };
-    ensure(ty.ends_with(&want) && ty.len() > want.len(), || format!("field type {ty}"))
+    p.write_field_type(&mut ty)
+        .map_err(|_| "field type failed")?;
+    let want = if p.count() > 0 {
+        format!("[{}]", p.count())
+    } else {
+        String::new()
+    };
+    ensure(ty.ends_with(&want) && ty.len() > want.len(), || {
+        format!("field type {ty}")
+    })
 }
 
 fn check_print_fmt(progs: &[Program], is_return: bool) -> Verdict {
@@ -361,7 +432,9 @@ fn check_print_fmt(progs: &[Program], is_return: bool) -> Verdict {
     write_print_fmt(progs, is_return, &mut fmt).map_err(|_| "print fmt failed")?;
     // Fields named after the format: the head's, then one per element.
     let elements: usize = progs.iter().map(|p| usize::from(p.count().max(1))).sum();
-    let close = fmt.rfind("\", ").ok_or_else(|| format!("print fmt {fmt}"))?;
+    let close = fmt
+        .rfind("\", ")
+        .ok_or_else(|| format!("print fmt {fmt}"))?;
     let named = fmt[close..].matches(", ").count();
     ensure(named == elements + if is_return { 2 } else { 1 }, || {
         format!("print fmt names {named} fields for {elements}: {fmt}")
@@ -380,7 +453,9 @@ pub fn check(rng: &mut impl Source, input: &str) -> Result<&'static str, String>
             Ok(p) => progs.push(p),
             Err(e) => {
                 ensure(e.errno() < 0, || format!("errno {}", e.errno()))?;
-                ensure(d.registration_error(e.errno()).is_some(), || "no error to log".into())?;
+                ensure(d.registration_error(e.errno()).is_some(), || {
+                    "no error to log".into()
+                })?;
                 return Ok("(does not compile)");
             }
         }

@@ -28,23 +28,38 @@ pub use crate::common::{ensure, Verdict};
 fn check_error(cmd: &str, cfg: &Config, e: &ProbeError) -> Verdict {
     let log = e.log(cmd, cfg, 1_234_567_890).to_string();
     let lines: Vec<&str> = log.lines().collect();
-    ensure(lines.len() == if e.also.is_some() { 6 } else { 3 }, || format!("log shape: {log:?}"))?;
-    ensure(log.ends_with("^\n"), || format!("log end: {log:?}"))?;
-    let shown =
-        lines[1].strip_prefix("  Command: ").ok_or_else(|| format!("command line: {log:?}"))?;
-    ensure(lines[2].len() == 11 + e.pos + 1, || format!("caret line: {log:?}"))?;
-    ensure(lines[0].starts_with("[    1.234567] trace_fprobe: error: "), || {
-        format!("head: {log:?}")
+    ensure(lines.len() == if e.also.is_some() { 6 } else { 3 }, || {
+        format!("log shape: {log:?}")
     })?;
-    ensure(lines[0].ends_with(e.code.message()), || format!("message: {log:?}"))?;
+    ensure(log.ends_with("^\n"), || format!("log end: {log:?}"))?;
+    let shown = lines[1]
+        .strip_prefix("  Command: ")
+        .ok_or_else(|| format!("command line: {log:?}"))?;
+    ensure(lines[2].len() == 11 + e.pos + 1, || {
+        format!("caret line: {log:?}")
+    })?;
+    ensure(
+        lines[0].starts_with("[    1.234567] trace_fprobe: error: "),
+        || format!("head: {log:?}"),
+    )?;
+    ensure(lines[0].ends_with(e.code.message()), || {
+        format!("message: {log:?}")
+    })?;
     // The caret is in the failing word or just past it; except for type errors found after a
     // dereference, which upstream places further right, by up to the length of the expression
     // before the type.
-    let word =
-        shown.split(' ').nth(e.index).ok_or_else(|| format!("no word {} in {shown:?}", e.index))?;
-    let late = matches!(e.code, ErrCode::BadSymstring | ErrCode::BadString | ErrCode::BadBitfield);
+    let word = shown
+        .split(' ')
+        .nth(e.index)
+        .ok_or_else(|| format!("no word {} in {shown:?}", e.index))?;
+    let late = matches!(
+        e.code,
+        ErrCode::BadSymstring | ErrCode::BadString | ErrCode::BadBitfield
+    );
     let bound = if late { 2 * word.len() } else { word.len() };
-    ensure(e.offset <= bound, || format!("offset {} past word {word:?}", e.offset))?;
+    ensure(e.offset <= bound, || {
+        format!("offset {} past word {word:?}", e.offset)
+    })?;
     let start: usize = shown.split(' ').take(e.index).map(|w| w.len() + 1).sum();
     ensure(start + e.offset == e.pos, || {
         format!("pos {} is not word {} + {}", e.pos, e.index, e.offset)
@@ -87,35 +102,50 @@ fn summary(d: &ProbeDef<'_>) -> String {
 
 fn is_identifier(s: &str) -> bool {
     let mut b = s.bytes();
-    b.next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+    b.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
         && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
 fn check_arg(d: &ProbeDef<'_>, a: &FetchArg<'_>, end: &mut usize) -> Verdict {
     let f = &a.fetch;
-    ensure(is_identifier(a.name) && a.name.len() <= MAX_ARG_NAME_LEN, || {
-        format!("name {:?}", a.name)
+    ensure(
+        is_identifier(a.name) && a.name.len() <= MAX_ARG_NAME_LEN,
+        || format!("name {:?}", a.name),
+    )?;
+    ensure(a.comm.to_string().len() <= MAX_ARGSTR_LEN, || {
+        format!("comm {}", a.comm)
     })?;
-    ensure(a.comm.to_string().len() <= MAX_ARGSTR_LEN, || format!("comm {}", a.comm))?;
-    ensure(f.derefs().len() < MAX_DEREFS, || format!("{} derefs", f.derefs().len()))?;
+    ensure(f.derefs().len() < MAX_DEREFS, || {
+        format!("{} derefs", f.derefs().len())
+    })?;
     ensure(usize::from(f.store.size) == a.ty.size(), || {
         format!("store size {:?} for {:?}", f.store, a.ty)
     })?;
-    ensure(usize::from(f.count) <= MAX_ARRAY_LEN, || format!("count {}", f.count))?;
-    let string_store =
-        matches!(f.store.kind, StoreKind::String | StoreKind::UserString | StoreKind::SymString);
-    ensure(string_store == a.ty.is_string(), || format!("store {:?} for {:?}", f.store, a.ty))?;
+    ensure(usize::from(f.count) <= MAX_ARRAY_LEN, || {
+        format!("count {}", f.count)
+    })?;
+    let string_store = matches!(
+        f.store.kind,
+        StoreKind::String | StoreKind::UserString | StoreKind::SymString
+    );
+    ensure(string_store == a.ty.is_string(), || {
+        format!("store {:?} for {:?}", f.store, a.ty)
+    })?;
     if let Some(bf) = f.bitfield {
-        ensure(usize::from(bf.basesize) == a.ty.size(), || format!("bitfield {bf:?}"))?;
+        ensure(usize::from(bf.basesize) == a.ty.size(), || {
+            format!("bitfield {bf:?}")
+        })?;
     }
-    ensure(usize::from(a.offset) == *end, || format!("offset {} after {}", a.offset, end))?;
+    ensure(usize::from(a.offset) == *end, || {
+        format!("offset {} after {}", a.offset, end)
+    })?;
     *end += a.size();
     match f.load {
-        Load::EntryArg { arg, slot } => {
-            ensure(d.is_return() && d.entry_args().get(usize::from(slot)) == Some(&arg), || {
-                format!("slot {slot} of {arg}")
-            })
-        }
+        Load::EntryArg { arg, slot } => ensure(
+            d.is_return() && d.entry_args().get(usize::from(slot)) == Some(&arg),
+            || format!("slot {slot} of {arg}"),
+        ),
         Load::Retval => ensure(d.is_return(), || "retval on entry".into()),
         Load::Arg(_) => ensure(!d.is_return(), || "Arg on exit".into()),
         _ => Ok(()),
@@ -123,11 +153,22 @@ fn check_arg(d: &ProbeDef<'_>, a: &FetchArg<'_>, end: &mut usize) -> Verdict {
 }
 
 fn check_def(cfg: &Config, d: &ProbeDef<'_>) -> Verdict {
-    ensure(d.nargs() <= MAX_TRACE_ARGS, || format!("{} args", d.nargs()))?;
-    ensure(d.args().len() == d.nargs() && d.args().count() == d.nargs(), || "args lost".into())?;
-    ensure(!d.group().is_empty() && !d.event().is_empty(), || "names".into())?;
-    ensure(d.event().len() < MAX_EVENT_NAME_LEN, || "event too long".into())?;
-    ensure(d.entry_data_size() == 8 * d.entry_args().len(), || "entry size".into())?;
+    ensure(d.nargs() <= MAX_TRACE_ARGS, || {
+        format!("{} args", d.nargs())
+    })?;
+    ensure(
+        d.args().len() == d.nargs() && d.args().count() == d.nargs(),
+        || "args lost".into(),
+    )?;
+    ensure(!d.group().is_empty() && !d.event().is_empty(), || {
+        "names".into()
+    })?;
+    ensure(d.event().len() < MAX_EVENT_NAME_LEN, || {
+        "event too long".into()
+    })?;
+    ensure(d.entry_data_size() == 8 * d.entry_args().len(), || {
+        "entry size".into()
+    })?;
     let mut end = 0;
     for a in d.args() {
         check_arg(d, &a, &mut end)?;
@@ -137,15 +178,19 @@ fn check_def(cfg: &Config, d: &ProbeDef<'_>) -> Verdict {
     })?;
 
     // The probe clashes with no copy of itself but duplicates it.
-    ensure(d.diff_arg_types(d.args().map(|a| a.sig())).is_none(), || "differs from itself".into())?;
+    ensure(
+        d.diff_arg_types(d.args().map(|a| a.sig())).is_none(),
+        || "differs from itself".into(),
+    )?;
     ensure(d.diff_probe_type(d.is_return(), d.kind()).is_none(), || {
         "other type than itself".into()
     })?;
     let comms: Vec<String> = d.args().map(|a| a.comm.to_string()).collect();
     let same = d.same_probe(d.symbol(), comms.iter().map(String::as_str));
-    ensure(same.is_some_and(|e| e.code == ErrCode::SameProbe && e.pos == 0), || {
-        "not the same as itself".into()
-    })?;
+    ensure(
+        same.is_some_and(|e| e.code == ErrCode::SameProbe && e.pos == 0),
+        || "not the same as itself".into(),
+    )?;
 
     check_removal(cfg, d)?;
 
@@ -154,13 +199,17 @@ fn check_def(cfg: &Config, d: &ProbeDef<'_>) -> Verdict {
     match parse(&listed, cfg) {
         // A negative maxactive (upstream's int wrap) lists as "f-N", which upstream reads as "f".
         Ok(Command::Add(again)) if d.maxactive() < 0 => {
-            ensure(again.maxactive() == 0 && again.nargs() == d.nargs(), || format!("{listed:?}"))
+            ensure(again.maxactive() == 0 && again.nargs() == d.nargs(), || {
+                format!("{listed:?}")
+            })
         }
         Ok(Command::Add(again)) => {
             ensure(summary(d) == summary(&again), || {
                 format!("listed {listed:?} parses differently")
             })?;
-            ensure(again.to_string() == listed, || format!("listing {listed:?} is not stable"))
+            ensure(again.to_string() == listed, || {
+                format!("listing {listed:?} is not stable")
+            })
         }
         Err(Error::Probe(e)) if e.code == ErrCode::BadEventName && !d.event_given() => Ok(()),
         Err(Error::CommandTooLong) if listed.len() > MAX_COMMAND_LEN => Ok(()),
@@ -213,8 +262,10 @@ fn check_one(input: &str, cfg: &Config) -> Result<&'static str, String> {
         Ok(Command::Remove(r)) => {
             let none: [(&str, &str); 0] = [];
             let _ = r.matches("fprobes", "ev", "vfs_read", none);
-            ensure(r.group().is_some() || !r.event().is_empty(), || "empty removal".into())
-                .map(|()| "removal")
+            ensure(r.group().is_some() || !r.event().is_empty(), || {
+                "empty removal".into()
+            })
+            .map(|()| "removal")
         }
         Err(Error::Probe(e)) => check_error(input, cfg, &e).map(|()| e.code.name()),
         Err(e) => Ok(match e {
@@ -242,12 +293,16 @@ pub fn check(input: &str) -> Result<&'static str, String> {
     if input.contains(['\n', '#']) {
         let mut lines = 0;
         for line in commands(input) {
-            ensure(!line.contains(['\n', '#']), || format!("command {line:?} keeps a newline or comment"))?;
+            ensure(!line.contains(['\n', '#']), || {
+                format!("command {line:?} keeps a newline or comment")
+            })?;
             lines += 1;
             check_one(line, &CONFIGS[0]).map_err(|v| format!("line {line:?}: {v}"))?;
         }
         let want = input.split_terminator('\n').count();
-        ensure(lines == want, || format!("{lines} commands in {want} lines"))?;
+        ensure(lines == want, || {
+            format!("{lines} commands in {want} lines")
+        })?;
     }
     Ok(label)
 }

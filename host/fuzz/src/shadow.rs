@@ -80,7 +80,11 @@ pub struct ImageParams {
 impl ImageParams {
     fn decode(src: &mut impl Source) -> Self {
         let wild_top = src.below(4) == 3;
-        let top = if wild_top { src.next() as usize } else { src.below(W + 24) };
+        let top = if wild_top {
+            src.next() as usize
+        } else {
+            src.below(W + 24)
+        };
         Self::decode_rest(src, top, wild_top)
     }
 
@@ -157,7 +161,11 @@ fn frame_at(image: &[usize], start: usize) -> Frame {
         func: image[start + 1],
         calltime: image[start + 2] as u64,
         retp: image[start + 3],
-        bitmap: if word::kind(bm) == WordType::Bitmap { word::bitmap_bits(bm) } else { 0 },
+        bitmap: if word::kind(bm) == WordType::Bitmap {
+            word::bitmap_bits(bm)
+        } else {
+            0
+        },
         seen: seen as u16,
         marks: seen & mark::ALL,
         building: word::kind(bm) == WordType::Reserved,
@@ -165,14 +173,29 @@ fn frame_at(image: &[usize], start: usize) -> Frame {
 }
 
 /// A data range found below `top` in `frame`: inside the frame, under its header.
-fn check_data(image: &[usize], frame: &Frame, top: usize, idx: usize, d: DataRef, what: &str) -> Verdict {
+fn check_data(
+    image: &[usize],
+    frame: &Frame,
+    top: usize,
+    idx: usize,
+    d: DataRef,
+    what: &str,
+) -> Verdict {
     let header_at = d.start + d.words;
-    ensure(frame.start + FRAME_WORDS < d.start && header_at < top, || {
-        format!("{what}: data {d:?} outside frame at {} under top {top}", frame.start)
-    })?;
+    ensure(
+        frame.start + FRAME_WORDS < d.start && header_at < top,
+        || {
+            format!(
+                "{what}: data {d:?} outside frame at {} under top {top}",
+                frame.start
+            )
+        },
+    )?;
     let h = image[header_at];
     ensure(
-        word::kind(h) == WordType::Data && word::data_index(h) == idx && word::data_words(h) == d.words,
+        word::kind(h) == WordType::Data
+            && word::data_index(h) == idx
+            && word::data_words(h) == d.words,
         || format!("{what}: data {d:?} of ops {idx} under header {h:#x}"),
     )
 }
@@ -180,32 +203,46 @@ fn check_data(image: &[usize], frame: &Frame, top: usize, idx: usize, d: DataRef
 /// The readers on the image as it is: walks and lookups.
 fn check_readers(s: &Stack, image: &[usize], top: usize, idx: usize) -> Result<usize, String> {
     let frames: Vec<Frame> = s.frames().take(W + 1).collect();
-    ensure(frames.len() * (FRAME_WORDS + 1) <= top.min(MAX_OFFSET), || {
-        format!("{} frames under top {top}", frames.len())
+    ensure(
+        frames.len() * (FRAME_WORDS + 1) <= top.min(MAX_OFFSET),
+        || format!("{} frames under top {top}", frames.len()),
+    )?;
+    ensure(s.top_frame() == frames.first().copied(), || {
+        "top frame is not the walk's first".into()
     })?;
-    ensure(s.top_frame() == frames.first().copied(), || "top frame is not the walk's first".into())?;
     let mut above = top;
     for (n, f) in frames.iter().enumerate() {
         ensure(above <= MAX_OFFSET && f.start + FRAME_WORDS < above, || {
             format!("frame {n} at {} not under {above}", f.start)
         })?;
-        ensure(*f == frame_at(image, f.start), || format!("frame {n} {f:?} is not its words"))?;
+        ensure(*f == frame_at(image, f.start), || {
+            format!("frame {n} {f:?} is not its words")
+        })?;
         above = f.start;
     }
     if let Some(d) = s.data_on_top(idx) {
-        ensure(top <= MAX_OFFSET && d.start + d.words + 1 == top, || format!("data on top {d:?}"))?;
-        let h = image[top - 1];
-        ensure(word::data_index(h) == idx && word::data_words(h) == d.words, || {
-            format!("data on top {d:?} under {h:#x}")
+        ensure(top <= MAX_OFFSET && d.start + d.words + 1 == top, || {
+            format!("data on top {d:?}")
         })?;
+        let h = image[top - 1];
+        ensure(
+            word::data_index(h) == idx && word::data_words(h) == d.words,
+            || format!("data on top {d:?} under {h:#x}"),
+        )?;
     }
     for depth in 0..4 {
         let found = s.retrieve_data(idx, depth);
         match frames.get(depth) {
-            None => ensure(found.is_none(), || format!("data {found:?} at depth {depth} of no frame"))?,
+            None => ensure(found.is_none(), || {
+                format!("data {found:?} at depth {depth} of no frame")
+            })?,
             Some(f) => {
                 if let Some(d) = found {
-                    let top_here = if depth == 0 { top } else { frames[depth - 1].start };
+                    let top_here = if depth == 0 {
+                        top
+                    } else {
+                        frames[depth - 1].start
+                    };
                     check_data(image, f, top_here, idx, d, "retrieve")?;
                 }
             }
@@ -221,15 +258,26 @@ fn check_pushes(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
     let overrun = s.overrun();
 
     // The hot path's push with data.
-    let fits = top.checked_add(FRAME_WORDS + 2 + words).is_some_and(|t| t < MAX_OFFSET);
+    let fits = top
+        .checked_add(FRAME_WORDS + 2 + words)
+        .is_some_and(|t| t < MAX_OFFSET);
     match s.push_with_data(0x1111, 0x2222, 0x3333, 0x4444, idx, words) {
         Ok((bm, d)) => {
-            ensure(fits, || format!("push_with_data of {words} words on top {top} fits"))?;
-            let new_top = top + FRAME_WORDS + 2 + words;
-            ensure(bm == top + FRAME_WORDS && d == DataRef { start: bm + 1, words }, || {
-                format!("push_with_data gave {bm}, {d:?} on top {top}")
+            ensure(fits, || {
+                format!("push_with_data of {words} words on top {top} fits")
             })?;
-            ensure(s.top() == new_top, || format!("top {} after push_with_data", s.top()))?;
+            let new_top = top + FRAME_WORDS + 2 + words;
+            ensure(
+                bm == top + FRAME_WORDS
+                    && d == DataRef {
+                        start: bm + 1,
+                        words,
+                    },
+                || format!("push_with_data gave {bm}, {d:?} on top {top}"),
+            )?;
+            ensure(s.top() == new_top, || {
+                format!("top {} after push_with_data", s.top())
+            })?;
             let want = Frame {
                 start: top,
                 ret: 0x1111,
@@ -241,10 +289,13 @@ fn check_pushes(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
                 marks: 0,
                 building: true,
             };
-            ensure(s.top_frame() == Some(want), || format!("pushed {:?}", s.top_frame()))?;
-            ensure(s.data_on_top(idx) == Some(d) && s.retrieve_data(idx, 0) == Some(d), || {
-                format!("data {d:?} not found on top")
+            ensure(s.top_frame() == Some(want), || {
+                format!("pushed {:?}", s.top_frame())
             })?;
+            ensure(
+                s.data_on_top(idx) == Some(d) && s.retrieve_data(idx, 0) == Some(d),
+                || format!("data {d:?} not found on top"),
+            )?;
             let after = snapshot(s);
             if let Some(i) = changed_outside(image, &after, top..new_top) {
                 return Err(format!("push_with_data on top {top} wrote word {i}"));
@@ -253,7 +304,9 @@ fn check_pushes(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
             ensure(s.top() == top, || format!("unpush left top {}", s.top()))?;
         }
         Err(_) => {
-            ensure(!fits, || format!("push_with_data of {words} words on top {top} refused"))?;
+            ensure(!fits, || {
+                format!("push_with_data of {words} words on top {top} refused")
+            })?;
             ensure(s.overrun() == overrun + 1, || "overrun not counted".into())?;
             ensure(changed_outside(image, &snapshot(s), 0..0).is_none(), || {
                 "a refused push wrote".into()
@@ -264,7 +317,9 @@ fn check_pushes(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
     // The general path: push, reserve, set the bitmap, pop.
     s.truncate(top);
     let image = snapshot(s);
-    let fits = top.checked_add(FRAME_WORDS + 1).is_some_and(|t| t < MAX_OFFSET);
+    let fits = top
+        .checked_add(FRAME_WORDS + 1)
+        .is_some_and(|t| t < MAX_OFFSET);
     match s.push(0x5555, 0x6666, 0x7777, 0x8888) {
         Ok(bm) => {
             ensure(fits && bm == top + FRAME_WORDS && s.top() == bm + 1, || {
@@ -272,16 +327,27 @@ fn check_pushes(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
             })?;
             let room = bm + 1 + words + 1 < MAX_OFFSET;
             let d = s.reserve_data(idx, words * 8);
-            ensure(d.is_some() == room, || format!("reserve of {words} words on top {}: {d:?}", bm + 1))?;
+            ensure(d.is_some() == room, || {
+                format!("reserve of {words} words on top {}: {d:?}", bm + 1)
+            })?;
             if let Some(d) = d {
-                ensure(d == DataRef { start: bm + 1, words }, || format!("reserved {d:?}"))?;
-                ensure(s.retrieve_data(idx, 0) == Some(d), || "reserved data not found".into())?;
+                ensure(
+                    d == DataRef {
+                        start: bm + 1,
+                        words,
+                    },
+                    || format!("reserved {d:?}"),
+                )?;
+                ensure(s.retrieve_data(idx, 0) == Some(d), || {
+                    "reserved data not found".into()
+                })?;
             }
             s.set_bitmap(bm, 0x8001);
             let f = s.top_frame().ok_or("pushed frame not found")?;
             ensure(
-                (f.start, f.ret, f.func, f.calltime, f.retp, f.bitmap, f.building)
-                    == (top, 0x5555, 0x6666, 0x7777, 0x8888, 0x8001, false),
+                (
+                    f.start, f.ret, f.func, f.calltime, f.retp, f.bitmap, f.building,
+                ) == (top, 0x5555, 0x6666, 0x7777, 0x8888, 0x8001, false),
                 || format!("pushed {f:?}"),
             )?;
             if let Some(i) = changed_outside(&image, &snapshot(s), top..s.top()) {
@@ -297,9 +363,10 @@ fn check_pushes(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
     s.truncate(top);
     let image = snapshot(s);
     if let Some(d) = s.reserve_data(idx, words * 8) {
-        ensure(top >= 1 && d == DataRef { start: top, words } && top + words + 1 < MAX_OFFSET, || {
-            format!("reserved {d:?} on top {top}")
-        })?;
+        ensure(
+            top >= 1 && d == DataRef { start: top, words } && top + words + 1 < MAX_OFFSET,
+            || format!("reserved {d:?} on top {top}"),
+        )?;
         if let Some(i) = changed_outside(&image, &snapshot(s), top..top + words + 1) {
             return Err(format!("reservation on top {top} wrote word {i}"));
         }
@@ -320,17 +387,23 @@ fn check_fgraph_find(image: &[usize], p: &ImageParams) -> Verdict {
         image[i]
     };
     let retp = image[p.fg_retp_at];
-    let skip = |r: usize| p.fg_skip_mod > 1 && r % p.fg_skip_mod == 0;
+    let skip = |r: usize| p.fg_skip_mod > 1 && r.is_multiple_of(p.fg_skip_mod);
     let (fw, rw, pw) = (p.fg_frame_words, p.fg_ret_word, p.fg_retp_word);
     let found = fgraph_find(read, p.top, words, fw, rw, pw, retp, skip);
-    ensure(bad.get().is_none(), || format!("fgraph_find read word {:?} of {words}", bad.get()))?;
+    ensure(bad.get().is_none(), || {
+        format!("fgraph_find read word {:?} of {words}", bad.get())
+    })?;
     if let Some(r) = found {
-        ensure(fw > 0 && rw < fw && pw < fw && r >= rw, || format!("found {r} with {fw}/{rw}/{pw}"))?;
+        ensure(fw > 0 && rw < fw && pw < fw && r >= rw, || {
+            format!("found {r} with {fw}/{rw}/{pw}")
+        })?;
         let start = r - rw;
         ensure(start + fw <= words && start < p.top.min(words), || {
             format!("found frame {start} past {words} words, top {}", p.top)
         })?;
-        ensure(image[start + pw] == retp && !skip(r), || format!("found {r}: not slot {retp:#x}"))?;
+        ensure(image[start + pw] == retp && !skip(r), || {
+            format!("found {r}: not slot {retp:#x}")
+        })?;
     }
     Ok(())
 }
@@ -361,22 +434,48 @@ fn check_image(src: &mut Bytes<'_>) -> Result<&'static str, String> {
 /// What the entry and return paths do to a stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
-    Push { ret: usize, func: usize, calltime: u64, retp: usize },
-    PushWithData { ret: usize, idx: usize, words: usize },
+    Push {
+        ret: usize,
+        func: usize,
+        calltime: u64,
+        retp: usize,
+    },
+    PushWithData {
+        ret: usize,
+        idx: usize,
+        words: usize,
+    },
     /// `bytes` 0 and above `MAX_DATA_BYTES`, `idx` 16: refused.
-    Reserve { idx: usize, bytes: usize },
-    SetBitmap { bits: u16 },
+    Reserve {
+        idx: usize,
+        bytes: usize,
+    },
+    SetBitmap {
+        bits: u16,
+    },
     SetBuilding,
-    MarkSeen { idx: usize },
-    SetMarks { marks: usize },
-    SetCalltime { calltime: u64, at_bm: bool },
+    MarkSeen {
+        idx: usize,
+    },
+    SetMarks {
+        marks: usize,
+    },
+    SetCalltime {
+        calltime: u64,
+        at_bm: bool,
+    },
     Pop,
     Unpush,
     /// Truncate to before the top frame's last reservation (an entry callback that declined).
     Decline,
     /// Drop frames above a frame (calls that will never return through us).
-    DropFrames { n: usize },
-    TaskVar { idx: usize, value: usize },
+    DropFrames {
+        n: usize,
+    },
+    TaskVar {
+        idx: usize,
+        value: usize,
+    },
     ClearFrames,
 }
 
@@ -396,17 +495,32 @@ impl Op {
                 idx: src.below(ARRAY_SIZE),
                 words: 1 + src.below(MAX_DATA_WORDS),
             },
-            2 => Op::Reserve { idx: src.below(ARRAY_SIZE + 1), bytes: src.below(MAX_DATA_BYTES + 9) },
-            3 => Op::SetBitmap { bits: src.below(1 << 16) as u16 },
+            2 => Op::Reserve {
+                idx: src.below(ARRAY_SIZE + 1),
+                bytes: src.below(MAX_DATA_BYTES + 9),
+            },
+            3 => Op::SetBitmap {
+                bits: src.below(1 << 16) as u16,
+            },
             4 => Op::SetBuilding,
-            5 => Op::MarkSeen { idx: src.below(ARRAY_SIZE) },
-            6 => Op::SetMarks { marks: [0, mark::HANDED, mark::PENDING, mark::ALL][src.below(4)] },
-            7 => Op::SetCalltime { calltime: src.next(), at_bm: src.below(2) == 1 },
+            5 => Op::MarkSeen {
+                idx: src.below(ARRAY_SIZE),
+            },
+            6 => Op::SetMarks {
+                marks: [0, mark::HANDED, mark::PENDING, mark::ALL][src.below(4)],
+            },
+            7 => Op::SetCalltime {
+                calltime: src.next(),
+                at_bm: src.below(2) == 1,
+            },
             8 => Op::Pop,
             9 => Op::Unpush,
             10 => Op::Decline,
             11 => Op::DropFrames { n: src.below(256) },
-            12 => Op::TaskVar { idx: src.below(ARRAY_SIZE), value: src.below(1 << 16) },
+            12 => Op::TaskVar {
+                idx: src.below(ARRAY_SIZE),
+                value: src.below(1 << 16),
+            },
             _ => Op::ClearFrames,
         }
     }
@@ -416,7 +530,12 @@ impl Op {
         let op = |out: &mut Vec<u8>, n| Bytes::encode_below(out, OPS, n);
         let b16 = |out: &mut Vec<u8>, v: usize| Bytes::encode_below(out, 1 << 16, v);
         match *self {
-            Op::Push { ret, func, calltime, retp } => {
+            Op::Push {
+                ret,
+                func,
+                calltime,
+                retp,
+            } => {
                 op(out, 0);
                 for v in [ret, func, calltime as usize, retp] {
                     b16(out, v);
@@ -444,7 +563,9 @@ impl Op {
             }
             Op::SetMarks { marks } => {
                 op(out, 6);
-                let i = [0, mark::HANDED, mark::PENDING, mark::ALL].iter().position(|&m| m == marks);
+                let i = [0, mark::HANDED, mark::PENDING, mark::ALL]
+                    .iter()
+                    .position(|&m| m == marks);
                 Bytes::encode_below(out, 4, i.expect("marks"));
             }
             Op::SetCalltime { calltime, at_bm } => {
@@ -523,7 +644,14 @@ impl MFrame {
 
     /// The latest data `idx` reserved here.
     fn data_of(&self, idx: usize) -> Option<DataRef> {
-        self.data.iter().rev().find(|d| d.idx == idx).map(|d| DataRef { start: d.start, words: d.words })
+        self.data
+            .iter()
+            .rev()
+            .find(|d| d.idx == idx)
+            .map(|d| DataRef {
+                start: d.start,
+                words: d.words,
+            })
     }
 }
 
@@ -540,10 +668,17 @@ struct Model {
 fn apply(s: &Stack, m: &mut Model, op: Op, fill: usize) -> Verdict {
     let top = m.top;
     match op {
-        Op::Push { ret, func, calltime, retp } => {
+        Op::Push {
+            ret,
+            func,
+            calltime,
+            retp,
+        } => {
             let r = s.push(ret, func, calltime, retp);
             if top + FRAME_WORDS + 1 < MAX_OFFSET {
-                ensure(r == Ok(top + FRAME_WORDS), || format!("push on {top}: {r:?}"))?;
+                ensure(r == Ok(top + FRAME_WORDS), || {
+                    format!("push on {top}: {r:?}")
+                })?;
                 m.frames.push(MFrame {
                     start: top,
                     ret,
@@ -565,8 +700,13 @@ fn apply(s: &Stack, m: &mut Model, op: Op, fill: usize) -> Verdict {
             let r = s.push_with_data(ret, !ret, 7, ret + 1, idx, words);
             let new_top = top + FRAME_WORDS + 2 + words;
             if new_top < MAX_OFFSET {
-                let d = DataRef { start: top + FRAME_WORDS + 1, words };
-                ensure(r == Ok((top + FRAME_WORDS, d)), || format!("push_with_data on {top}: {r:?}"))?;
+                let d = DataRef {
+                    start: top + FRAME_WORDS + 1,
+                    words,
+                };
+                ensure(r == Ok((top + FRAME_WORDS, d)), || {
+                    format!("push_with_data on {top}: {r:?}")
+                })?;
                 for k in 0..words {
                     s.set_word(d.start + k, fill + k);
                 }
@@ -579,7 +719,12 @@ fn apply(s: &Stack, m: &mut Model, op: Op, fill: usize) -> Verdict {
                     bitmap: None,
                     seen: 1 << idx,
                     marks: 0,
-                    data: vec![MData { idx, start: d.start, words, fill: Some(fill) }],
+                    data: vec![MData {
+                        idx,
+                        start: d.start,
+                        words,
+                        fill: Some(fill),
+                    }],
                 });
                 m.top = new_top;
             } else {
@@ -592,19 +737,30 @@ fn apply(s: &Stack, m: &mut Model, op: Op, fill: usize) -> Verdict {
             let words = bytes.div_ceil(8);
             let ok = (1..=MAX_DATA_BYTES).contains(&bytes)
                 && idx < ARRAY_SIZE
-                && m.frames.last().is_some_and(|f| f.data.last().is_none_or(|d| d.idx != idx))
+                && m.frames
+                    .last()
+                    .is_some_and(|f| f.data.last().is_none_or(|d| d.idx != idx))
                 && top + words + 1 < MAX_OFFSET;
             if ok {
                 let d = DataRef { start: top, words };
-                ensure(r == Some(d), || format!("reserve {bytes} for {idx} on {top}: {r:?}"))?;
+                ensure(r == Some(d), || {
+                    format!("reserve {bytes} for {idx} on {top}: {r:?}")
+                })?;
                 for k in 0..words {
                     s.set_word(d.start + k, fill + k);
                 }
                 let f = m.frames.last_mut().unwrap();
-                f.data.push(MData { idx, start: top, words, fill: Some(fill) });
+                f.data.push(MData {
+                    idx,
+                    start: top,
+                    words,
+                    fill: Some(fill),
+                });
                 m.top = top + words + 1;
             } else {
-                ensure(r.is_none(), || format!("reserve {bytes} for {idx} on {top}: {r:?}"))?;
+                ensure(r.is_none(), || {
+                    format!("reserve {bytes} for {idx} on {top}: {r:?}")
+                })?;
             }
         }
         Op::SetBitmap { bits } => {
@@ -644,7 +800,9 @@ fn apply(s: &Stack, m: &mut Model, op: Op, fill: usize) -> Verdict {
         Op::Pop => {
             if let Some(f) = m.frames.pop() {
                 let got = s.top_frame();
-                ensure(got == Some(f.frame()), || format!("popping {got:?}, model {f:?}"))?;
+                ensure(got == Some(f.frame()), || {
+                    format!("popping {got:?}, model {f:?}")
+                })?;
                 s.pop(&f.frame());
                 m.top = f.start;
             }
@@ -686,42 +844,67 @@ fn apply(s: &Stack, m: &mut Model, op: Op, fill: usize) -> Verdict {
 
 /// The stack holds what the model says.
 fn compare(s: &Stack, m: &Model, deep: bool) -> Verdict {
-    ensure(s.top() == m.top && s.depth() == m.frames.len() && s.overrun() == m.overrun, || {
-        format!(
-            "top {} depth {} overrun {}, model {} {} {}",
-            s.top(),
-            s.depth(),
-            s.overrun(),
-            m.top,
-            m.frames.len(),
-            m.overrun
-        )
-    })?;
+    ensure(
+        s.top() == m.top && s.depth() == m.frames.len() && s.overrun() == m.overrun,
+        || {
+            format!(
+                "top {} depth {} overrun {}, model {} {} {}",
+                s.top(),
+                s.depth(),
+                s.overrun(),
+                m.top,
+                m.frames.len(),
+                m.overrun
+            )
+        },
+    )?;
     let got: Vec<Frame> = s.frames().take(W).collect();
     let want: Vec<Frame> = m.frames.iter().rev().map(MFrame::frame).collect();
     ensure(got == want, || format!("frames {got:?}, model {want:?}"))?;
     for idx in 0..ARRAY_SIZE {
-        let top_data = m.frames.last().and_then(|f| f.data.last()).filter(|d| d.idx == idx);
-        let want = top_data.map(|d| DataRef { start: d.start, words: d.words });
-        ensure(s.data_on_top(idx) == want, || format!("data on top of {idx}: {:?}", s.data_on_top(idx)))?;
+        let top_data = m
+            .frames
+            .last()
+            .and_then(|f| f.data.last())
+            .filter(|d| d.idx == idx);
+        let want = top_data.map(|d| DataRef {
+            start: d.start,
+            words: d.words,
+        });
+        ensure(s.data_on_top(idx) == want, || {
+            format!("data on top of {idx}: {:?}", s.data_on_top(idx))
+        })?;
         let depths = if deep { m.frames.len() + 1 } else { 1 };
         for depth in 0..depths {
-            let want = m.frames.iter().rev().nth(depth).and_then(|f| f.data_of(idx));
+            let want = m
+                .frames
+                .iter()
+                .rev()
+                .nth(depth)
+                .and_then(|f| f.data_of(idx));
             let got = s.retrieve_data(idx, depth);
-            ensure(got == want, || format!("data of {idx} at depth {depth}: {got:?}, model {want:?}"))?;
+            ensure(got == want, || {
+                format!("data of {idx} at depth {depth}: {got:?}, model {want:?}")
+            })?;
         }
-        ensure(s.task_var(idx).load(Relaxed) == m.task_vars[idx], || format!("task var {idx}"))?;
+        ensure(s.task_var(idx).load(Relaxed) == m.task_vars[idx], || {
+            format!("task var {idx}")
+        })?;
     }
     for d in m.frames.iter().flat_map(|f| &f.data) {
         if let Some(fill) = d.fill {
             for k in 0..d.words {
-                ensure(s.word(d.start + k) == fill + k, || format!("data {d:?} word {k} overwritten"))?;
+                ensure(s.word(d.start + k) == fill + k, || {
+                    format!("data {d:?} word {k} overwritten")
+                })?;
             }
         }
     }
     // Frames stay below MAX_OFFSET: the words up to the task variables are never written.
     for i in MAX_OFFSET..W - ARRAY_SIZE {
-        ensure(s.word(i) == 0, || format!("word {i} at or above MAX_OFFSET written"))?;
+        ensure(s.word(i) == 0, || {
+            format!("word {i} at or above MAX_OFFSET written")
+        })?;
     }
     Ok(())
 }
@@ -764,7 +947,11 @@ fn check_corrupted(src: &mut Bytes<'_>) -> Result<&'static str, String> {
     }
     for _ in 0..src.below(CORRUPT_WORDS + 1) {
         let near_top = src.below(4) != 0;
-        let at = if near_top && m.top > 0 { m.top - 1 - src.below(m.top.min(64)) } else { src.below(W) };
+        let at = if near_top && m.top > 0 {
+            m.top - 1 - src.below(m.top.min(64))
+        } else {
+            src.below(W)
+        };
         s.set_word(at, image_word(src));
     }
     let top = match src.below(4) {
@@ -778,7 +965,11 @@ fn check_corrupted(src: &mut Bytes<'_>) -> Result<&'static str, String> {
     let frames = check_readers(&s, &image, top, p.idx)?;
     check_pushes(&s, &image, &p)?;
     check_fgraph_find(&image, &p)?;
-    Ok(if frames < m.frames.len() { "corrupted: walk cut short" } else { "corrupted: walk whole" })
+    Ok(if frames < m.frames.len() {
+        "corrupted: walk cut short"
+    } else {
+        "corrupted: walk whole"
+    })
 }
 
 /// A corrupted-stack input: `ops`, then `words` written at their indexes, `top` unchanged.
@@ -806,7 +997,12 @@ pub fn encode_corrupted(ops: &[Op], words: &[(usize, usize)], p: &ImageParams) -
 
 /// Operation sequences like the shadow stack's own tests, for seeds.
 pub fn seed_sequences() -> Vec<Vec<Op>> {
-    let push = |r: usize| Op::Push { ret: r, func: r + 1, calltime: 42, retp: 0x7000 + r };
+    let push = |r: usize| Op::Push {
+        ret: r,
+        func: r + 1,
+        calltime: 42,
+        retp: 0x7000 + r,
+    };
     let mut seqs = Vec::new();
     // push_pop_restores_everything
     seqs.push(vec![
@@ -822,10 +1018,20 @@ pub fn seed_sequences() -> Vec<Vec<Op>> {
             push(0x77),
             push(0x1111),
             Op::MarkSeen { idx },
-            Op::Reserve { idx, bytes: words * 8 },
-            Op::PushWithData { ret: 0x1111, idx, words },
+            Op::Reserve {
+                idx,
+                bytes: words * 8,
+            },
+            Op::PushWithData {
+                ret: 0x1111,
+                idx,
+                words,
+            },
             Op::SetBitmap { bits: 1 << idx },
-            Op::SetCalltime { calltime: 77, at_bm: true },
+            Op::SetCalltime {
+                calltime: 77,
+                at_bm: true,
+            },
             Op::Unpush,
         ]);
     }
@@ -835,7 +1041,10 @@ pub fn seed_sequences() -> Vec<Vec<Op>> {
         nested.push(push(0x1000 + i));
         nested.push(Op::SetBitmap { bits: 1 });
         if i % 3 == 0 {
-            nested.push(Op::Reserve { idx: 2, bytes: 8 * (i + 1) });
+            nested.push(Op::Reserve {
+                idx: 2,
+                bytes: 8 * (i + 1),
+            });
         }
     }
     nested.extend([Op::Pop, Op::Pop, Op::DropFrames { n: 3 }, Op::Pop]);
@@ -845,7 +1054,9 @@ pub fn seed_sequences() -> Vec<Vec<Op>> {
         several.push(Op::Reserve { idx, bytes });
     }
     several.extend([
-        Op::SetBitmap { bits: 0b1000_0010_0010_0011 },
+        Op::SetBitmap {
+            bits: 0b1000_0010_0010_0011,
+        },
         push(9),
         Op::SetBitmap { bits: 1 },
         Op::Reserve { idx: 5, bytes: 40 },
@@ -853,7 +1064,10 @@ pub fn seed_sequences() -> Vec<Vec<Op>> {
         Op::Reserve { idx: 15, bytes: 8 },
         Op::Reserve { idx: 3, bytes: 0 },
         Op::Reserve { idx: 16, bytes: 8 },
-        Op::Reserve { idx: 4, bytes: MAX_DATA_BYTES + 1 },
+        Op::Reserve {
+            idx: 4,
+            bytes: MAX_DATA_BYTES + 1,
+        },
     ]);
     seqs.push(several);
     // declined_entry_discards_its_data, teardown marks, task variables
@@ -863,8 +1077,12 @@ pub fn seed_sequences() -> Vec<Vec<Op>> {
         Op::Reserve { idx: 2, bytes: 16 },
         Op::Decline,
         Op::SetBitmap { bits: 1 << 1 },
-        Op::SetMarks { marks: mark::PENDING },
-        Op::SetMarks { marks: mark::HANDED },
+        Op::SetMarks {
+            marks: mark::PENDING,
+        },
+        Op::SetMarks {
+            marks: mark::HANDED,
+        },
         Op::MarkSeen { idx: 2 },
         Op::SetBuilding,
         Op::TaskVar { idx: 4, value: 44 },
@@ -872,10 +1090,23 @@ pub fn seed_sequences() -> Vec<Vec<Op>> {
         Op::Reserve { idx: 0, bytes: 8 },
     ]);
     // deep_recursion_overruns_without_corruption, push_with_data_refuses_when_full
-    let mut deep: Vec<Op> = (0..90).flat_map(|i| [push(i), Op::SetBitmap { bits: 1 }]).collect();
-    deep.extend([Op::Reserve { idx: 3, bytes: 8 }, Op::PushWithData { ret: 1, idx: 0, words: 4 }]);
+    let mut deep: Vec<Op> = (0..90)
+        .flat_map(|i| [push(i), Op::SetBitmap { bits: 1 }])
+        .collect();
+    deep.extend([
+        Op::Reserve { idx: 3, bytes: 8 },
+        Op::PushWithData {
+            ret: 1,
+            idx: 0,
+            words: 4,
+        },
+    ]);
     deep.extend((0..5).map(|_| Op::Pop));
-    deep.extend((0..20).map(|i| Op::PushWithData { ret: i, idx: i % 16, words: 1 + i % 32 }));
+    deep.extend((0..20).map(|i| Op::PushWithData {
+        ret: i,
+        idx: i % 16,
+        words: 1 + i % 32,
+    }));
     seqs.push(deep);
     seqs
 }
@@ -962,7 +1193,8 @@ mod tests {
             let bytes = encode_ops(&seq);
             // The encoding reads back as the same operations.
             let mut src = Bytes(&bytes[1..]);
-            let back: Vec<Op> = std::iter::from_fn(|| (!src.is_empty()).then(|| Op::decode(&mut src))).collect();
+            let back: Vec<Op> =
+                std::iter::from_fn(|| (!src.is_empty()).then(|| Op::decode(&mut src))).collect();
             assert_eq!(back, seq);
             check(&bytes).unwrap_or_else(|e| panic!("{seq:?}: {e}"));
         }

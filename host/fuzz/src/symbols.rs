@@ -32,7 +32,9 @@ fn show(b: &[u8]) -> String {
 
 /// The line's words: runs of bytes other than space and tab.
 fn words(line: &[u8]) -> Vec<&[u8]> {
-    line.split(|&c| c == b' ' || c == b'\t').filter(|w| !w.is_empty()).collect()
+    line.split(|&c| c == b' ' || c == b'\t')
+        .filter(|w| !w.is_empty())
+        .collect()
 }
 
 /// An address as the files print it: hex digits, at most 16, with `std`'s parser.
@@ -45,7 +47,9 @@ fn address(w: &[u8]) -> Option<u64> {
 
 /// `[MODULE]`, MODULE not empty.
 fn module(w: &[u8]) -> Option<&[u8]> {
-    w.strip_prefix(b"[")?.strip_suffix(b"]").filter(|m| !m.is_empty())
+    w.strip_prefix(b"[")?
+        .strip_suffix(b"]")
+        .filter(|m| !m.is_empty())
 }
 
 /// What `available_filter_functions_addrs` says the line is.
@@ -59,7 +63,11 @@ fn func_spec(line: &[u8]) -> Option<Func<'_>> {
         Some(m) => Some(module(m)?),
         None => None,
     };
-    Some(Func { loc: loc as usize, name: w[1], module })
+    Some(Func {
+        loc: loc as usize,
+        name: w[1],
+        module,
+    })
 }
 
 /// What `/proc/kallsyms` says the line is.
@@ -73,12 +81,20 @@ fn sym_spec(line: &[u8]) -> Option<Sym<'_>> {
         Some(m) => Some(module(m)?),
         None => None,
     };
-    Some(Sym { addr: addr as usize, kind: w[1][0], name: w[2], module })
+    Some(Sym {
+        addr: addr as usize,
+        kind: w[1][0],
+        name: w[2],
+        module,
+    })
 }
 
 /// Which hooker kallsyms' text `s` names.
 fn hooker_spec(s: &[u8]) -> Hooker {
-    let at_start = |name: &[u8]| s.strip_prefix(name).is_some_and(|r| r.starts_with(b"+0x0/"));
+    let at_start = |name: &[u8]| {
+        s.strip_prefix(name)
+            .is_some_and(|r| r.starts_with(b"+0x0/"))
+    };
     if at_start(b"return_to_handler") {
         return Hooker::Fgraph;
     }
@@ -96,7 +112,9 @@ fn hooker_spec(s: &[u8]) -> Hooker {
 
 fn check_line(line: &[u8]) -> Verdict {
     let f = parse(line);
-    ensure(f == func_spec(line), || format!("funclist {:?}: {f:?}", show(line)))?;
+    ensure(f == func_spec(line), || {
+        format!("funclist {:?}: {f:?}", show(line))
+    })?;
     if let Some(f) = f {
         let mut again = format!("{:x} {}", f.loc, show(f.name)).into_bytes();
         if let Some(m) = f.module {
@@ -110,10 +128,14 @@ fn check_line(line: &[u8]) -> Verdict {
             raw.extend_from_slice(m);
             raw.push(b']');
         }
-        ensure(parse(&raw) == Some(f), || format!("funclist {:?} prints as {:?}", show(line), show(&again)))?;
+        ensure(parse(&raw) == Some(f), || {
+            format!("funclist {:?} prints as {:?}", show(line), show(&again))
+        })?;
     }
     let s = parse_kallsyms(line);
-    ensure(s == sym_spec(line), || format!("kallsyms {:?}: {s:?}", show(line)))?;
+    ensure(s == sym_spec(line), || {
+        format!("kallsyms {:?}: {s:?}", show(line))
+    })?;
     if let Some(s) = s {
         let mut raw = format!("{:016x} {} ", s.addr, s.kind as char).into_bytes();
         raw.extend_from_slice(s.name);
@@ -122,15 +144,21 @@ fn check_line(line: &[u8]) -> Verdict {
             raw.extend_from_slice(m);
             raw.push(b']');
         }
-        ensure(parse_kallsyms(&raw) == Some(s), || format!("kallsyms {:?} prints differently", show(line)))?;
+        ensure(parse_kallsyms(&raw) == Some(s), || {
+            format!("kallsyms {:?} prints differently", show(line))
+        })?;
     }
     let h = hooker(line);
-    ensure(h == hooker_spec(line), || format!("hooker {:?}: {h:?}", show(line)))?;
+    ensure(h == hooker_spec(line), || {
+        format!("hooker {:?}: {h:?}", show(line))
+    })?;
     // The same text at another offset names no hooker.
     if let Some(p) = line.windows(5).position(|w| w == b"+0x0/") {
         let mut moved = line.to_vec();
         moved[p + 3] = b'8';
-        ensure(hooker(&moved) == Hooker::Plain, || format!("hooker {:?}", show(&moved)))?;
+        ensure(hooker(&moved) == Hooker::Plain, || {
+            format!("hooker {:?}", show(&moved))
+        })?;
     }
     Ok(())
 }
@@ -140,13 +168,20 @@ pub fn check(buf: &[u8]) -> Result<&'static str, String> {
     let mut lines: Vec<Vec<u8>> = Vec::new();
     let used = for_each_line(buf, |l| lines.push(l.to_vec()));
     let want = buf.iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
-    ensure(used == want, || format!("consumed {used} of {} bytes, last newline ends at {want}", buf.len()))?;
+    ensure(used == want, || {
+        format!(
+            "consumed {used} of {} bytes, last newline ends at {want}",
+            buf.len()
+        )
+    })?;
     let mut joined = Vec::new();
     for l in &lines {
         joined.extend_from_slice(l);
         joined.push(b'\n');
     }
-    ensure(joined == buf[..used], || "lines are not the buffer's".into())?;
+    ensure(joined == buf[..used], || {
+        "lines are not the buffer's".into()
+    })?;
     let mut accepted = 0;
     for line in lines.iter().map(Vec::as_slice).chain([&buf[used..]]) {
         check_line(line)?;
@@ -186,12 +221,20 @@ mod tests {
     /// The statements of the formats agree with the parsers' own tests.
     #[test]
     fn specs_say_what_the_tests_say() {
-        assert_eq!(func_spec(b"ffffffffc0042010 ufg_test_add [ufgraph_kunit]").unwrap().module, Some(&b"ufgraph_kunit"[..]));
+        assert_eq!(
+            func_spec(b"ffffffffc0042010 ufg_test_add [ufgraph_kunit]")
+                .unwrap()
+                .module,
+            Some(&b"ufgraph_kunit"[..])
+        );
         assert_eq!(func_spec(b"0 name"), None);
         assert_eq!(func_spec(b"ffff name mod"), None);
         assert_eq!(sym_spec(b"0000000000000000 D jiffies").unwrap().addr, 0);
         assert_eq!(sym_spec(b"ffffffff82a4c2e0 dd x"), None);
-        assert_eq!(hooker_spec(b"__kretprobe_trampoline+0x0/0x50"), Hooker::Unknown);
+        assert_eq!(
+            hooker_spec(b"__kretprobe_trampoline+0x0/0x50"),
+            Hooker::Unknown
+        );
         assert_eq!(hooker_spec(b"_trampoline+0x0/0x10"), Hooker::Plain);
         assert_eq!(hooker_spec(b"vfs_read+0x0/0x170"), Hooker::Plain);
         assert_eq!(hooker_spec(b"a+b_trampoline+0x0/0x10"), Hooker::Plain);
@@ -201,13 +244,27 @@ mod tests {
     #[test]
     fn short_run() {
         let mut rng = Rng(5);
-        const PIECES: &[&[u8]] = &[b" ", b"\t", b"\n", b"[", b"]", b"+0x0/", b"_trampoline", b"0", b"f", b"x", b"T"];
+        const PIECES: &[&[u8]] = &[
+            b" ",
+            b"\t",
+            b"\n",
+            b"[",
+            b"]",
+            b"+0x0/",
+            b"_trampoline",
+            b"0",
+            b"f",
+            b"x",
+            b"T",
+        ];
         for _ in 0..20_000 {
             let mut b = rng.pick(SEEDS).to_vec();
             for _ in 0..1 + rng.below(4) {
                 let i = rng.below(b.len() + 1);
                 match rng.below(3) {
-                    0 => b.splice(i..i, rng.pick(PIECES).iter().copied()).for_each(drop),
+                    0 => b
+                        .splice(i..i, rng.pick(PIECES).iter().copied())
+                        .for_each(drop),
                     1 if i < b.len() => b[i] = rng.next() as u8,
                     _ => b.truncate(i),
                 }

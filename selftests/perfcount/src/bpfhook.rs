@@ -91,7 +91,10 @@ impl Btf {
     fn read(path: &str) -> Btf {
         let data = fs::read(path).unwrap_or_else(|e| die(&format!("{path}: {e}")));
         let u = |o: usize| -> usize {
-            data.get(o..o + 4).map_or_else(|| die(&format!("{path}: truncated")), |b| u32::from_ne_bytes(b.try_into().unwrap()) as usize)
+            data.get(o..o + 4).map_or_else(
+                || die(&format!("{path}: truncated")),
+                |b| u32::from_ne_bytes(b.try_into().unwrap()) as usize,
+            )
         };
         if data.len() < 24 || u16::from_ne_bytes([data[0], data[1]]) != 0xeb9f {
             die(&format!("{path}: not BTF"));
@@ -114,14 +117,15 @@ impl Btf {
             let (kind, vlen) = ((info >> 24) & 0x1f, (info & 0xffff) as usize);
             f(kind, name);
             // What follows the 12-byte `struct btf_type` for each kind.
-            o += 12 + match kind {
-                1 | 14 | 17 => 4,       // INT, VAR, DECL_TAG
-                3 => 12,                // ARRAY
-                4 | 5 => vlen * 12,     // STRUCT, UNION
-                6 | 13 => vlen * 8,     // ENUM, FUNC_PROTO
-                15 | 19 => vlen * 12,   // DATASEC, ENUM64
-                _ => 0,
-            };
+            o += 12
+                + match kind {
+                    1 | 14 | 17 => 4,     // INT, VAR, DECL_TAG
+                    3 => 12,              // ARRAY
+                    4 | 5 => vlen * 12,   // STRUCT, UNION
+                    6 | 13 => vlen * 8,   // ENUM, FUNC_PROTO
+                    15 | 19 => vlen * 12, // DATASEC, ENUM64
+                    _ => 0,
+                };
         }
     }
 
@@ -151,12 +155,21 @@ fn func_id(func: &str, module: &str) -> u32 {
     let mut found = None;
     let mut i = 0;
     btf.each(|kind, name| {
-        if kind == BTF_KIND_FUNC && name >= str_base && btf.str_at(name - str_base) == func.as_bytes() && found.is_none() {
+        if kind == BTF_KIND_FUNC
+            && name >= str_base
+            && btf.str_at(name - str_base) == func.as_bytes()
+            && found.is_none()
+        {
             found = Some(first_id + i);
         }
         i += 1;
     });
-    found.unwrap_or_else(|| die(&format!("no BTF FUNC {func} in {}", if module.is_empty() { "vmlinux" } else { module }))) as u32
+    found.unwrap_or_else(|| {
+        die(&format!(
+            "no BTF FUNC {func} in {}",
+            if module.is_empty() { "vmlinux" } else { module }
+        ))
+    }) as u32
 }
 
 /// A file descriptor for `module`'s BTF object (walking the kernel's BTF objects by id).
@@ -169,14 +182,18 @@ fn module_btf_fd(module: &str) -> i64 {
             die(&format!("no BTF object for module {module}"));
         }
         id = a.get_u32(4);
-        let Ok(fd) = Attr::new().u32(0, id).bpf(BPF_BTF_GET_FD_BY_ID) else { continue };
+        let Ok(fd) = Attr::new().u32(0, id).bpf(BPF_BTF_GET_FD_BY_ID) else {
+            continue;
+        };
         // struct bpf_btf_info: btf, btf_size, id, name (@16), name_len (@24), kernel_btf.
         let mut name = [0u8; 64];
         let mut info = [0u8; 32];
         info[16..24].copy_from_slice(&(name.as_mut_ptr() as u64).to_ne_bytes());
         info[24..28].copy_from_slice(&(name.len() as u32).to_ne_bytes());
         let mut q = Attr::new();
-        q.u32(0, fd as u32).u32(4, info.len() as u32).u64(8, info.as_mut_ptr() as u64);
+        q.u32(0, fd as u32)
+            .u32(4, info.len() as u32)
+            .u64(8, info.as_mut_ptr() as u64);
         if q.bpf(BPF_OBJ_GET_INFO_BY_FD).is_ok() {
             let n = name.iter().position(|&b| b == 0).unwrap_or(name.len());
             if &name[..n] == module.as_bytes() {
@@ -200,16 +217,16 @@ fn program(map_fd: i32) -> Vec<u64> {
     vec![
         insn(0x18, 1, 1, 0, map_fd), // r1 = map (ld_imm64, BPF_PSEUDO_MAP_FD)
         insn(0, 0, 0, 0, 0),
-        insn(0x62, 10, 0, -4, 0),    // *(u32 *)(r10 - 4) = 0: the key
-        insn(0xbf, 2, 10, 0, 0),     // r2 = r10
-        insn(0x07, 2, 0, 0, -4),     // r2 += -4
-        insn(0x85, 0, 0, 0, 1),      // call bpf_map_lookup_elem
-        insn(0x15, 0, 0, 3, 0),      // if r0 == 0 goto out
-        insn(0x79, 1, 0, 0, 0),      // r1 = *(u64 *)(r0 + 0)
-        insn(0x07, 1, 0, 0, 1),      // r1 += 1
-        insn(0x7b, 0, 1, 0, 0),      // *(u64 *)(r0 + 0) = r1
-        insn(0xb7, 0, 0, 0, 0),      // out: r0 = 0
-        insn(0x95, 0, 0, 0, 0),      // exit
+        insn(0x62, 10, 0, -4, 0), // *(u32 *)(r10 - 4) = 0: the key
+        insn(0xbf, 2, 10, 0, 0),  // r2 = r10
+        insn(0x07, 2, 0, 0, -4),  // r2 += -4
+        insn(0x85, 0, 0, 0, 1),   // call bpf_map_lookup_elem
+        insn(0x15, 0, 0, 3, 0),   // if r0 == 0 goto out
+        insn(0x79, 1, 0, 0, 0),   // r1 = *(u64 *)(r0 + 0)
+        insn(0x07, 1, 0, 0, 1),   // r1 += 1
+        insn(0x7b, 0, 1, 0, 0),   // *(u64 *)(r0 + 0) = r1
+        insn(0xb7, 0, 0, 0, 0),   // out: r0 = 0
+        insn(0x95, 0, 0, 0, 0),   // exit
     ]
 }
 
@@ -225,7 +242,11 @@ fn main() {
     };
     let module = args.get(3).map_or("", |s| s.as_str());
     let id = func_id(&args[2], module);
-    let obj_fd = if module.is_empty() { 0 } else { module_btf_fd(module) };
+    let obj_fd = if module.is_empty() {
+        0
+    } else {
+        module_btf_fd(module)
+    };
 
     // The counter: an array of one u64.
     let map = Attr::new()
@@ -251,14 +272,20 @@ fn main() {
         .u32(112, obj_fd as u32);
     let prog = a.bpf(BPF_PROG_LOAD).unwrap_or_else(|e| {
         let n = log.iter().position(|&b| b == 0).unwrap_or(0);
-        die(&format!("BPF_PROG_LOAD: {e}: {}", String::from_utf8_lossy(&log[..n])))
+        die(&format!(
+            "BPF_PROG_LOAD: {e}: {}",
+            String::from_utf8_lossy(&log[..n])
+        ))
     });
     let link = Attr::new()
         .u64(0, 0)
         .u32(8, prog as u32)
         .bpf(BPF_RAW_TRACEPOINT_OPEN)
         .unwrap_or_else(|e| die(&format!("attach: {e}")));
-    println!("bpfhook attached {} {} btf_id={id} prog_fd={prog} link_fd={link}", args[1], args[2]);
+    println!(
+        "bpfhook attached {} {} btf_id={id} prog_fd={prog} link_fd={link}",
+        args[1], args[2]
+    );
     // Until standard input closes.
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
     let (key, mut value) = (0u32, 0u64);

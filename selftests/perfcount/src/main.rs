@@ -78,7 +78,11 @@ fn main() {
         size: std::mem::size_of::<Attr>() as u32,
         config: id,
         sample_period: 1,
-        sample_type: if regs { PERF_SAMPLE_IP | PERF_SAMPLE_RAW | PERF_SAMPLE_REGS_INTR } else { PERF_SAMPLE_RAW },
+        sample_type: if regs {
+            PERF_SAMPLE_IP | PERF_SAMPLE_RAW | PERF_SAMPLE_REGS_INTR
+        } else {
+            PERF_SAMPLE_RAW
+        },
         sample_regs_intr: if regs { REGS_MASK } else { 0 },
         // disabled (bit 0), exclude_kernel off.
         flags: 1,
@@ -86,7 +90,16 @@ fn main() {
         ..Default::default()
     };
     // SAFETY: perf_event_open(attr, pid 0 = this process, cpu -1 = any, group -1, flags 0).
-    let fd = unsafe { syscall(SYS_PERF_EVENT_OPEN, &mut attr as *mut Attr, 0i32, -1i32, -1i32, 0u64) };
+    let fd = unsafe {
+        syscall(
+            SYS_PERF_EVENT_OPEN,
+            &mut attr as *mut Attr,
+            0i32,
+            -1i32,
+            -1i32,
+            0u64,
+        )
+    };
     if fd < 0 {
         let e = std::io::Error::last_os_error();
         println!("open failed {}", e.raw_os_error().unwrap_or(0));
@@ -176,11 +189,15 @@ fn symbol_of(addr: u64) -> String {
     let mut best: Option<(u64, &str)> = None;
     for line in text.lines() {
         let mut f = line.split_whitespace();
-        let (Some(a), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else { continue };
+        let (Some(a), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
         if !matches!(kind, "t" | "T") {
             continue;
         }
-        let Ok(a) = u64::from_str_radix(a, 16) else { continue };
+        let Ok(a) = u64::from_str_radix(a, 16) else {
+            continue;
+        };
         if a <= addr && best.is_none_or(|(b, _)| a > b) {
             best = Some((a, name));
         }

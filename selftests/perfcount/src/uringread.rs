@@ -97,13 +97,26 @@ struct Cqe {
 }
 
 fn die(what: &str) -> ! {
-    println!("{} failed {}", what, std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+    println!(
+        "{} failed {}",
+        what,
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    );
     std::process::exit(1);
 }
 
 fn map(fd: i32, len: usize, off: i64, what: &str) -> *mut u8 {
     // SAFETY: maps an io_uring region of `len` bytes; checked below.
-    let p = unsafe { mmap(std::ptr::null_mut(), len, PROT_RW, MAP_SHARED_POPULATE, fd, off) };
+    let p = unsafe {
+        mmap(
+            std::ptr::null_mut(),
+            len,
+            PROT_RW,
+            MAP_SHARED_POPULATE,
+            fd,
+            off,
+        )
+    };
     if p as isize == -1 {
         die(what);
     }
@@ -130,7 +143,12 @@ fn main() {
     let cq_len = p.cq_off.cqes as usize + p.cq_entries as usize * std::mem::size_of::<Cqe>();
     let sq = map(ring, sq_len, IORING_OFF_SQ_RING, "mmap sq");
     let cq = map(ring, cq_len, IORING_OFF_CQ_RING, "mmap cq");
-    let sqes = map(ring, p.sq_entries as usize * std::mem::size_of::<Sqe>(), IORING_OFF_SQES, "mmap sqes") as *mut Sqe;
+    let sqes = map(
+        ring,
+        p.sq_entries as usize * std::mem::size_of::<Sqe>(),
+        IORING_OFF_SQES,
+        "mmap sqes",
+    ) as *mut Sqe;
     let mut buf = vec![0u8; bytes];
     let mut ok = 0;
     for i in 0..times {
@@ -154,7 +172,15 @@ fn main() {
             *(sq.add(p.sq_off.array as usize) as *mut u32).add(slot) = slot as u32;
             std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
             std::ptr::write_volatile(tail, t.wrapping_add(1));
-            let n = syscall(SYS_IO_URING_ENTER, ring, 1u32, 1u32, IORING_ENTER_GETEVENTS, 0usize, 0usize);
+            let n = syscall(
+                SYS_IO_URING_ENTER,
+                ring,
+                1u32,
+                1u32,
+                IORING_ENTER_GETEVENTS,
+                0usize,
+                0usize,
+            );
             if n < 0 {
                 die("io_uring_enter");
             }

@@ -180,7 +180,10 @@ impl Kind {
 
     /// A qualifier or alias that [`Btf::resolve`] sees through.
     pub fn is_modifier(self) -> bool {
-        matches!(self, Kind::Typedef | Kind::Volatile | Kind::Const | Kind::Restrict | Kind::TypeTag)
+        matches!(
+            self,
+            Kind::Typedef | Kind::Volatile | Kind::Const | Kind::Restrict | Kind::TypeTag
+        )
     }
 
     /// Whether the third word of the entry is a type id (else a size, or unused).
@@ -231,7 +234,11 @@ fn read_u32(b: &[u8], off: usize, big: bool) -> Result<u32, Error> {
     let end = off.checked_add(4).ok_or(Error::TypeTruncated)?;
     let w = b.get(off..end).ok_or(Error::TypeTruncated)?;
     let w = [w[0], w[1], w[2], w[3]];
-    Ok(if big { u32::from_be_bytes(w) } else { u32::from_le_bytes(w) })
+    Ok(if big {
+        u32::from_be_bytes(w)
+    } else {
+        u32::from_le_bytes(w)
+    })
 }
 
 /// Reads and checks the header of `data`, as the kernel's `btf_parse_hdr()` and
@@ -249,7 +256,11 @@ pub fn layout(data: &[u8]) -> Result<Layout, Error> {
     if data[2] != 1 || data[3] != 0 {
         return Err(Error::Unsupported);
     }
-    let word = |i: usize| read_u32(data, 4 + 4 * i, big).map(|w| w as usize).map_err(|_| Error::Truncated);
+    let word = |i: usize| {
+        read_u32(data, 4 + 4 * i, big)
+            .map(|w| w as usize)
+            .map_err(|_| Error::Truncated)
+    };
     let hdr_len = word(0)?;
     if hdr_len < HEADER_LEN {
         return Err(Error::Header);
@@ -276,7 +287,11 @@ pub fn layout(data: &[u8]) -> Result<Layout, Error> {
     if types.1 > 0 && strs.1 > 0 && types.0 < strs.0 + strs.1 && strs.0 < types.0 + types.1 {
         return Err(Error::Header);
     }
-    Ok(Layout { big_endian: big, types, strs })
+    Ok(Layout {
+        big_endian: big,
+        types,
+        strs,
+    })
 }
 
 /// A blob's BTF with its index: every lookup by id or name. `base` is set for split BTF (a
@@ -320,7 +335,11 @@ pub struct Type<'a> {
 impl<'a> Type<'a> {
     /// Word `i` of the entry's trailing data.
     pub fn word(&self, i: usize) -> Result<u32, Error> {
-        read_u32(self.extra, i.checked_mul(4).ok_or(Error::TypeTruncated)?, self.big)
+        read_u32(
+            self.extra,
+            i.checked_mul(4).ok_or(Error::TypeTruncated)?,
+            self.big,
+        )
     }
 }
 
@@ -384,7 +403,8 @@ impl Member {
     /// The offset in bytes of a member that is not a bitfield and starts on a byte; `None`
     /// for a bitfield (read its containing word).
     pub fn byte_offset(&self) -> Option<u32> {
-        (self.bitfield_size == 0 && self.bit_offset % 8 == 0).then_some(self.bit_offset / 8)
+        (self.bitfield_size == 0 && self.bit_offset.is_multiple_of(8))
+            .then_some(self.bit_offset / 8)
     }
 }
 
@@ -423,7 +443,10 @@ pub struct Scalar {
 fn cmp_cstr(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
     let mut i = 0;
     loop {
-        let (x, y) = (a.get(i).copied().unwrap_or(0), b.get(i).copied().unwrap_or(0));
+        let (x, y) = (
+            a.get(i).copied().unwrap_or(0),
+            b.get(i).copied().unwrap_or(0),
+        );
         if x != y || x == 0 {
             return x.cmp(&y);
         }
@@ -433,7 +456,15 @@ fn cmp_cstr(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
 
 /// The ids a type refers to (one, two for an ARRAY, one per member or parameter...) are
 /// checked against `end`, the first id past the last type.
-fn check_type(kind: Kind, vlen: u16, kind_flag: bool, third: u32, extra: &[u8], big: bool, end: u32) -> Result<(), Error> {
+fn check_type(
+    kind: Kind,
+    vlen: u16,
+    kind_flag: bool,
+    third: u32,
+    extra: &[u8],
+    big: bool,
+    end: u32,
+) -> Result<(), Error> {
     let id = |t: u32| if t < end { Ok(()) } else { Err(Error::TypeId) };
     let w = |i: usize| read_u32(extra, 4 * i, big);
     let n = usize::from(vlen);
@@ -443,13 +474,25 @@ fn check_type(kind: Kind, vlen: u16, kind_flag: bool, third: u32, extra: &[u8], 
     // vlen and kind_flag mean something only for some kinds; elsewhere the kernel wants 0.
     let vlen_ok = matches!(
         kind,
-        Kind::Struct | Kind::Union | Kind::Enum | Kind::Enum64 | Kind::FuncProto | Kind::Datasec | Kind::Func
+        Kind::Struct
+            | Kind::Union
+            | Kind::Enum
+            | Kind::Enum64
+            | Kind::FuncProto
+            | Kind::Datasec
+            | Kind::Func
     ) || vlen == 0;
     // Tags with kind_flag: attributes (`btf_type_tag`/`btf_decl_tag` written as attributes,
     // kernel 6.14 and later: the running kernel's BTF has them).
     let flag_ok = matches!(
         kind,
-        Kind::Struct | Kind::Union | Kind::Enum | Kind::Enum64 | Kind::Fwd | Kind::DeclTag | Kind::TypeTag
+        Kind::Struct
+            | Kind::Union
+            | Kind::Enum
+            | Kind::Enum64
+            | Kind::Fwd
+            | Kind::DeclTag
+            | Kind::TypeTag
     ) || !kind_flag;
     if !vlen_ok || !flag_ok {
         return Err(Error::BadType);
@@ -459,7 +502,8 @@ fn check_type(kind: Kind, vlen: u16, kind_flag: bool, third: u32, extra: &[u8], 
             let v = w(0)?;
             let (enc, off, bits) = (v >> 24, (v >> 16) & 0xff, v & 0xff);
             let size_ok = matches!(third, 1 | 2 | 4 | 8 | 16);
-            if v & 0xf000_ff00 != 0 || !size_ok || bits == 0 || bits > 128 || off + bits > third * 8 {
+            if v & 0xf000_ff00 != 0 || !size_ok || bits == 0 || bits > 128 || off + bits > third * 8
+            {
                 return Err(Error::BadType);
             }
             if !matches!(enc, 0 | INT_SIGNED | INT_CHAR | INT_BOOL) {
@@ -475,15 +519,11 @@ fn check_type(kind: Kind, vlen: u16, kind_flag: bool, third: u32, extra: &[u8], 
                 id(w(3 * i + 1)?)?;
             }
         }
-        Kind::Enum | Kind::Enum64 => {
-            if !matches!(third, 1 | 2 | 4 | 8) {
-                return Err(Error::BadType);
-            }
+        Kind::Enum | Kind::Enum64 if !matches!(third, 1 | 2 | 4 | 8) => {
+            return Err(Error::BadType);
         }
-        Kind::Func => {
-            if vlen > 2 {
-                return Err(Error::BadType);
-            }
+        Kind::Func if vlen > 2 => {
+            return Err(Error::BadType);
         }
         Kind::FuncProto => {
             for i in 0..n {
@@ -495,10 +535,8 @@ fn check_type(kind: Kind, vlen: u16, kind_flag: bool, third: u32, extra: &[u8], 
                 id(w(3 * i)?)?;
             }
         }
-        Kind::Var => {
-            if w(0)? > 2 {
-                return Err(Error::BadType);
-            }
+        Kind::Var if w(0)? > 2 => {
+            return Err(Error::BadType);
         }
         _ => {}
     }
@@ -554,7 +592,10 @@ impl<'a> Btf<'a> {
         if base.is_none() && strs.first() != Some(&0) {
             return Err(Error::Strings);
         }
-        let end_str = u32::try_from(strs.len()).ok().and_then(|n| first_str.checked_add(n)).ok_or(Error::TooBig)?;
+        let end_str = u32::try_from(strs.len())
+            .ok()
+            .and_then(|n| first_str.checked_add(n))
+            .ok_or(Error::TooBig)?;
         // Count first: ids referred to may be further on.
         let mut count: u32 = 0;
         let mut off = 0usize;
@@ -606,13 +647,20 @@ impl<'a> Btf<'a> {
             let has_name = if name_off < first_str {
                 base.is_some_and(|b| b.str_at(name_off).is_ok_and(|n| !n.is_empty()))
             } else {
-                strs.get((name_off - first_str) as usize).is_some_and(|&c| c != 0)
+                strs.get((name_off - first_str) as usize)
+                    .is_some_and(|&c| c != 0)
             };
             named += usize::from(has_name);
             each(i, off as u32, has_name)?;
             off += 12 + extra.len();
         }
-        Ok((l, Sizes { types: count as usize, named }))
+        Ok((
+            l,
+            Sizes {
+                types: count as usize,
+                named,
+            },
+        ))
     }
 
     /// Validates `data` (a base blob, or split over `base`) and says how much index it needs.
@@ -676,7 +724,12 @@ impl<'a> Btf<'a> {
     /// A view of a blob [`Btf::new`] already indexed, from the same data and the index it
     /// filled: O(1), only the header is read again. Parts that do not belong together give
     /// wrong answers or errors, never a panic.
-    pub fn from_parts(data: &'a [u8], base: Option<&'a Btf<'a>>, offsets: &'a [u32], names: &'a [u32]) -> Result<Btf<'a>, Error> {
+    pub fn from_parts(
+        data: &'a [u8],
+        base: Option<&'a Btf<'a>>,
+        offsets: &'a [u32],
+        names: &'a [u32],
+    ) -> Result<Btf<'a>, Error> {
         let l = layout(data)?;
         let (first_id, first_str) = base.map_or((1, 0), |b| (b.end_id(), b.end_str()));
         if offsets.len() > MAX_TYPES as usize || names.len() > offsets.len() {
@@ -700,7 +753,9 @@ impl<'a> Btf<'a> {
         if off < self.first_str {
             return self.base.map_or(&[][..], |b| b.str_tail(off));
         }
-        self.strs.get((off - self.first_str) as usize..).unwrap_or(&[])
+        self.strs
+            .get((off - self.first_str) as usize..)
+            .unwrap_or(&[])
     }
 
     /// The string at offset `off` of the string space (the base's, then this blob's).
@@ -708,7 +763,10 @@ impl<'a> Btf<'a> {
         if off < self.first_str {
             return self.base.ok_or(Error::NameOffset)?.str_at(off);
         }
-        let s = self.strs.get((off - self.first_str) as usize..).ok_or(Error::NameOffset)?;
+        let s = self
+            .strs
+            .get((off - self.first_str) as usize..)
+            .ok_or(Error::NameOffset)?;
         let nul = s.iter().position(|&c| c == 0).ok_or(Error::NameOffset)?;
         Ok(&s[..nul])
     }
@@ -730,11 +788,21 @@ impl<'a> Btf<'a> {
         if id < self.first_id {
             return self.base.ok_or(Error::TypeId)?.ty(id);
         }
-        let off = *self.offsets.get((id - self.first_id) as usize).ok_or(Error::TypeId)? as usize;
-        let info = read_u32(self.types, off.checked_add(4).ok_or(Error::TypeTruncated)?, self.big)?;
+        let off = *self
+            .offsets
+            .get((id - self.first_id) as usize)
+            .ok_or(Error::TypeId)? as usize;
+        let info = read_u32(
+            self.types,
+            off.checked_add(4).ok_or(Error::TypeTruncated)?,
+            self.big,
+        )?;
         let kind = Kind::from_u8(((info >> 24) & 0x1f) as u8).ok_or(Error::BadType)?;
         let start = off + 12;
-        let extra = self.types.get(start..start + extra_len(kind, info as u16)).ok_or(Error::TypeTruncated)?;
+        let extra = self
+            .types
+            .get(start..start + extra_len(kind, info as u16))
+            .ok_or(Error::TypeTruncated)?;
         Ok(Type {
             id,
             kind,
@@ -794,17 +862,28 @@ impl<'a> Btf<'a> {
         }
         // `...` is a last parameter without name or type.
         let variadic = match t.vlen.checked_sub(1) {
-            Some(last) => t.word(2 * usize::from(last))? == 0 && t.word(2 * usize::from(last) + 1)? == 0,
+            Some(last) => {
+                t.word(2 * usize::from(last))? == 0 && t.word(2 * usize::from(last) + 1)? == 0
+            }
             None => false,
         };
-        Ok(Proto { id, ret: t.size_or_type, params: t.vlen - u16::from(variadic), variadic })
+        Ok(Proto {
+            id,
+            ret: t.size_or_type,
+            params: t.vlen - u16::from(variadic),
+            variadic,
+        })
     }
 
     /// The function named `name` (`Kind::Func`), with its prototype.
     pub fn func(&self, name: &[u8]) -> Result<Func, Error> {
         let id = self.find(name, Kind::Func)?;
         let t = self.ty(id)?;
-        Ok(Func { id, linkage: t.vlen, proto: self.proto(t.size_or_type)? })
+        Ok(Func {
+            id,
+            linkage: t.vlen,
+            proto: self.proto(t.size_or_type)?,
+        })
     }
 
     /// Parameter `i` (from 0; `$arg1` is 0) of the FUNC_PROTO `proto`.
@@ -814,7 +893,10 @@ impl<'a> Btf<'a> {
             return Err(Error::NotFound);
         }
         let t = self.ty(proto)?;
-        Ok(Param { name: self.str_at(t.word(2 * i)?)?, ty: t.word(2 * i + 1)? })
+        Ok(Param {
+            name: self.str_at(t.word(2 * i)?)?,
+            ty: t.word(2 * i + 1)?,
+        })
     }
 
     /// The index (from 0) of the parameter named `name` of the FUNC_PROTO `proto`.
@@ -848,9 +930,13 @@ impl<'a> Btf<'a> {
         for _ in 0..=MAX_DEPTH {
             let t = self.ty(self.resolve(id)?)?;
             let size = match t.kind {
-                Kind::Int | Kind::Enum | Kind::Enum64 | Kind::Struct | Kind::Union | Kind::Float | Kind::Datasec => {
-                    t.size_or_type
-                }
+                Kind::Int
+                | Kind::Enum
+                | Kind::Enum64
+                | Kind::Struct
+                | Kind::Union
+                | Kind::Float
+                | Kind::Datasec => t.size_or_type,
                 Kind::Ptr => POINTER_SIZE,
                 Kind::Array => {
                     times = times.checked_mul(t.word(2)?).ok_or(Error::Limit)?;
@@ -884,7 +970,12 @@ impl<'a> Btf<'a> {
             Kind::Float => (ScalarKind::Float, t.size_or_type, true),
             _ => return Err(Error::Kind),
         };
-        Ok(Scalar { id, kind, size, signed })
+        Ok(Scalar {
+            id,
+            kind,
+            size,
+            signed,
+        })
     }
 
     /// The member named `name` of the struct or union `id` (typedefs and qualifiers resolved),
@@ -914,7 +1005,9 @@ impl<'a> Btf<'a> {
                 let mname = self.str_at(t.word(3 * i)?)?;
                 if mname.is_empty() {
                     let inner = self.resolve(m.ty)?;
-                    if matches!(self.ty(inner)?.kind, Kind::Struct | Kind::Union) && top < ANON_STACK {
+                    if matches!(self.ty(inner)?.kind, Kind::Struct | Kind::Union)
+                        && top < ANON_STACK
+                    {
                         stack[top] = (inner, bit_offset);
                         top += 1;
                     }
@@ -939,17 +1032,29 @@ impl<'a> Btf<'a> {
         let ty = t.word(3 * i + 1)?;
         let off = t.word(3 * i + 2)?;
         if t.kind_flag {
-            return Ok(Member { ty, bit_offset: off & 0x00ff_ffff, bitfield_size: off >> 24 });
+            return Ok(Member {
+                ty,
+                bit_offset: off & 0x00ff_ffff,
+                bitfield_size: off >> 24,
+            });
         }
         let r = self.ty(self.resolve(ty)?)?;
         if r.kind == Kind::Int {
             let v = r.word(0)?;
             let (int_off, bits) = ((v >> 16) & 0xff, v & 0xff);
             if int_off != 0 || bits != r.size_or_type.saturating_mul(8) {
-                return Ok(Member { ty, bit_offset: off.checked_add(int_off).ok_or(Error::Limit)?, bitfield_size: bits });
+                return Ok(Member {
+                    ty,
+                    bit_offset: off.checked_add(int_off).ok_or(Error::Limit)?,
+                    bitfield_size: bits,
+                });
             }
         }
-        Ok(Member { ty, bit_offset: off, bitfield_size: 0 })
+        Ok(Member {
+            ty,
+            bit_offset: off,
+            bitfield_size: 0,
+        })
     }
 
     /// This blob's own types' ids (not the base's).

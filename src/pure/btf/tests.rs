@@ -25,7 +25,11 @@ fn load(data: &'static [u8], base: Option<&'static Btf<'static>>) -> Result<Btf<
     let names = Box::leak(vec![0u32; s.named].into_boxed_slice());
     let btf = Btf::new(data, base, offsets, names);
     // measure() and new() agree.
-    assert_eq!(btf.as_ref().err(), None, "measure accepted what new refused");
+    assert_eq!(
+        btf.as_ref().err(),
+        None,
+        "measure accepted what new refused"
+    );
     btf
 }
 
@@ -57,7 +61,9 @@ fn functions_and_their_parameters() {
     assert_eq!(f.linkage, 1, "global");
     assert_eq!(f.proto.params, 4);
     assert!(!f.proto.variadic);
-    let names: Vec<&[u8]> = (0..4).map(|i| btf.param(f.proto.id, i).unwrap().name).collect();
+    let names: Vec<&[u8]> = (0..4)
+        .map(|i| btf.param(f.proto.id, i).unwrap().name)
+        .collect();
     assert_eq!(names, [&b"file"[..], b"buf", b"count", b"pos"]);
     assert_eq!(btf.param(f.proto.id, 4), Err(Error::NotFound));
     assert_eq!(btf.param_index(f.proto.id, b"count"), Ok(2));
@@ -70,7 +76,15 @@ fn functions_and_their_parameters() {
     let pointee = btf.ty(file).unwrap().size_or_type;
     assert_eq!(btf.ty(pointee).unwrap().kind, Kind::Struct);
     assert_eq!(name(&btf, pointee), "file");
-    assert_eq!(btf.scalar(file).unwrap(), Scalar { id: file, kind: ScalarKind::Ptr, size: 8, signed: false });
+    assert_eq!(
+        btf.scalar(file).unwrap(),
+        Scalar {
+            id: file,
+            kind: ScalarKind::Ptr,
+            size: 8,
+            signed: false
+        }
+    );
     // count: unsigned long.
     let count = btf.param(f.proto.id, 2).unwrap().ty;
     assert_eq!(btf.scalar(count).unwrap().size, 8);
@@ -81,7 +95,11 @@ fn functions_and_their_parameters() {
     assert_eq!(name(&btf, ret.id), "long");
 
     let f = btf.func(b"no_args").unwrap();
-    assert_eq!((f.proto.params, f.proto.ret, f.proto.variadic), (0, 0, false), "void no_args(void)");
+    assert_eq!(
+        (f.proto.params, f.proto.ret, f.proto.variadic),
+        (0, 0, false),
+        "void no_args(void)"
+    );
 
     let f = btf.func(b"local_fn").unwrap();
     assert_eq!(f.linkage, 0, "static");
@@ -93,7 +111,15 @@ fn functions_and_their_parameters() {
     assert_eq!(btf.ty(x.ty).unwrap().kind, Kind::Typedef);
     let r = btf.resolve(x.ty).unwrap();
     assert_eq!(name(&btf, r), "int");
-    assert_eq!(btf.scalar(x.ty).unwrap(), Scalar { id: r, kind: ScalarKind::Int, size: 4, signed: true });
+    assert_eq!(
+        btf.scalar(x.ty).unwrap(),
+        Scalar {
+            id: r,
+            kind: ScalarKind::Int,
+            size: 4,
+            signed: true
+        }
+    );
     // c: enum color, which has a negative value.
     let c = btf.param(f.proto.id, 1).unwrap();
     assert_eq!(btf.scalar(c.ty).unwrap().kind, ScalarKind::Enum);
@@ -114,7 +140,11 @@ fn find_by_name_and_kind() {
     let btf = sample();
     let file = btf.find(b"file", Kind::Struct).unwrap();
     assert_eq!(btf.ty(file).unwrap().kind, Kind::Struct);
-    assert_eq!(btf.find(b"dentry", Kind::Fwd).map(|id| btf.ty(id).unwrap().kind), Ok(Kind::Fwd));
+    assert_eq!(
+        btf.find(b"dentry", Kind::Fwd)
+            .map(|id| btf.ty(id).unwrap().kind),
+        Ok(Kind::Fwd)
+    );
     assert_eq!(btf.find(b"dentry", Kind::Struct), Err(Error::NotFound));
     assert!(btf.find(b"u64", Kind::Typedef).is_ok());
     assert!(btf.find(b"color", Kind::Enum).is_ok());
@@ -129,7 +159,9 @@ fn find_by_name_and_kind() {
             continue;
         }
         let n = btf.type_name(id).unwrap();
-        let first = btf.own_ids().find(|&j| btf.ty(j).unwrap().kind == t.kind && btf.type_name(j).unwrap() == n);
+        let first = btf
+            .own_ids()
+            .find(|&j| btf.ty(j).unwrap().kind == t.kind && btf.type_name(j).unwrap() == n);
         assert_eq!(btf.find(n, t.kind).ok(), first, "{}", name(&btf, id));
     }
 }
@@ -140,11 +172,17 @@ fn members_bitfields_and_anonymous_members() {
     let file = btf.find(b"file", Kind::Struct).unwrap();
     assert_eq!(btf.size(file), Ok(88));
     let m = |n: &[u8]| btf.member(file, n).unwrap();
-    assert_eq!((m(b"f_flags").bit_offset, m(b"f_flags").bitfield_size), (0, 3));
-    assert_eq!((m(b"f_mode").bit_offset, m(b"f_mode").bitfield_size), (3, 13));
+    assert_eq!(
+        (m(b"f_flags").bit_offset, m(b"f_flags").bitfield_size),
+        (0, 3)
+    );
+    assert_eq!(
+        (m(b"f_mode").bit_offset, m(b"f_mode").bitfield_size),
+        (3, 13)
+    );
     assert_eq!(m(b"f_mode").byte_offset(), None);
     assert_eq!(m(b"f_char").byte_offset(), Some(2));
-    assert_eq!(btf.scalar(m(b"f_char").ty).unwrap().signed, true);
+    assert!(btf.scalar(m(b"f_char").ty).unwrap().signed);
     assert_eq!(m(b"f_name").byte_offset(), Some(8));
     assert_eq!(m(b"f_dentry").byte_offset(), Some(24));
     // In an anonymous union.
@@ -157,11 +195,22 @@ fn members_bitfields_and_anonymous_members() {
     assert_eq!(btf.size(m(b"f_buf").ty), Ok(16));
     assert_eq!(m(b"f_ok").byte_offset(), Some(76));
     assert_eq!(m(b"f_float").byte_offset(), Some(80));
-    assert_eq!(btf.scalar(m(b"f_float").ty).unwrap().kind, ScalarKind::Float);
+    assert_eq!(
+        btf.scalar(m(b"f_float").ty).unwrap().kind,
+        ScalarKind::Float
+    );
     // enum big has a 64-bit value: ENUM64, unsigned.
     let big = btf.resolve(m(b"f_big").ty).unwrap();
     assert_eq!(btf.ty(big).unwrap().kind, Kind::Enum64);
-    assert_eq!(btf.scalar(big).unwrap(), Scalar { id: big, kind: ScalarKind::Enum, size: 8, signed: false });
+    assert_eq!(
+        btf.scalar(big).unwrap(),
+        Scalar {
+            id: big,
+            kind: ScalarKind::Enum,
+            size: 8,
+            signed: false
+        }
+    );
     // const volatile int through two typedefs.
     assert_eq!(btf.scalar(m(b"f_count").ty).unwrap().size, 4);
 
@@ -175,11 +224,23 @@ fn members_bitfields_and_anonymous_members() {
     assert_eq!(btf.size(qstr), Ok(16));
     assert_eq!(btf.member(qstr, b"hash").unwrap().byte_offset(), Some(0));
     assert_eq!(btf.member(qstr, b"len").unwrap().byte_offset(), Some(4));
-    assert_eq!(btf.member(qstr, b"hash_len").unwrap().byte_offset(), Some(0));
+    assert_eq!(
+        btf.member(qstr, b"hash_len").unwrap().byte_offset(),
+        Some(0)
+    );
     assert_eq!(btf.member(qstr, b"name").unwrap().byte_offset(), Some(8));
-    assert_eq!(btf.scalar(btf.member(qstr, b"len").unwrap().ty).unwrap().size, 4);
+    assert_eq!(
+        btf.scalar(btf.member(qstr, b"len").unwrap().ty)
+            .unwrap()
+            .size,
+        4
+    );
 
-    assert_eq!(btf.member(file, b"len"), Err(Error::NotFound), "not through a named member");
+    assert_eq!(
+        btf.member(file, b"len"),
+        Err(Error::NotFound),
+        "not through a named member"
+    );
     assert_eq!(btf.member(file, b"nope"), Err(Error::NotFound));
     assert_eq!(btf.member(file, b""), Err(Error::NotFound));
     assert_eq!(btf.member(m(b"f_count").ty, b"x"), Err(Error::Kind));
@@ -198,8 +259,16 @@ fn variadic_prototype() {
     let proto = btf.ty(log.ty).unwrap().size_or_type;
     let p = btf.proto(proto).unwrap();
     assert_eq!((p.params, p.variadic), (1, true));
-    assert_eq!(btf.param(proto, 0).unwrap().name, b"", "unnamed in a pointer's prototype");
-    assert_eq!(btf.param(proto, 1), Err(Error::NotFound), "... is no parameter");
+    assert_eq!(
+        btf.param(proto, 0).unwrap().name,
+        b"",
+        "unnamed in a pointer's prototype"
+    );
+    assert_eq!(
+        btf.param(proto, 1),
+        Err(Error::NotFound),
+        "... is no parameter"
+    );
     assert_eq!(btf.proto(ops), Err(Error::Kind));
 }
 
@@ -227,8 +296,16 @@ fn split_btf_continues_the_base() {
     let inode_struct = m.ty(inode.ty).unwrap().size_or_type;
     assert!(inode_struct < m.first_id(), "deduplicated against the base");
     assert_eq!(m.type_name(inode_struct).unwrap(), b"inode");
-    assert_eq!(m.member(inode_struct, b"i_size").unwrap().byte_offset(), Some(8));
-    assert_eq!(m.scalar(m.member(inode_struct, b"i_ino").unwrap().ty).unwrap().size, 4);
+    assert_eq!(
+        m.member(inode_struct, b"i_size").unwrap().byte_offset(),
+        Some(8)
+    );
+    assert_eq!(
+        m.scalar(m.member(inode_struct, b"i_ino").unwrap().ty)
+            .unwrap()
+            .size,
+        4
+    );
     let ret = m.scalar(f.proto.ret).unwrap();
     assert_eq!((ret.size, ret.signed), (4, true));
     // The base's functions through the module's BTF, not the module's through the base's.
@@ -236,8 +313,12 @@ fn split_btf_continues_the_base() {
     assert_eq!(base.func(b"mydev_open"), Err(Error::NotFound));
     assert_eq!(base.ty(m.first_id()).err(), Some(Error::TypeId));
     // A split blob over a base of the other byte order.
-    let big_base: &'static Btf<'static> = Box::leak(Box::new(load(leak(swap(SPLIT_BASE)), None).unwrap()));
-    assert_eq!(Btf::measure(SPLIT_MOD, Some(big_base)), Err(Error::ByteOrder));
+    let big_base: &'static Btf<'static> =
+        Box::leak(Box::new(load(leak(swap(SPLIT_BASE)), None).unwrap()));
+    assert_eq!(
+        Btf::measure(SPLIT_MOD, Some(big_base)),
+        Err(Error::ByteOrder)
+    );
     let big_mod = load(leak(swap(SPLIT_MOD)), Some(big_base)).unwrap();
     assert_eq!(big_mod.func(b"mydev_open").unwrap(), f);
 }
@@ -283,7 +364,10 @@ struct Builder {
 
 impl Builder {
     fn new() -> Builder {
-        Builder { types: Vec::new(), strs: vec![0] }
+        Builder {
+            types: Vec::new(),
+            strs: vec![0],
+        }
     }
     fn s(&mut self, s: &str) -> u32 {
         let off = self.strs.len() as u32;
@@ -292,23 +376,47 @@ impl Builder {
         off
     }
     /// A type entry: name, kind, vlen, kind_flag, third word, trailing words. Returns its id.
-    fn t(&mut self, name: &str, kind: u32, vlen: u32, flag: bool, third: u32, extra: &[u32]) -> u32 {
+    fn t(
+        &mut self,
+        name: &str,
+        kind: u32,
+        vlen: u32,
+        flag: bool,
+        third: u32,
+        extra: &[u32],
+    ) -> u32 {
         let n = if name.is_empty() { 0 } else { self.s(name) };
-        self.types.extend([n, kind << 24 | vlen | u32::from(flag) << 31, third]);
+        self.types
+            .extend([n, kind << 24 | vlen | u32::from(flag) << 31, third]);
         self.types.extend_from_slice(extra);
         // Ids: count the entries so far by walking them.
         let blob = self.build();
-        Btf::walk(&blob, None, |_, _, _| Ok(())).map(|(_, s)| s.types as u32).unwrap_or(0)
+        Btf::walk(&blob, None, |_, _, _| Ok(()))
+            .map(|(_, s)| s.types as u32)
+            .unwrap_or(0)
     }
     fn int(&mut self, name: &str, size: u32, signed: bool) -> u32 {
-        self.t(name, 1, 0, false, size, &[u32::from(signed) << 24 | size * 8])
+        self.t(
+            name,
+            1,
+            0,
+            false,
+            size,
+            &[(u32::from(signed) << 24) | (size * 8)],
+        )
     }
     fn build(&self) -> Vec<u8> {
         let type_len = self.types.len() as u32 * 4;
         let mut v = Vec::new();
         v.extend(MAGIC.to_le_bytes());
         v.extend([1, 0]);
-        for w in [HEADER_LEN as u32, 0, type_len, type_len, self.strs.len() as u32] {
+        for w in [
+            HEADER_LEN as u32,
+            0,
+            type_len,
+            type_len,
+            self.strs.len() as u32,
+        ] {
             v.extend(w.to_le_bytes());
         }
         for w in &self.types {
@@ -385,8 +493,16 @@ fn malformed_headers() {
     let mut v = good.clone();
     v[3] = 1;
     assert_eq!(refused(v), Error::Unsupported, "flags");
-    assert_eq!(refused(with_word(good.clone(), 4, 20)), Error::Header, "hdr_len below 24");
-    assert_eq!(refused(with_word(good.clone(), 4, 0xffff_fff0)), Error::Truncated, "hdr_len past the end");
+    assert_eq!(
+        refused(with_word(good.clone(), 4, 20)),
+        Error::Header,
+        "hdr_len below 24"
+    );
+    assert_eq!(
+        refused(with_word(good.clone(), 4, 0xffff_fff0)),
+        Error::Truncated,
+        "hdr_len past the end"
+    );
     // A longer header: fine with zeros (sections shift), not with anything else.
     let longer = |fill: u8| {
         let mut v = with_word(good.clone(), 4, 28);
@@ -395,11 +511,31 @@ fn malformed_headers() {
     };
     assert!(Btf::measure(leak(longer(0)), None).is_ok());
     assert_eq!(refused(longer(1)), Error::Unsupported);
-    assert_eq!(refused(with_word(good.clone(), 8, 2)), Error::Header, "type_off misaligned");
-    assert_eq!(refused(with_word(good.clone(), 12, 0x1000)), Error::Truncated, "type_len");
-    assert_eq!(refused(with_word(good.clone(), 16, 0xffff_fff0)), Error::Truncated, "str_off wraps");
-    assert_eq!(refused(with_word(good.clone(), 20, 0x1000)), Error::Truncated, "str_len");
-    assert_eq!(refused(with_word(good.clone(), 16, 4)), Error::Header, "strings overlap the types");
+    assert_eq!(
+        refused(with_word(good.clone(), 8, 2)),
+        Error::Header,
+        "type_off misaligned"
+    );
+    assert_eq!(
+        refused(with_word(good.clone(), 12, 0x1000)),
+        Error::Truncated,
+        "type_len"
+    );
+    assert_eq!(
+        refused(with_word(good.clone(), 16, 0xffff_fff0)),
+        Error::Truncated,
+        "str_off wraps"
+    );
+    assert_eq!(
+        refused(with_word(good.clone(), 20, 0x1000)),
+        Error::Truncated,
+        "str_len"
+    );
+    assert_eq!(
+        refused(with_word(good.clone(), 16, 4)),
+        Error::Header,
+        "strings overlap the types"
+    );
     // Sections with a gap between them: allowed.
     let mut v = with_word(good.clone(), 16, 20);
     v.splice(24 + 16..24 + 16, [0xaa; 4]);
@@ -424,36 +560,120 @@ fn malformed_headers() {
 fn malformed_types() {
     let one = |kind: u32, vlen: u32, flag: bool, third: u32, extra: &[u32]| {
         let mut b = Builder::new();
-        b.types.extend([0, kind << 24 | vlen | u32::from(flag) << 31, third]);
+        b.types
+            .extend([0, kind << 24 | vlen | u32::from(flag) << 31, third]);
         b.types.extend_from_slice(extra);
         b.build()
     };
     assert!(Btf::measure(&one(1, 0, false, 4, &[32]), None).is_ok());
-    assert_eq!(refused(one(1, 0, false, 3, &[24])), Error::BadType, "3-byte INT");
-    assert_eq!(refused(one(1, 0, false, 4, &[33])), Error::BadType, "33 bits in 4 bytes");
+    assert_eq!(
+        refused(one(1, 0, false, 3, &[24])),
+        Error::BadType,
+        "3-byte INT"
+    );
+    assert_eq!(
+        refused(one(1, 0, false, 4, &[33])),
+        Error::BadType,
+        "33 bits in 4 bytes"
+    );
     assert_eq!(refused(one(1, 0, false, 4, &[0])), Error::BadType, "0 bits");
-    assert_eq!(refused(one(1, 0, false, 4, &[3 << 24 | 32])), Error::BadType, "signed and char");
-    assert_eq!(refused(one(1, 0, false, 4, &[0x100 | 8])), Error::BadType, "unused INT bits");
-    assert_eq!(refused(one(1, 1, false, 4, &[32])), Error::BadType, "vlen on an INT");
-    assert_eq!(refused(one(1, 0, true, 4, &[32])), Error::BadType, "kind_flag on an INT");
-    assert_eq!(refused(one(20, 0, false, 0, &[])), Error::BadType, "kind 20");
-    assert_eq!(refused(one(0, 0, false, 0, &[])), Error::BadType, "kind 0 (void is id 0 only)");
+    assert_eq!(
+        refused(one(1, 0, false, 4, &[3 << 24 | 32])),
+        Error::BadType,
+        "signed and char"
+    );
+    assert_eq!(
+        refused(one(1, 0, false, 4, &[0x100 | 8])),
+        Error::BadType,
+        "unused INT bits"
+    );
+    assert_eq!(
+        refused(one(1, 1, false, 4, &[32])),
+        Error::BadType,
+        "vlen on an INT"
+    );
+    assert_eq!(
+        refused(one(1, 0, true, 4, &[32])),
+        Error::BadType,
+        "kind_flag on an INT"
+    );
+    assert_eq!(
+        refused(one(20, 0, false, 0, &[])),
+        Error::BadType,
+        "kind 20"
+    );
+    assert_eq!(
+        refused(one(0, 0, false, 0, &[])),
+        Error::BadType,
+        "kind 0 (void is id 0 only)"
+    );
     let mut v = one(2, 0, false, 0, &[]);
     v[24 + 6] = 1;
     assert_eq!(refused(v), Error::BadType, "info bits 16-23");
-    assert_eq!(refused(one(2, 0, false, 2, &[])), Error::TypeId, "PTR to id 2 of 1");
-    assert!(Btf::measure(&one(2, 0, false, 1, &[]), None).is_ok(), "PTR to itself: valid BTF");
-    assert_eq!(refused(one(3, 0, false, 0, &[1, 9, 4])), Error::TypeId, "ARRAY index type");
-    assert_eq!(refused(one(4, 1, false, 4, &[0, 5, 0])), Error::TypeId, "member type");
-    assert_eq!(refused(one(4, 1, false, 4, &[999, 0, 0])), Error::NameOffset, "member name");
-    assert_eq!(refused(one(4, 2, false, 4, &[0, 0, 0])), Error::TypeTruncated, "2 members, room for 1");
-    assert_eq!(refused(one(6, 1, false, 3, &[0, 0])), Error::BadType, "3-byte ENUM");
-    assert_eq!(refused(one(6, 1, false, 4, &[77, 0])), Error::NameOffset, "enumerator name");
-    assert_eq!(refused(one(12, 3, false, 0, &[])), Error::BadType, "FUNC linkage 3");
-    assert_eq!(refused(one(13, 1, false, 0, &[0, 8])), Error::TypeId, "parameter type");
-    assert_eq!(refused(one(13, 1, false, 8, &[0, 0])), Error::TypeId, "return type");
-    assert_eq!(refused(one(14, 0, false, 0, &[3])), Error::BadType, "VAR linkage 3");
-    assert_eq!(refused(one(15, 1, false, 0, &[4, 0, 0])), Error::TypeId, "DATASEC variable");
+    assert_eq!(
+        refused(one(2, 0, false, 2, &[])),
+        Error::TypeId,
+        "PTR to id 2 of 1"
+    );
+    assert!(
+        Btf::measure(&one(2, 0, false, 1, &[]), None).is_ok(),
+        "PTR to itself: valid BTF"
+    );
+    assert_eq!(
+        refused(one(3, 0, false, 0, &[1, 9, 4])),
+        Error::TypeId,
+        "ARRAY index type"
+    );
+    assert_eq!(
+        refused(one(4, 1, false, 4, &[0, 5, 0])),
+        Error::TypeId,
+        "member type"
+    );
+    assert_eq!(
+        refused(one(4, 1, false, 4, &[999, 0, 0])),
+        Error::NameOffset,
+        "member name"
+    );
+    assert_eq!(
+        refused(one(4, 2, false, 4, &[0, 0, 0])),
+        Error::TypeTruncated,
+        "2 members, room for 1"
+    );
+    assert_eq!(
+        refused(one(6, 1, false, 3, &[0, 0])),
+        Error::BadType,
+        "3-byte ENUM"
+    );
+    assert_eq!(
+        refused(one(6, 1, false, 4, &[77, 0])),
+        Error::NameOffset,
+        "enumerator name"
+    );
+    assert_eq!(
+        refused(one(12, 3, false, 0, &[])),
+        Error::BadType,
+        "FUNC linkage 3"
+    );
+    assert_eq!(
+        refused(one(13, 1, false, 0, &[0, 8])),
+        Error::TypeId,
+        "parameter type"
+    );
+    assert_eq!(
+        refused(one(13, 1, false, 8, &[0, 0])),
+        Error::TypeId,
+        "return type"
+    );
+    assert_eq!(
+        refused(one(14, 0, false, 0, &[3])),
+        Error::BadType,
+        "VAR linkage 3"
+    );
+    assert_eq!(
+        refused(one(15, 1, false, 0, &[4, 0, 0])),
+        Error::TypeId,
+        "DATASEC variable"
+    );
     let mut v = one(2, 0, false, 0, &[]);
     v[24] = 50;
     assert_eq!(refused(v), Error::NameOffset, "type name");
@@ -473,12 +693,21 @@ fn storage_of_the_wrong_size() {
     let mut n = vec![0u32; s.named];
     assert!(Btf::new(SAMPLE, None, &mut o, &mut n).is_ok());
     let mut o = vec![0u32; s.types - 1];
-    assert_eq!(Btf::new(SAMPLE, None, &mut o, &mut n).err(), Some(Error::Storage));
+    assert_eq!(
+        Btf::new(SAMPLE, None, &mut o, &mut n).err(),
+        Some(Error::Storage)
+    );
     let mut o = vec![0u32; s.types + 1];
-    assert_eq!(Btf::new(SAMPLE, None, &mut o, &mut n).err(), Some(Error::Storage));
+    assert_eq!(
+        Btf::new(SAMPLE, None, &mut o, &mut n).err(),
+        Some(Error::Storage)
+    );
     let mut o = vec![0u32; s.types];
     let mut n = vec![0u32; s.named + 1];
-    assert_eq!(Btf::new(SAMPLE, None, &mut o, &mut n).err(), Some(Error::Storage));
+    assert_eq!(
+        Btf::new(SAMPLE, None, &mut o, &mut n).err(),
+        Some(Error::Storage)
+    );
 }
 
 #[test]
@@ -486,18 +715,32 @@ fn from_parts_reads_what_new_built() {
     let s = Btf::measure(SAMPLE, None).unwrap();
     let mut o = vec![0u32; s.types];
     let mut n = vec![0u32; s.named];
-    let f = Btf::new(SAMPLE, None, &mut o, &mut n).unwrap().func(b"vfs_read").unwrap();
+    let f = Btf::new(SAMPLE, None, &mut o, &mut n)
+        .unwrap()
+        .func(b"vfs_read")
+        .unwrap();
     let view = Btf::from_parts(SAMPLE, None, &o, &n).unwrap();
     assert_eq!(view.func(b"vfs_read"), Ok(f));
     // Parts of another blob: errors or wrong answers, no panic.
-    let garbage: Vec<u32> = (0..s.types as u32).map(|i| i.wrapping_mul(0x9e37_79b9)).collect();
+    let garbage: Vec<u32> = (0..s.types as u32)
+        .map(|i| i.wrapping_mul(0x9e37_79b9))
+        .collect();
     let view = Btf::from_parts(SAMPLE, None, &garbage, &garbage[..s.named]).unwrap();
     for id in 0..view.end_id() + 2 {
-        let _ = (view.ty(id), view.resolve(id), view.size(id), view.scalar(id), view.member(id, b"f_mode"));
+        let _ = (
+            view.ty(id),
+            view.resolve(id),
+            view.size(id),
+            view.scalar(id),
+            view.member(id, b"f_mode"),
+        );
     }
     let _ = view.func(b"vfs_read");
     let too_many = vec![0u32; s.types + 1];
-    assert_eq!(Btf::from_parts(SAMPLE, None, &o, &too_many).err(), Some(Error::Storage));
+    assert_eq!(
+        Btf::from_parts(SAMPLE, None, &o, &too_many).err(),
+        Some(Error::Storage)
+    );
 }
 
 #[test]
@@ -542,7 +785,8 @@ fn elf_btf(elf: &[u8]) -> Option<Vec<u8>> {
     if elf.get(..6)? != b"\x7fELF\x02\x01" {
         return None;
     }
-    let (shoff, shentsize, shnum, shstrndx) = (u64_at(0x28)?, u16_at(0x3a)?, u16_at(0x3c)?, u16_at(0x3e)?);
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28)?, u16_at(0x3a)?, u16_at(0x3c)?, u16_at(0x3e)?);
     let sh = |i: usize| shoff + i * shentsize;
     let strtab = u64_at(sh(shstrndx) + 0x18)?;
     for i in 0..shnum {
@@ -557,10 +801,16 @@ fn elf_btf(elf: &[u8]) -> Option<Vec<u8>> {
 
 /// What every kernel's BTF has: vfs_read(file, buf, count, pos), struct file, task_struct.
 fn check_kernel(btf: &Btf<'_>, what: &str) {
-    std::println!("{what}: {} types, {} named", btf.end_id() - 1, btf.by_name().len());
+    std::println!(
+        "{what}: {} types, {} named",
+        btf.end_id() - 1,
+        btf.by_name().len()
+    );
     assert!(btf.end_id() > 1000, "{what}");
     let f = btf.func(b"vfs_read").unwrap();
-    let names: Vec<&[u8]> = (0..usize::from(f.proto.params)).map(|i| btf.param(f.proto.id, i).unwrap().name).collect();
+    let names: Vec<&[u8]> = (0..usize::from(f.proto.params))
+        .map(|i| btf.param(f.proto.id, i).unwrap().name)
+        .collect();
     assert_eq!(names, [&b"file"[..], b"buf", b"count", b"pos"], "{what}");
     let ret = btf.scalar(f.proto.ret).unwrap();
     assert_eq!((ret.size, ret.signed), (8, true), "ssize_t");
@@ -569,7 +819,11 @@ fn check_kernel(btf: &Btf<'_>, what: &str) {
     assert_eq!(btf.type_name(loff).unwrap(), b"loff_t");
     assert_eq!(btf.scalar(loff).unwrap().size, 8);
     let file = btf.find(b"file", Kind::Struct).unwrap();
-    assert!(btf.member(file, b"f_inode").unwrap().byte_offset().is_some());
+    assert!(btf
+        .member(file, b"f_inode")
+        .unwrap()
+        .byte_offset()
+        .is_some());
     assert!(btf.member(file, b"f_pos").unwrap().byte_offset().is_some());
     let task = btf.find(b"task_struct", Kind::Struct).unwrap();
     let pid = btf.member(task, b"pid").unwrap();
@@ -594,9 +848,15 @@ fn check_kernel(btf: &Btf<'_>, what: &str) {
                     if !n.is_empty() {
                         let m = btf.member(id, n).unwrap();
                         let direct = btf.member_at(&t, i).unwrap();
-                        let first = (0..i).all(|j| btf.str_at(t.word(3 * j).unwrap()).unwrap() != n);
+                        let first =
+                            (0..i).all(|j| btf.str_at(t.word(3 * j).unwrap()).unwrap() != n);
                         if first {
-                            assert_eq!(m, direct, "{what}: {} of type {id}", String::from_utf8_lossy(n));
+                            assert_eq!(
+                                m,
+                                direct,
+                                "{what}: {} of type {id}",
+                                String::from_utf8_lossy(n)
+                            );
                         }
                     }
                 }
@@ -611,7 +871,8 @@ fn check_kernel(btf: &Btf<'_>, what: &str) {
 /// running kernel's /sys/kernel/btf/vmlinux; each is skipped when absent.
 #[test]
 fn kernel_btf_when_there_is_one() {
-    let build = std::env::var("UFG_BUILD").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../build").into());
+    let build = std::env::var("UFG_BUILD")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../build").into());
     let mut checked = 0;
     for arch in ["x86_64", "arm64"] {
         let path = std::format!("{build}/kernel-{arch}/vmlinux");

@@ -52,12 +52,18 @@ struct Inline<const N: usize> {
 }
 
 impl<const N: usize> Inline<N> {
-    const EMPTY: Self = Inline { buf: [0; N], len: 0 };
+    const EMPTY: Self = Inline {
+        buf: [0; N],
+        len: 0,
+    };
 
     fn new(s: &str) -> Option<Self> {
         let mut buf = [0; N];
         crate::pure::slice::copy(buf.get_mut(..s.len())?, s.as_bytes());
-        Some(Inline { buf, len: u8::try_from(s.len()).ok()? })
+        Some(Inline {
+            buf,
+            len: u8::try_from(s.len()).ok()?,
+        })
     }
 
     fn as_str(&self) -> &str {
@@ -174,7 +180,10 @@ impl Program {
 
     /// Whether the store reads a string (kernel, user or symbol).
     pub(super) fn stores_string(&self) -> bool {
-        matches!(self.store.kind, StoreKind::String | StoreKind::UserString | StoreKind::SymString)
+        matches!(
+            self.store.kind,
+            StoreKind::String | StoreKind::UserString | StoreKind::SymString
+        )
     }
 }
 

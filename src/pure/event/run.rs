@@ -65,7 +65,8 @@ fn offset(val: u64, offset: i32) -> u64 {
 
 fn read_ulong(env: &impl Env, addr: u64, user: bool) -> Option<u64> {
     let mut word = [0u8; 8];
-    env.read(addr, user, &mut word).then_some(u64::from_le_bytes(word))
+    env.read(addr, user, &mut word)
+        .then_some(u64::from_le_bytes(word))
 }
 
 /// One stage-2 dereference of `val`.
@@ -277,7 +278,9 @@ fn store_fixed(p: &Program, env: &impl Env, rec: &mut [u8], base: usize) {
     let size = usize::from(store.size);
     for i in 0..usize::from(p.count().max(1)) {
         let at = base.saturating_add(i * size);
-        let Some(dest) = rec.get_mut(at..at.saturating_add(size)) else { return };
+        let Some(dest) = rec.get_mut(at..at.saturating_add(size)) else {
+            return;
+        };
         // Array elements follow each other in memory, and in the record.
         let val = val.wrapping_add((i * size) as u64);
         match store.kind {
@@ -306,13 +309,23 @@ fn store_fixed(p: &Program, env: &impl Env, rec: &mut [u8], base: usize) {
 fn apply_bitfield(bf: Bitfield, dest: &mut [u8]) {
     let n = usize::from(bf.basesize);
     let mut raw = [0u8; 8];
-    let (Some(field), Some(word)) = (dest.get_mut(..n), raw.get_mut(..n)) else { return };
+    let (Some(field), Some(word)) = (dest.get_mut(..n), raw.get_mut(..n)) else {
+        return;
+    };
     crate::pure::slice::copy(word, field);
     let bits = 8 * n as u32;
     let mask = u64::MAX >> (64 - bits.clamp(1, 64));
     let mut x = u64::from_le_bytes(raw);
-    x = if u32::from(bf.lshift) < bits { (x << bf.lshift) & mask } else { 0 };
-    x = if u32::from(bf.rshift) < bits { x >> bf.rshift } else { 0 };
+    x = if u32::from(bf.lshift) < bits {
+        (x << bf.lshift) & mask
+    } else {
+        0
+    };
+    x = if u32::from(bf.rshift) < bits {
+        x >> bf.rshift
+    } else {
+        0
+    };
     if let Some(bytes) = x.to_le_bytes().get(..n) {
         crate::pure::slice::copy(field, bytes);
     }

@@ -12,8 +12,11 @@ use std::string::String;
 use std::vec;
 use std::vec::Vec;
 
-const CFG: Config =
-    Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 };
+const CFG: Config = Config {
+    max_stack_index: 2048,
+    dentry_name_offset: 0x28,
+    file_dentry_offset: 0x48,
+};
 
 const JIFFIES: u64 = 0xffff_ffff_8200_0000;
 const COMM: u64 = 0xffff_8880_0000_1000;
@@ -35,7 +38,10 @@ struct Fake {
 
 impl Fake {
     fn new() -> Self {
-        let mut f = Fake { sp: 0xffff_c900_0000_3f00, ..Fake::default() };
+        let mut f = Fake {
+            sp: 0xffff_c900_0000_3f00,
+            ..Fake::default()
+        };
         f.kstr(COMM, "bash");
         f.kword(JIFFIES, 0x1_0000_2345);
         f
@@ -187,16 +193,26 @@ fn event(cmd: &str) -> Event {
         Ok(Command::Add(d)) => d,
         other => panic!("{cmd:?}: {other:?}"),
     };
-    let progs: Vec<Program> =
-        d.args().map(|a| compile(&a, resolve).unwrap_or_else(|e| panic!("{cmd}: {e}"))).collect();
+    let progs: Vec<Program> = d
+        .args()
+        .map(|a| compile(&a, resolve).unwrap_or_else(|e| panic!("{cmd}: {e}")))
+        .collect();
     for (p, a) in progs.iter().zip(d.args()) {
         assert_eq!(p.name(), a.name);
-        assert_eq!((p.ty(), p.count(), p.offset()), (a.ty, a.count(), usize::from(a.offset)));
+        assert_eq!(
+            (p.ty(), p.count(), p.offset()),
+            (a.ty, a.count(), usize::from(a.offset))
+        );
         assert_eq!(p.field_size(), a.size());
         assert_eq!(p.derefs(), a.fetch.derefs());
     }
     let head = if d.is_return() { EXIT_HEAD } else { ENTRY_HEAD };
-    Event { progs, args_size: d.args_size(), head, is_return: d.is_return() }
+    Event {
+        progs,
+        args_size: d.args_size(),
+        head,
+        is_return: d.is_return(),
+    }
 }
 
 impl Event {
@@ -298,7 +314,10 @@ fn every_numeric_type() {
     let mut env = Fake::new();
     env.args = vec![0xffff_ffff_ffff_fe85, 0x41, 0xffff_ffff_8100_1234];
     let rec = e.hit(&env);
-    assert_eq!(rec.len(), ENTRY_HEAD + 1 + 2 + 4 + 8 + 1 + 2 + 4 + 8 + 1 + 2 + 4 + 8 + 1 + 8 + 8);
+    assert_eq!(
+        rec.len(),
+        ENTRY_HEAD + 1 + 2 + 4 + 8 + 1 + 2 + 4 + 8 + 1 + 2 + 4 + 8 + 1 + 8 + 8
+    );
     assert_eq!(
         e.show(&env),
         " a=133 b=65157 c=4294966917 d=18446744073709551237 e=-123 f=-379 g=-379 h=-379 \
@@ -323,11 +342,16 @@ fn every_numeric_type() {
 
     // Positive and extreme values.
     env.args = vec![0x7f, 0, 0];
-    assert!(e.show(&env).starts_with(" a=127 b=127 c=127 d=127 e=127 f=127 g=127 h=127 i=0x7f"));
+    assert!(e
+        .show(&env)
+        .starts_with(" a=127 b=127 c=127 d=127 e=127 f=127 g=127 h=127 i=0x7f"));
     env.args = vec![0x8000_0000_0000_0000, 0, 0];
     let shown = e.show(&env);
     assert!(shown.contains(" h=-9223372036854775808 "), "{shown}");
-    assert!(shown.contains(" e=0 ") && shown.contains(" m='\0' "), "{shown}");
+    assert!(
+        shown.contains(" e=0 ") && shown.contains(" m='\0' "),
+        "{shown}"
+    );
 }
 
 #[test]
@@ -364,7 +388,13 @@ fn derefs_nest_and_read_user_memory() {
     assert_eq!(e.show(&env), " a=42 b=0xdeadbeef u=7 uk=4660 k=9");
     let store = e.progs[2].store();
     assert_eq!(store.kind, StoreKind::UserMem);
-    assert_eq!(e.progs[3].derefs(), &[Deref { offset: 0, user: true }]);
+    assert_eq!(
+        e.progs[3].derefs(),
+        &[Deref {
+            offset: 0,
+            user: true
+        }]
+    );
 }
 
 #[test]
@@ -383,11 +413,18 @@ fn faults_at_every_stage() {
     for i in [0, 1, 2, 4] {
         let p = &e.progs[i];
         let at = p.field_offset(ENTRY_HEAD);
-        assert!(rec[at..at + p.field_size()].iter().all(|&b| b == 0), "{}", p.name());
+        assert!(
+            rec[at..at + p.field_size()].iter().all(|&b| b == 0),
+            "{}",
+            p.name()
+        );
     }
     assert_eq!(e.loc(&rec, 3), (0, ENTRY_HEAD + e.args_size));
     assert_eq!(e.loc(&rec, 6), (0, ENTRY_HEAD + e.args_size));
-    assert_eq!(e.render(&rec), " load=0 store=0 bf=0 s=(fault) arr={0,0} ok=5 s2=(fault)");
+    assert_eq!(
+        e.render(&rec),
+        " load=0 store=0 bf=0 s=(fault) arr={0,0} ok=5 s2=(fault)"
+    );
     // A partial read is no read.
     env.kbytes(K + 0x2000, &[1, 2, 3]);
     assert_eq!(e.field::<8>(&e.hit(&env), 1), [0; 8]);
@@ -418,7 +455,10 @@ fn strings_of_every_kind() {
         (0xffff_ffff_8100_0020, "f+0x10/0x20 [m]"),
     ];
     // The string at +3 of the kernel pointer: the text from its 4th byte.
-    assert_eq!(dynamic_size(&e.progs, &env), 7 + 5 + 5 + 5 + 5 + 4 + 18 + 16 + 4);
+    assert_eq!(
+        dynamic_size(&e.progs, &env),
+        7 + 5 + 5 + 5 + 5 + 4 + 18 + 16 + 4
+    );
     let rec = e.hit(&env);
     assert_eq!(
         e.render(&rec),
@@ -449,7 +489,11 @@ fn strings_of_every_kind() {
     env.args[1] = U + 0x200;
     env.ustr(U + 0x200, "");
     env.kstr(K, "");
-    assert!(e.show(&env).starts_with(" k=\"\" u=(fault) uk=(fault) "), "{}", e.show(&env));
+    assert!(
+        e.show(&env).starts_with(" k=\"\" u=(fault) uk=(fault) "),
+        "{}",
+        e.show(&env)
+    );
 }
 
 #[test]
@@ -457,7 +501,16 @@ fn dentry_shorthands() {
     let e = event("f vfs_read f=$arg1:%pD d=+8($arg2):%pd");
     assert_eq!(
         e.progs[0].derefs(),
-        &[Deref { offset: 0x48, user: false }, Deref { offset: 0x28, user: false }]
+        &[
+            Deref {
+                offset: 0x48,
+                user: false
+            },
+            Deref {
+                offset: 0x28,
+                user: false
+            }
+        ]
     );
     let mut env = Fake::new();
     env.args = vec![K, K + 0x800];
@@ -542,11 +595,18 @@ fn string_arrays() {
     env.ustr(U + 0x200, "dos");
     assert_eq!(dynamic_size(&e.progs, &env), 4 + 4 + 6 + 4 + 4);
     let rec = e.hit(&env);
-    assert_eq!(e.render(&rec), " s={\"one\",\"two\",\"three\"} u={\"uno\",\"dos\"} n=3");
+    assert_eq!(
+        e.render(&rec),
+        " s={\"one\",\"two\",\"three\"} u={\"uno\",\"dos\"} n=3"
+    );
     let base = ENTRY_HEAD + e.args_size;
     let locs: Vec<u32> = (0..5)
         .map(|j| {
-            u32::from_le_bytes(rec[ENTRY_HEAD + 4 * j..ENTRY_HEAD + 4 * j + 4].try_into().unwrap())
+            u32::from_le_bytes(
+                rec[ENTRY_HEAD + 4 * j..ENTRY_HEAD + 4 * j + 4]
+                    .try_into()
+                    .unwrap(),
+            )
         })
         .collect();
     assert_eq!(
@@ -563,16 +623,25 @@ fn string_arrays() {
     // A string that cannot be read is a fault; the next elements still are read.
     env.kmem.remove(&(K + 0x200));
     assert_eq!(dynamic_size(&e.progs, &env), 4 + 6 + 4 + 4);
-    assert_eq!(e.show(&env), " s={\"one\",(fault),\"three\"} u={\"uno\",\"dos\"} n=3");
+    assert_eq!(
+        e.show(&env),
+        " s={\"one\",(fault),\"three\"} u={\"uno\",\"dos\"} n=3"
+    );
     // A pointer that cannot be read ends the array: the elements before it stay.
     env.kmem.remove(&(K + 8));
     assert_eq!(dynamic_size(&e.progs, &env), 4 + 4 + 4);
     let rec = e.hit(&env);
-    assert_eq!(e.render(&rec), " s={\"one\",(fault),(fault)} u={\"uno\",\"dos\"} n=3");
+    assert_eq!(
+        e.render(&rec),
+        " s={\"one\",(fault),(fault)} u={\"uno\",\"dos\"} n=3"
+    );
     assert_eq!(e.loc(&rec, 1), (4, base + 4));
     // The first pointer: the whole array faults.
     env.args[0] = K + 0x5000;
-    assert_eq!(e.show(&env), " s={(fault),(fault),(fault)} u={\"uno\",\"dos\"} n=3");
+    assert_eq!(
+        e.show(&env),
+        " s={(fault),(fault),(fault)} u={\"uno\",\"dos\"} n=3"
+    );
 }
 
 #[test]
@@ -623,7 +692,10 @@ fn tracepoint_args_and_stack() {
     env.args = vec![0, 77];
     env.stack = vec![0x11, 0x22, 0x33];
     // $stack9 is off the stack: 0, whose dereference faults.
-    assert_eq!(e.show(&env), format!(" a=0x4d s=0x{:x} z=51 d=0 m=0x11", env.sp));
+    assert_eq!(
+        e.show(&env),
+        format!(" a=0x4d s=0x{:x} z=51 d=0 m=0x11", env.sp)
+    );
     assert_eq!(
         e.print_fmt().split(',').next().unwrap(),
         r#""(%lx) a=0x%Lx s=0x%Lx z=%u d=%u m=0x%Lx""#
@@ -648,10 +720,19 @@ fn symbols_and_immediates() {
         let a = d.args().next().unwrap();
         compile(&a, resolve)
     };
-    assert_eq!(unknown("f vfs_read @nosuch"), Err(CompileError::UnknownSymbol));
-    assert_eq!(unknown("f vfs_read @zero"), Err(CompileError::UnknownSymbol));
+    assert_eq!(
+        unknown("f vfs_read @nosuch"),
+        Err(CompileError::UnknownSymbol)
+    );
+    assert_eq!(
+        unknown("f vfs_read @zero"),
+        Err(CompileError::UnknownSymbol)
+    );
     assert_eq!(CompileError::UnknownSymbol.errno(), -2);
-    assert_eq!(unknown("f vfs_read @jiffies+x"), Err(CompileError::BadSymbolOffset(Errno::Inval)));
+    assert_eq!(
+        unknown("f vfs_read @jiffies+x"),
+        Err(CompileError::BadSymbolOffset(Errno::Inval))
+    );
     assert_eq!(unknown("f vfs_read @jiffies+x").unwrap_err().errno(), -22);
     // Offsets wrap as an unsigned long.
     let e = event("f vfs_read a=@low-16:u8 b=@jiffies-0x10:u8");
@@ -677,7 +758,10 @@ fn short_records_cut_strings() {
     let rec = e.hit_into(&env, fixed + 6);
     assert_eq!(e.render(&rec), " a=\"first\" b=(fault) n=9");
     // One byte: an empty string.
-    assert_eq!(e.render(&e.hit_into(&env, fixed + 1)), " a=\"\" b=(fault) n=9");
+    assert_eq!(
+        e.render(&e.hit_into(&env, fixed + 1)),
+        " a=\"\" b=(fault) n=9"
+    );
     // More room than needed is left as it was.
     let rec = e.hit_into(&env, fixed + 20);
     assert_eq!(e.render(&rec), " a=\"first\" b=\"second\" n=9");
@@ -698,8 +782,14 @@ fn short_records_cut_strings() {
     env.syms = vec![(0xffff_ffff_8100_0010, "vfs_read+0x0/0x40")];
     let fixed = ENTRY_HEAD + e.args_size;
     assert_eq!(dynamic_size(&e.progs, &env), 10 + 18);
-    assert_eq!(e.render(&e.hit_into(&env, fixed + 5)), " i=\"imme\" y=(fault)");
-    assert_eq!(e.render(&e.hit_into(&env, fixed + 15)), " i=\"immediate\" y=\"vfs_\"");
+    assert_eq!(
+        e.render(&e.hit_into(&env, fixed + 5)),
+        " i=\"imme\" y=(fault)"
+    );
+    assert_eq!(
+        e.render(&e.hit_into(&env, fixed + 15)),
+        " i=\"immediate\" y=\"vfs_\""
+    );
 }
 
 #[test]
@@ -818,12 +908,18 @@ fn output_sinks_get_bytes() {
 fn symbol_arrays_and_refused_symstr_arrays() {
     let e = event("f vfs_read y=+0($arg1):symbol[2]");
     assert_eq!(e.field_type(0), "u64[2]");
-    assert_eq!(e.print_fmt(), r#""(%lx) y={%pS,%pS}", REC->__probe_ip, REC->y[0], REC->y[1]"#);
+    assert_eq!(
+        e.print_fmt(),
+        r#""(%lx) y={%pS,%pS}", REC->__probe_ip, REC->y[0], REC->y[1]"#
+    );
     let mut env = Fake::new();
     env.args = vec![K];
     env.kword(K, 0xffff_ffff_8100_0010);
     env.kword(K + 8, 0xffff_ffff_8100_0020);
-    assert_eq!(e.show(&env), " y={<0xffffffff81000010>,<0xffffffff81000020>}");
+    assert_eq!(
+        e.show(&env),
+        " y={<0xffffffff81000010>,<0xffffffff81000020>}"
+    );
     // Upstream refuses arrays of symstr (its array loop would not move their data_loc).
     assert!(parse("f vfs_read y=+0($arg1):symstr[2]", &CFG).is_err());
     assert!(parse("f vfs_read y=+u0($arg1):u8[2]", &CFG).is_err());
@@ -833,7 +929,10 @@ fn symbol_arrays_and_refused_symstr_arrays() {
 fn tracepoint_probes_print_as_entries() {
     let e = event("t sched_switch p=+0($arg2):string");
     assert!(!e.is_return);
-    assert_eq!(e.print_fmt(), r#""(%lx) p=\"%s\"", REC->__probe_ip, __get_str(p)"#);
+    assert_eq!(
+        e.print_fmt(),
+        r#""(%lx) p=\"%s\"", REC->__probe_ip, __get_str(p)"#
+    );
     // No arguments at all.
     let e = event("f vfs_read");
     assert_eq!(e.print_fmt(), r#""(%lx)", REC->__probe_ip"#);

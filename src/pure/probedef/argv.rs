@@ -37,7 +37,11 @@ pub(super) fn words(cmd: &str) -> Words<'_> {
 impl<'a> Words<'a> {
     /// The text from the next word on ("" when no word is left).
     pub(super) fn remainder(&self) -> &'a str {
-        let start = self.rest.bytes().position(|c| !is_space(c)).unwrap_or(self.rest.len());
+        let start = self
+            .rest
+            .bytes()
+            .position(|c| !is_space(c))
+            .unwrap_or(self.rest.len());
         self.rest.get(start..).unwrap_or("")
     }
 }
@@ -117,7 +121,11 @@ impl DentryExpansion {
 
     /// Writes what upstream puts after the argument's expression.
     pub(super) fn write_suffix<W: Write>(&self, w: &mut W) -> fmt::Result {
-        w.write_str(if self.kind == DentryKind::File { "))):string" } else { ")):string" })
+        w.write_str(if self.kind == DentryKind::File {
+            "))):string"
+        } else {
+            ")):string"
+        })
     }
 
     /// Length of the prefix [`Self::write_prefix`] writes.
@@ -220,7 +228,10 @@ fn write_word<W: Write>(
     word: &str,
     expanded: Option<&Config>,
 ) -> fmt::Result {
-    match expanded.filter(|_| index >= 2).and_then(|cfg| DentryWord::of(word, cfg)) {
+    match expanded
+        .filter(|_| index >= 2)
+        .and_then(|cfg| DentryWord::of(word, cfg))
+    {
         Some(d) => d.write(w),
         None => w.write_str(word),
     }
@@ -273,8 +284,11 @@ mod tests {
     use super::*;
     use std::string::String;
 
-    const CFG: Config =
-        Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 };
+    const CFG: Config = Config {
+        max_stack_index: 2048,
+        dentry_name_offset: 0x28,
+        file_dentry_offset: 0x48,
+    };
 
     fn command(cmd: &str, expanded: bool) -> String {
         let mut s = String::new();
@@ -305,10 +319,19 @@ mod tests {
             command("f vfs_read f=$arg1:%pD d=+0($arg2):%pd", true),
             "f vfs_read f=+0x0(+0x28(+0x48($arg1))):string d=+0x0(+0x28(+0($arg2))):string"
         );
-        assert_eq!(command("f vfs_read $arg1:%pd", true), "f vfs_read +0x0(+0x28($arg1)):string");
-        assert_eq!(command("f vfs_read $arg1:%pd", false), "f vfs_read $arg1:%pd");
+        assert_eq!(
+            command("f vfs_read $arg1:%pd", true),
+            "f vfs_read +0x0(+0x28($arg1)):string"
+        );
+        assert_eq!(
+            command("f vfs_read $arg1:%pd", false),
+            "f vfs_read $arg1:%pd"
+        );
         // The symbol is not a fetch argument, even if it looks like one.
-        assert_eq!(command("f x:%pd $arg1:%pd", true), "f x:%pd +0x0(+0x28($arg1)):string");
+        assert_eq!(
+            command("f x:%pd $arg1:%pd", true),
+            "f x:%pd +0x0(+0x28($arg1)):string"
+        );
         // '=' only counts before the suffix; an empty expression stays empty.
         assert_eq!(command("f s =:%pd", true), "f s =+0x0(+0x28()):string");
         assert_eq!(command("f s :%pD", true), "f s +0x0(+0x28(+0x48())):string");

@@ -226,13 +226,24 @@ impl ProbeError {
     /// The `error_log` entry for this error, on `cmd` (the command the error came from) as parsed
     /// with `cfg`, logged `ts_ns` nanoseconds after boot.
     pub fn log<'e>(&'e self, cmd: &'e str, cfg: &'e Config, ts_ns: u64) -> ErrorLog<'e> {
-        ErrorLog { err: self, cmd, cfg, ts_ns }
+        ErrorLog {
+            err: self,
+            cmd,
+            cfg,
+            ts_ns,
+        }
     }
 }
 
 impl fmt::Display for ProbeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}) at {}", self.code.message(), self.code.name(), self.pos)
+        write!(
+            f,
+            "{} ({}) at {}",
+            self.code.message(),
+            self.code.name(),
+            self.pos
+        )
     }
 }
 
@@ -352,7 +363,10 @@ mod tests {
         assert_eq!(ErrCode::ALL[0], ErrCode::FileNotFound);
         assert_eq!(ErrCode::BadArgNum.name(), "BAD_ARG_NUM");
         assert_eq!(ErrCode::BadArgNum.message(), "Invalid argument number");
-        assert_eq!(ErrCode::ImmstrNoClose.message(), "String is not closed with '\"'");
+        assert_eq!(
+            ErrCode::ImmstrNoClose.message(),
+            "String is not closed with '\"'"
+        );
         assert_eq!(ErrCode::EventTooBig.name(), "EVENT_TOO_BIG");
         let mut names: std::vec::Vec<_> = ErrCode::ALL.iter().map(|c| c.name()).collect();
         names.sort();
@@ -362,8 +376,11 @@ mod tests {
 
     #[test]
     fn log_format() {
-        let cfg =
-            Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 };
+        let cfg = Config {
+            max_stack_index: 2048,
+            dentry_name_offset: 0x28,
+            file_dentry_offset: 0x48,
+        };
         let err = ProbeError {
             code: ErrCode::BadArgNum,
             errno: Errno::Inval,
@@ -374,12 +391,19 @@ mod tests {
             expanded: true,
         };
         assert_eq!(
-            err.log("f  vfs_read\t$arg10000", &cfg, 12_345_678_901).to_string(),
+            err.log("f  vfs_read\t$arg10000", &cfg, 12_345_678_901)
+                .to_string(),
             "[   12.345678] trace_fprobe: error: Invalid argument number\n  Command: f vfs_read \
              $arg10000\n                      ^\n"
         );
-        let twice = ProbeError { code: ErrCode::BadVar, also: Some(ErrCode::BadFetchArg), ..err };
-        let log = twice.log("f vfs_read %ax", &cfg, 123_456_789_012_345).to_string();
+        let twice = ProbeError {
+            code: ErrCode::BadVar,
+            also: Some(ErrCode::BadFetchArg),
+            ..err
+        };
+        let log = twice
+            .log("f vfs_read %ax", &cfg, 123_456_789_012_345)
+            .to_string();
         assert_eq!(log.lines().count(), 6);
         assert!(
             log.starts_with("[123456.789012] trace_fprobe: error: Invalid $-variable specified\n")

@@ -255,7 +255,10 @@ impl fmt::Display for Comm<'_> {
         match self.dentry {
             None => f.write_str(self.text),
             Some(d) => {
-                let inner = self.text.get(..self.text.len().saturating_sub(4)).unwrap_or("");
+                let inner = self
+                    .text
+                    .get(..self.text.len().saturating_sub(4))
+                    .unwrap_or("");
                 d.write_prefix(f)?;
                 f.write_str(inner)?;
                 d.write_suffix(f)
@@ -311,7 +314,11 @@ impl<'a> FetchArg<'a> {
 
     /// What upstream compares between probes of one event.
     pub fn sig(&self) -> ArgSig<'a> {
-        ArgSig { name: self.name, ty: self.ty, count: self.count() }
+        ArgSig {
+            name: self.name,
+            ty: self.ty,
+            count: self.count(),
+        }
     }
 }
 
@@ -337,7 +344,10 @@ pub(super) struct EntryArgs {
 
 impl EntryArgs {
     pub(super) const fn new() -> Self {
-        EntryArgs { args: [0; MAX_TRACE_ARGS], len: 0 }
+        EntryArgs {
+            args: [0; MAX_TRACE_ARGS],
+            len: 0,
+        }
     }
 
     /// The slot holding argument `arg`, taking the next free one on first use. `None` when full,
@@ -368,7 +378,12 @@ pub(super) struct Fail {
 }
 
 const fn fail(code: ErrCode, offset: usize, errno: Errno) -> Fail {
-    Fail { code, offset, errno, also: None }
+    Fail {
+        code,
+        offset,
+        errno,
+        also: None,
+    }
 }
 
 /// What the argument parser needs to know about the probe, and what it accumulates over the
@@ -413,19 +428,32 @@ struct Builder<'t> {
 
 impl<'t> Builder<'t> {
     fn new() -> Self {
-        Builder { load: None, derefs: [Deref::default(); MAX_DEREFS], nderefs: 0, slots: 0 }
+        Builder {
+            load: None,
+            derefs: [Deref::default(); MAX_DEREFS],
+            nderefs: 0,
+            slots: 0,
+        }
     }
 
     /// Sets the load. It is the innermost operand, so upstream writes it at slot 0 (a symbol
     /// takes slots 0 and 1: an unresolved-symbol holder, then the immediate it resolves into).
     fn set_load(&mut self, load: Load<'t>) {
-        self.slots = if matches!(load, Load::Symbol(_)) { 2 } else { 1 };
+        self.slots = if matches!(load, Load::Symbol(_)) {
+            2
+        } else {
+            1
+        };
         self.load = Some(load);
     }
 
     fn last_op(&self) -> Option<LastOp> {
         if let Some(d) = self.nderefs.checked_sub(1).and_then(|i| self.derefs.get(i)) {
-            return Some(if d.user { LastOp::UserDeref } else { LastOp::Deref });
+            return Some(if d.user {
+                LastOp::UserDeref
+            } else {
+                LastOp::Deref
+            });
         }
         Some(match self.load? {
             Load::Arg(_) => LastOp::Arg,
@@ -478,7 +506,11 @@ pub(super) fn parse_body<'t>(
     }
     let fetch = finalize(b, &spec, off)?;
     // The offset is at most MAX_PROBE_EVENT_SIZE.
-    Ok((spec.ty, u16::try_from(field_offset).unwrap_or(u16::MAX), fetch))
+    Ok((
+        spec.ty,
+        u16::try_from(field_offset).unwrap_or(u16::MAX),
+        fetch,
+    ))
 }
 
 /// The parts of an argument's expression around its type.
@@ -534,7 +566,13 @@ fn parse_type(body: &str, at: usize) -> Result<TypeSpec<'_>, Fail> {
     } else {
         FetchType::find(name).ok_or(inval(ErrCode::BadType, type_at))?
     };
-    Ok(TypeSpec { expr, name, from: type_from.unwrap_or(0), ty, count })
+    Ok(TypeSpec {
+        expr,
+        name,
+        from: type_from.unwrap_or(0),
+        ty,
+        count,
+    })
 }
 
 /// `parse_probe_arg()`: parses a fetch expression at byte `*off` of its word. Nested
@@ -568,7 +606,13 @@ fn parse_probe_arg<'t>(
             } else {
                 b.set_load(Load::Symbol(rest));
             }
-            b.push_deref(Deref { offset: 0, user: false }, *off)
+            b.push_deref(
+                Deref {
+                    offset: 0,
+                    user: false,
+                },
+                *off,
+            )
         }
         Some(sign @ (b'+' | b'-')) => parse_deref(arg, sign, off, ctx, b),
         Some(b'\\') => {
@@ -620,7 +664,10 @@ fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx) -> Result<Load<'static>, F
         };
         return Ok(if ctx.is_return {
             // Read at exit what the entry handler saved.
-            let slot = ctx.entry.slot(n).ok_or(fail(ErrCode::TooManyOps, off, Errno::NoSpc))?;
+            let slot = ctx
+                .entry
+                .slot(n)
+                .ok_or(fail(ErrCode::TooManyOps, off, Errno::NoSpc))?;
             Load::EntryArg { arg: n, slot }
         } else {
             // A tracepoint probe attaches to a stub whose first parameter is a dummy.
@@ -636,7 +683,11 @@ fn parse_imm(imm: &str, off: usize) -> Result<Load<'_>, Fail> {
         // The string runs to the end of the word, which must be the closing quote.
         return match s.strip_suffix('"') {
             Some(text) => Ok(Load::ImmStr(text)),
-            None => Err(fail(ErrCode::ImmstrNoClose, off + 2 + s.len(), Errno::Inval)),
+            None => Err(fail(
+                ErrCode::ImmstrNoClose,
+                off + 2 + s.len(),
+                Errno::Inval,
+            )),
         };
     }
     // str_to_immediate(): a number, or a signed one.
@@ -646,7 +697,9 @@ fn parse_imm(imm: &str, off: usize) -> Result<Load<'_>, Fail> {
         Some(b'+') => kstrtoll(imm.get(1..).unwrap_or(""), 0).map(|v| v as u64),
         _ => Err(NumError::Invalid),
     };
-    value.map(Load::Imm).map_err(|e| fail(ErrCode::BadImm, off + 1, e.errno()))
+    value
+        .map(Load::Imm)
+        .map_err(|e| fail(ErrCode::BadImm, off + 1, e.errno()))
 }
 
 /// `+|-[u]OFFS(EXPR)` at byte `*off` of its word, `sign` being its first byte.
@@ -674,19 +727,31 @@ fn parse_deref<'t>(
         return Err(fail(ErrCode::DerefNeedBrace, *off, Errno::Inval));
     };
     let text = arg.get(from..open).unwrap_or("");
-    let offset = if neg { neg_kstrtoll(text.as_bytes(), 0) } else { kstrtoll(text, 0) };
+    let offset = if neg {
+        neg_kstrtoll(text.as_bytes(), 0)
+    } else {
+        kstrtoll(text, 0)
+    };
     let offset = offset.map_err(|e| fail(ErrCode::BadDerefOffs, *off, e.errno()))?;
 
     // `ctx->offset += (tmp + 1 - arg) + (arg[0] != '-' ? 1 : 0)`: the '+ 1' makes up for a
     // skipped '+', so the cursor lands after '('; except when the 'u' shifted the cursor, or
     // the offset itself starts with a '-' after a '+': then it lands one byte short.
-    let head = if neg { b'-' } else { bytes.get(cur).copied().unwrap_or(0) };
+    let head = if neg {
+        b'-'
+    } else {
+        bytes.get(cur).copied().unwrap_or(0)
+    };
     *off += (open + 1).saturating_sub(cur) + usize::from(head != b'-');
 
     let inside = arg.get(open + 1..).unwrap_or("");
     // The expression ends at the last ')'; upstream ignores anything after it.
     let Some(close) = inside.rfind(')') else {
-        return Err(fail(ErrCode::DerefOpenBrace, *off + inside.len(), Errno::Inval));
+        return Err(fail(
+            ErrCode::DerefOpenBrace,
+            *off + inside.len(),
+            Errno::Inval,
+        ));
     };
     let here = *off;
     parse_probe_arg(inside.get(..close).unwrap_or(""), off, ctx, b)?;
@@ -695,7 +760,13 @@ fn parse_deref<'t>(
         return Err(fail(ErrCode::CommCantDeref, *off, Errno::Inval));
     }
     // Upstream keeps the offset in an int.
-    b.push_deref(Deref { offset: offset as i32, user }, *off)
+    b.push_deref(
+        Deref {
+            offset: offset as i32,
+            user,
+        },
+        *off,
+    )
 }
 
 /// `finalize_fetch_insn()`: the store, bitfield and array stages for the type of `spec`, `off`
@@ -722,7 +793,10 @@ fn finalize<'t>(b: Builder<'t>, spec: &TypeSpec<'_>, off: usize) -> Result<Fetch
 
     let store = if ty.is_string() {
         if ty == FetchType::SymStr {
-            if !matches!(last, Some(LastOp::Stack | LastOp::Retval | LastOp::Arg | LastOp::Deref)) {
+            if !matches!(
+                last,
+                Some(LastOp::Stack | LastOp::Retval | LastOp::Arg | LastOp::Deref)
+            ) {
                 return Err(fail(ErrCode::BadSymstring, at_type, Errno::Inval));
             }
         } else if !matches!(
@@ -753,11 +827,19 @@ fn finalize<'t>(b: Builder<'t>, spec: &TypeSpec<'_>, off: usize) -> Result<Fetch
         } else {
             StoreKind::String
         };
-        Store { kind, size, offset: folded.offset }
+        Store {
+            kind,
+            size,
+            offset: folded.offset,
+        }
     } else if let Some(LastOp::Deref | LastOp::UserDeref) = last {
         let d = fold();
         Store {
-            kind: if d.user { StoreKind::UserMem } else { StoreKind::Mem },
+            kind: if d.user {
+                StoreKind::UserMem
+            } else {
+                StoreKind::Mem
+            },
             size,
             offset: d.offset,
         }
@@ -766,7 +848,11 @@ fn finalize<'t>(b: Builder<'t>, spec: &TypeSpec<'_>, off: usize) -> Result<Fetch
             return Err(fail(ErrCode::TooManyOps, off, Errno::TooBig));
         }
         slots += 1;
-        Store { kind: StoreKind::Raw, size, offset: 0 }
+        Store {
+            kind: StoreKind::Raw,
+            size,
+            offset: 0,
+        }
     };
 
     let bitfield = match spec.name.and_then(|n| n.strip_prefix('b')) {
@@ -803,7 +889,10 @@ fn finalize<'t>(b: Builder<'t>, spec: &TypeSpec<'_>, off: usize) -> Result<Fetch
     };
 
     if count > 0 {
-        if !matches!(store.kind, StoreKind::Mem | StoreKind::String | StoreKind::UserString) {
+        if !matches!(
+            store.kind,
+            StoreKind::Mem | StoreKind::String | StoreKind::UserString
+        ) {
             return Err(fail(ErrCode::BadString, at_type, Errno::Inval));
         }
         if slots == END_SLOT {
@@ -854,8 +943,21 @@ mod tests {
         let (ty, f) = body("+8(+16($arg2)):u32").unwrap();
         assert_eq!(ty, FetchType::U32);
         assert_eq!(f.load, Load::Arg(1));
-        assert_eq!(f.derefs(), &[Deref { offset: 16, user: false }]);
-        assert_eq!(f.store, Store { kind: StoreKind::Mem, size: 4, offset: 8 });
+        assert_eq!(
+            f.derefs(),
+            &[Deref {
+                offset: 16,
+                user: false
+            }]
+        );
+        assert_eq!(
+            f.store,
+            Store {
+                kind: StoreKind::Mem,
+                size: 4,
+                offset: 8
+            }
+        );
     }
 
     #[test]
@@ -882,7 +984,10 @@ mod tests {
     fn fetch_equality_ignores_unused_slots() {
         let (_, a) = body("+8(+16($arg2)):u32").unwrap();
         let mut b = a;
-        b.derefs[5] = Deref { offset: 99, user: true };
+        b.derefs[5] = Deref {
+            offset: 99,
+            user: true,
+        };
         assert_eq!(a, b);
     }
 

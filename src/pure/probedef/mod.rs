@@ -178,7 +178,8 @@ pub fn parse<'a>(cmd: &'a str, cfg: &Config) -> Result<Command<'a>, Error> {
 /// Splits what was written to `dynamic_events` into the commands upstream runs: one per line,
 /// each cut at its first '#' (comments).
 pub fn commands(buf: &str) -> impl Iterator<Item = &str> {
-    buf.split_terminator('\n').map(|line| line.split('#').next().unwrap_or(""))
+    buf.split_terminator('\n')
+        .map(|line| line.split('#').next().unwrap_or(""))
 }
 
 /// A probe definition: `f`/`t` lines.
@@ -265,7 +266,9 @@ impl<'a> ProbeDef<'a> {
             // "$retval" makes an exit probe of an fprobe, wherever it is, unless an identifier
             // character follows. Only the first one of each word counts.
             for (i, word) in argv::words(args).enumerate() {
-                let Some(p) = word.find("$retval") else { continue };
+                let Some(p) = word.find("$retval") else {
+                    continue;
+                };
                 let next = word.as_bytes().get(p + 7).copied().unwrap_or(0);
                 if !is_alnum(next) && next != b'_' {
                     if tracepoint {
@@ -281,7 +284,11 @@ impl<'a> ProbeDef<'a> {
         }
 
         // :[GRP/][EVENT]
-        let mut group = if tracepoint { TRACEPOINT_GROUP } else { FPROBE_GROUP };
+        let mut group = if tracepoint {
+            TRACEPOINT_GROUP
+        } else {
+            FPROBE_GROUP
+        };
         let mut event = None;
         if let Some(c) = colon {
             let name = head.get(c + 1..).unwrap_or("");
@@ -311,7 +318,13 @@ impl<'a> ProbeDef<'a> {
             }
         }
         if star {
-            return Err(log(ErrCode::NosupBtfarg, Errno::OpNotSupp, last_arg, 0, false));
+            return Err(log(
+                ErrCode::NosupBtfarg,
+                Errno::OpNotSupp,
+                last_arg,
+                0,
+                false,
+            ));
         }
         if nargs > MAX_TRACE_ARGS {
             return Err(Error::TooManyArgs);
@@ -497,7 +510,10 @@ impl<'a> ProbeDef<'a> {
         let differs = if self.nargs != theirs {
             Some(self.nargs.min(theirs) + 1)
         } else {
-            self.args().zip(existing).position(|(a, b)| a.sig() != b).map(|i| i + 1)
+            self.args()
+                .zip(existing)
+                .position(|(a, b)| a.sig() != b)
+                .map(|i| i + 1)
         }?;
         // Arguments start at word 2.
         Some(self.error_at(ErrCode::DiffArgType, Errno::Exist, differs + 1, 0))
@@ -512,7 +528,9 @@ impl<'a> ProbeDef<'a> {
     {
         let mut ours = self.args();
         let same = symbol == self.symbol
-            && comms.into_iter().all(|c| ours.next().is_some_and(|a| a.comm.eq_str(c)))
+            && comms
+                .into_iter()
+                .all(|c| ours.next().is_some_and(|a| a.comm.eq_str(c)))
             && ours.next().is_none();
         same.then(|| self.error_at(ErrCode::SameProbe, Errno::Exist, 0, 0))
     }
@@ -521,7 +539,11 @@ impl<'a> ProbeDef<'a> {
 impl fmt::Display for ProbeDef<'_> {
     /// `trace_fprobe_show()`, without the newline.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.kind == ProbeKind::Tracepoint { "t" } else { "f" })?;
+        f.write_str(if self.kind == ProbeKind::Tracepoint {
+            "t"
+        } else {
+            "f"
+        })?;
         if self.is_return && self.maxactive != 0 {
             write!(f, "{}", self.maxactive)?;
         }
@@ -589,7 +611,11 @@ impl<'a> RemoveDef<'a> {
         if group.is_none() && event.is_empty() {
             return Err(Error::BadRemove);
         }
-        Ok(RemoveDef { group, event, rest: words.remainder() })
+        Ok(RemoveDef {
+            group,
+            event,
+            rest: words.remainder(),
+        })
     }
 
     /// The group to match; `None` matches any.
@@ -644,7 +670,10 @@ impl<'a> RemoveDef<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum EventName<'a> {
     Given(&'a str),
-    Generated { buf: [u8; MAX_EVENT_NAME_LEN], len: u8 },
+    Generated {
+        buf: [u8; MAX_EVENT_NAME_LEN],
+        len: u8,
+    },
 }
 
 impl<'a> EventName<'a> {
@@ -653,7 +682,11 @@ impl<'a> EventName<'a> {
         let parts = match kind {
             ProbeKind::Fprobe => [symbol, "__", if is_return { "exit" } else { "entry" }],
             ProbeKind::Tracepoint => [
-                if symbol.starts_with(|c: char| c.is_ascii_digit()) { "_" } else { "" },
+                if symbol.starts_with(|c: char| c.is_ascii_digit()) {
+                    "_"
+                } else {
+                    ""
+                },
                 symbol,
                 "",
             ],
@@ -681,7 +714,10 @@ impl<'a> EventName<'a> {
                 *c = b'_';
             }
         }
-        EventName::Generated { buf, len: len as u8 }
+        EventName::Generated {
+            buf,
+            len: len as u8,
+        }
     }
 
     fn as_str(&self) -> &str {
@@ -719,7 +755,11 @@ fn parse_event_name(name: &str, at: usize) -> Result<GroupEvent<'_>, (ErrCode, u
     };
     if event.is_empty() {
         // "GRP/" keeps the default event name; ":" alone is an error.
-        return if sep.is_some() { Ok((group, None)) } else { Err((ErrCode::NoEventName, at)) };
+        return if sep.is_some() {
+            Ok((group, None))
+        } else {
+            Err((ErrCode::NoEventName, at))
+        };
     }
     if event.len() >= MAX_EVENT_NAME_LEN {
         return Err((ErrCode::EventTooLong, at));
@@ -760,7 +800,9 @@ const fn default_names() -> [[u8; 6]; MAX_TRACE_ARGS] {
 
 /// The default name of argument `i` (from 0).
 fn default_name(i: usize) -> &'static str {
-    let Some(name) = DEFAULT_NAMES.get(i) else { return "" };
+    let Some(name) = DEFAULT_NAMES.get(i) else {
+        return "";
+    };
     let len = name.iter().position(|&c| c == 0).unwrap_or(name.len());
     core::str::from_utf8(&name[..len]).unwrap_or("")
 }
@@ -813,7 +855,13 @@ impl<'a> ArgParser<'a> {
         let Some(d) = DentryWord::of(word, &self.cfg) else {
             let (name, at, ty, offset, fetch) = self.parse_text(i, word)?;
             let comm = fetch::Comm::new(word.get(at..).unwrap_or(""), None);
-            return Ok(FetchArg { name, comm, ty, offset, fetch });
+            return Ok(FetchArg {
+                name,
+                comm,
+                ty,
+                offset,
+                fetch,
+            });
         };
         // Upstream parses the rewritten word. Rewrite it into a buffer, parse, and point what
         // the argument borrows back into the command: the name and the wrapped expression are
@@ -830,13 +878,19 @@ impl<'a> ArgParser<'a> {
         let fetch = fetch.map_text(|s| {
             let at = (s.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
             match at.checked_sub(inner_at) {
-                Some(rel) if rel + s.len() <= d.inner.len() => {
-                    word.get(d.head.len() + rel..d.head.len() + rel + s.len()).unwrap_or("")
-                }
+                Some(rel) if rel + s.len() <= d.inner.len() => word
+                    .get(d.head.len() + rel..d.head.len() + rel + s.len())
+                    .unwrap_or(""),
                 _ => "",
             }
         });
-        Ok(FetchArg { name, comm, ty, offset, fetch })
+        Ok(FetchArg {
+            name,
+            comm,
+            ty,
+            offset,
+            fetch,
+        })
     }
 
     /// Parses argument `i` written `text`: its name, where its expression starts, its type, the
@@ -847,7 +901,12 @@ impl<'a> ArgParser<'a> {
         i: usize,
         text: &'t str,
     ) -> Result<(&'t str, usize, FetchType, u16, Fetch<'t>), Fail> {
-        let inval = |code| Fail { code, offset: 0, errno: Errno::Inval, also: None };
+        let inval = |code| Fail {
+            code,
+            offset: 0,
+            errno: Errno::Inval,
+            also: None,
+        };
         let (name, body_at) = arg_name(text, i);
         if let Some(at) = body_at {
             if at - 1 > MAX_ARG_NAME_LEN {
@@ -861,7 +920,10 @@ impl<'a> ArgParser<'a> {
             return Err(inval(ErrCode::BadArgName));
         }
         let used = RESERVED_NAMES.contains(&name)
-            || argv::words(self.all).take(i).enumerate().any(|(j, w)| arg_name(w, j).0 == name);
+            || argv::words(self.all)
+                .take(i)
+                .enumerate()
+                .any(|(j, w)| arg_name(w, j).0 == name);
         if used {
             return Err(inval(ErrCode::UsedArgName));
         }

@@ -8,8 +8,11 @@ use std::format;
 use std::string::{String, ToString};
 use std::vec::Vec;
 
-const CFG: Config =
-    Config { max_stack_index: 2048, dentry_name_offset: 0x28, file_dentry_offset: 0x48 };
+const CFG: Config = Config {
+    max_stack_index: 2048,
+    dentry_name_offset: 0x28,
+    file_dentry_offset: 0x48,
+};
 
 fn def(cmd: &str) -> ProbeDef<'_> {
     match parse(cmd, &CFG) {
@@ -52,7 +55,10 @@ fn check_error(marked: &str, code: ErrCode) -> ProbeError {
     let e = err(&cmd);
     assert_eq!((e.code, e.pos), (code, pos), "{marked:?}: {e:?}");
     let log = e.log(&cmd, &CFG, 0).to_string();
-    assert!(log.contains(&format!("trace_fprobe: error: {}\n", code.message())), "{log}");
+    assert!(
+        log.contains(&format!("trace_fprobe: error: {}\n", code.message())),
+        "{log}"
+    );
     assert_eq!(log.lines().last().unwrap().len() + 1, 13 + pos, "{log}");
     e
 }
@@ -62,15 +68,26 @@ fn load(l: Load<'_>) -> String {
 }
 
 fn mem(offset: i32, size: u8) -> Store {
-    Store { kind: StoreKind::Mem, size, offset }
+    Store {
+        kind: StoreKind::Mem,
+        size,
+        offset,
+    }
 }
 
 fn raw(size: u8) -> Store {
-    Store { kind: StoreKind::Raw, size, offset: 0 }
+    Store {
+        kind: StoreKind::Raw,
+        size,
+        offset: 0,
+    }
 }
 
 fn deref(offset: i32) -> Deref {
-    Deref { offset, user: false }
+    Deref {
+        offset,
+        user: false,
+    }
 }
 
 /// Every check_error of fprobe_syntax_errors.tc that a 6.12 kernel without BTF arguments runs,
@@ -111,7 +128,10 @@ fn upstream_syntax_errors() {
         ("f vfs_read +0(+0(@0^)", DerefOpenBrace),
         ("f vfs_read +0(^$comm)", CommCantDeref),
         ("f vfs_read ^&1", BadFetchArg),
-        ("f vfs_read +0(^+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(@0))))))))))))))", TooManyOps),
+        (
+            "f vfs_read +0(^+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(@0))))))))))))))",
+            TooManyOps,
+        ),
         ("f vfs_read +0(@11):u8[10^", ArrayNoClose),
         ("f vfs_read +0(@11):u8[10]^a", BadArraySuffix),
         ("f vfs_read +0(@11):u8[^10a]", BadArrayNum),
@@ -119,7 +139,10 @@ fn upstream_syntax_errors() {
         ("f vfs_read @11:^unknown_type", BadType),
         ("f vfs_read $stack0:^string", BadString),
         ("f vfs_read @11:^b10@a/16", BadBitfield),
-        ("f vfs_read ^arg123456789012345678901234567890=@11", ArgNameTooLong),
+        (
+            "f vfs_read ^arg123456789012345678901234567890=@11",
+            ArgNameTooLong,
+        ),
         ("f vfs_read ^=@11", NoArgName),
         ("f vfs_read ^var.1=@11", BadArgName),
         ("f vfs_read var1=@11 ^var1=@12", UsedArgName),
@@ -171,12 +194,20 @@ fn upstream_btf_cases_without_btf() {
 fn registration_errors() {
     for marked in ["f ^non_exist_func", "f ^vfs_read+10"] {
         let cmd = marked.replace('^', "");
-        let e = def(&cmd).registration_error(Errno::NoEnt.to_kernel()).unwrap();
+        let e = def(&cmd)
+            .registration_error(Errno::NoEnt.to_kernel())
+            .unwrap();
         assert_eq!((e.code, e.pos), (ErrCode::BadProbeAddr, 2));
     }
     let d = def("f vfs_read");
-    assert_eq!(d.registration_error(-84).unwrap().code, ErrCode::BadInsnBndry);
-    assert_eq!(d.registration_error(-16).unwrap().code, ErrCode::FailRegProbe);
+    assert_eq!(
+        d.registration_error(-84).unwrap().code,
+        ErrCode::BadInsnBndry
+    );
+    assert_eq!(
+        d.registration_error(-16).unwrap().code,
+        ErrCode::FailRegProbe
+    );
     assert_eq!(d.registration_error(-16).unwrap().errno.to_kernel(), -16);
     assert_eq!(d.registration_error(-12), None);
     assert_eq!(d.registration_error(-17), None);
@@ -190,9 +221,14 @@ fn multiprobe_errors() {
     let fork = "kernel_clone";
     let existing = def("f:fprobes/testevent kernel_clone");
     let new = def("f:fprobes/testevent do_exit%return");
-    let e = new.diff_probe_type(existing.is_return(), existing.kind()).unwrap();
+    let e = new
+        .diff_probe_type(existing.is_return(), existing.kind())
+        .unwrap();
     assert_eq!((e.code, e.pos), (ErrCode::DiffProbeType, 0));
-    assert_eq!(def("f:fprobes/testevent vfs_read").diff_probe_type(false, ProbeKind::Fprobe), None);
+    assert_eq!(
+        def("f:fprobes/testevent vfs_read").diff_probe_type(false, ProbeKind::Fprobe),
+        None
+    );
 
     let existing_cmd = format!("f:fprobes/testevent {fork} abcd=\\1");
     let existing = def(&existing_cmd);
@@ -203,25 +239,39 @@ fn multiprobe_errors() {
     ] {
         let pos = marked.find('^').unwrap();
         let cmd = marked.replace('^', "");
-        let e = def(&cmd).diff_arg_types(existing.args().map(|a| a.sig())).unwrap();
+        let e = def(&cmd)
+            .diff_arg_types(existing.args().map(|a| a.sig()))
+            .unwrap();
         assert_eq!((e.code, e.pos), (ErrCode::DiffArgType, pos), "{marked}");
     }
     let cmd = format!("f:fprobes/testevent {fork} abcd=\\1");
     let new = def(&cmd);
     assert_eq!(new.diff_arg_types(existing.args().map(|a| a.sig())), None);
     let comms: Vec<String> = existing.args().map(|a| a.comm.to_string()).collect();
-    let e = new.same_probe(existing.symbol(), comms.iter().map(String::as_str)).unwrap();
+    let e = new
+        .same_probe(existing.symbol(), comms.iter().map(String::as_str))
+        .unwrap();
     assert_eq!((e.code, e.pos), (ErrCode::SameProbe, 0));
-    assert_eq!(new.same_probe("vfs_read", comms.iter().map(String::as_str)), None);
+    assert_eq!(
+        new.same_probe("vfs_read", comms.iter().map(String::as_str)),
+        None
+    );
     assert_eq!(new.same_probe(fork, ["\\2"]), None);
     assert_eq!(new.same_probe(fork, []), None);
 
     // More or fewer arguments: the first one past the shorter list.
     let more = def("f:fprobes/testevent kernel_clone abcd=\\1 x=\\2");
-    let e = more.diff_arg_types(existing.args().map(|a| a.sig())).unwrap();
+    let e = more
+        .diff_arg_types(existing.args().map(|a| a.sig()))
+        .unwrap();
     assert_eq!(e.index, 3);
     let none = def("f:fprobes/testevent kernel_clone");
-    assert_eq!(none.diff_arg_types(existing.args().map(|a| a.sig())).unwrap().index, 2);
+    assert_eq!(
+        none.diff_arg_types(existing.args().map(|a| a.sig()))
+            .unwrap()
+            .index,
+        2
+    );
 }
 
 #[test]
@@ -243,7 +293,10 @@ fn head_and_defaults() {
     assert!(!d.is_return() && !d.event_given() && d.nargs() == 0 && d.maxactive() == 0);
 
     let d = def("f vfs_read%return");
-    assert_eq!((d.event(), d.symbol(), d.is_return()), ("vfs_read__exit", "vfs_read", true));
+    assert_eq!(
+        (d.event(), d.symbol(), d.is_return()),
+        ("vfs_read__exit", "vfs_read", true)
+    );
 
     let d = def("f:mygrp/myev vfs_read");
     assert_eq!((d.group(), d.event()), ("mygrp", "myev"));
@@ -292,9 +345,15 @@ fn head_and_defaults() {
 #[test]
 fn globs() {
     let d = def("f vfs_read*");
-    assert_eq!((d.symbol(), d.event(), d.is_return()), ("vfs_read*", "vfs_read___entry", false));
+    assert_eq!(
+        (d.symbol(), d.event(), d.is_return()),
+        ("vfs_read*", "vfs_read___entry", false)
+    );
     let d = def("f vfs_read*%return r=$retval");
-    assert_eq!((d.symbol(), d.event(), d.is_return()), ("vfs_read*", "vfs_read___exit", true));
+    assert_eq!(
+        (d.symbol(), d.event(), d.is_return()),
+        ("vfs_read*", "vfs_read___exit", true)
+    );
     // '?', '[', ']' and '!' stay in the name; a leading '*' too (the first byte is not looked at).
     assert_eq!(def("f vfs_rea?").event(), "vfs_rea?__entry");
     assert_eq!(def("f vfs_rea[d]").event(), "vfs_rea[d]__entry");
@@ -302,13 +361,19 @@ fn globs() {
     assert_eq!(def("f *_read").event(), "*_read__entry");
     assert_eq!(def("f \\x*").event(), "\\x___entry");
     let d = def("f:grp/ vfs_read*");
-    assert_eq!((d.group(), d.event(), d.event_given()), ("grp", "vfs_read___entry", false));
+    assert_eq!(
+        (d.group(), d.event(), d.event_given()),
+        ("grp", "vfs_read___entry", false)
+    );
     let d = def("f:g/e ufgt_glob_t[wh]?*%return r=$retval:s32 n=$arg1:s32");
     assert_eq!((d.event(), d.symbol()), ("e", "ufgt_glob_t[wh]?*"));
     // $retval makes an exit probe of a glob too, and $argN at exit is saved at entry.
     let d = def("f vfs_write* $arg3 $retval $arg1");
     assert!(d.is_return());
-    assert_eq!((d.event(), d.entry_args()), ("vfs_write___exit", &[2u16, 0][..]));
+    assert_eq!(
+        (d.event(), d.entry_args()),
+        ("vfs_write___exit", &[2u16, 0][..])
+    );
     // Neither a module prefix nor a '!' is special to the parser: the symbol is the whole word.
     assert_eq!(def("f ext4:ext4_*").symbol(), "ext4:ext4_*");
     assert_eq!(def("f ext4:ext4_*").event(), "ext4_ext4____entry");
@@ -321,13 +386,18 @@ fn globs() {
     // A glob that matches nothing: upstream's entry at the symbol.
     for marked in ["f ^ufgt_nomatch_*", "f:g/e ^vfs_[xyz]*%return $retval"] {
         let cmd = marked.replace('^', "");
-        let e = def(&cmd).registration_error(Errno::NoEnt.to_kernel()).unwrap();
+        let e = def(&cmd)
+            .registration_error(Errno::NoEnt.to_kernel())
+            .unwrap();
         assert_eq!(
             (e.code, e.pos, e.index, e.offset),
             (ErrCode::BadProbeAddr, marked.find('^').unwrap(), 1, 0)
         );
         let log = e.log(&cmd, &CFG, 0).to_string();
-        assert!(log.contains("trace_fprobe: error: Invalid probed address or symbol\n"), "{log}");
+        assert!(
+            log.contains("trace_fprobe: error: Invalid probed address or symbol\n"),
+            "{log}"
+        );
         assert!(log.contains(&format!("  Command: {cmd}\n")), "{log}");
     }
 
@@ -336,8 +406,13 @@ fn globs() {
     let b = def("f:g/e vfs_write* n=$arg3");
     let comms: Vec<String> = a.args().map(|x| x.comm.to_string()).collect();
     assert_eq!(b.diff_arg_types(a.args().map(|x| x.sig())), None);
-    assert_eq!(b.same_probe(a.symbol(), comms.iter().map(String::as_str)), None);
-    assert!(a.same_probe(a.symbol(), comms.iter().map(String::as_str)).is_some());
+    assert_eq!(
+        b.same_probe(a.symbol(), comms.iter().map(String::as_str)),
+        None
+    );
+    assert!(a
+        .same_probe(a.symbol(), comms.iter().map(String::as_str))
+        .is_some());
 
     // Removal compares the glob as text.
     let none: [(&str, &str); 0] = [];
@@ -348,7 +423,10 @@ fn globs() {
     // Listing: the glob as given. A default name with '?' (or '[', '!'...) is no identifier, so
     // the listing does not parse back, as upstream's does not.
     let d = def("f vfs_read*%return $retval");
-    assert_eq!(d.to_string(), "f:fprobes/vfs_read___exit vfs_read*%return arg1=$retval");
+    assert_eq!(
+        d.to_string(),
+        "f:fprobes/vfs_read___exit vfs_read*%return arg1=$retval"
+    );
     assert!(same(&d, &def(&d.to_string())));
     let d = def("f vfs_rea?");
     assert_eq!(d.to_string(), "f:fprobes/vfs_rea?__entry vfs_rea?");
@@ -384,7 +462,10 @@ fn retval_makes_exit_probes() {
     // In an immediate string too: upstream just looks for the text.
     let d = def("f vfs_read \\\"$retval\"");
     assert!(d.is_return());
-    assert_eq!(fetch("f vfs_read \\\"$retval\"").load, Load::ImmStr("$retval"));
+    assert_eq!(
+        fetch("f vfs_read \\\"$retval\"").load,
+        Load::ImmStr("$retval")
+    );
     // Not when an identifier character follows; then parsing the variable fails.
     check_error("f vfs_read ^$retvalx", ErrCode::RetvalOnProbe);
     check_error("f vfs_read ^$retval_x", ErrCode::RetvalOnProbe);
@@ -400,13 +481,28 @@ fn variables() {
     let loads: Vec<_> = a.iter().map(|a| load(a.fetch.load)).collect();
     assert_eq!(
         loads,
-        ["Arg(0)", "Arg(2047)", "StackPointer", "Stack(0)", "Stack(2048)", "Comm", "Comm"]
+        [
+            "Arg(0)",
+            "Arg(2047)",
+            "StackPointer",
+            "Stack(0)",
+            "Stack(2048)",
+            "Comm",
+            "Comm"
+        ]
     );
     assert_eq!(a[0].fetch.store, raw(8));
     assert_eq!(a[0].ty, FetchType::X64);
     // $comm is a string kept by its own store instruction.
     assert_eq!(a[5].ty, FetchType::String);
-    assert_eq!(a[5].fetch.store, Store { kind: StoreKind::String, size: 4, offset: 0 });
+    assert_eq!(
+        a[5].fetch.store,
+        Store {
+            kind: StoreKind::String,
+            size: 4,
+            offset: 0
+        }
+    );
     assert!(a[5].is_dynamic());
     assert_eq!(fetch("f vfs_read $comm:string").load, Load::Comm);
 
@@ -477,10 +573,23 @@ fn memory_and_immediates() {
     check_error("f vfs_read \\^--1", ErrCode::BadImm);
 
     let a = arg("f vfs_read s=\\\"a=b\"");
-    assert_eq!((a.name, a.ty, a.fetch.load), ("s", FetchType::String, Load::ImmStr("a=b")));
-    assert_eq!(a.fetch.store, Store { kind: StoreKind::String, size: 4, offset: 0 });
+    assert_eq!(
+        (a.name, a.ty, a.fetch.load),
+        ("s", FetchType::String, Load::ImmStr("a=b"))
+    );
+    assert_eq!(
+        a.fetch.store,
+        Store {
+            kind: StoreKind::String,
+            size: 4,
+            offset: 0
+        }
+    );
     assert_eq!(fetch("f vfs_read s=\\\"\"").load, Load::ImmStr(""));
-    assert_eq!(fetch("f vfs_read s=\\\"a\"b\":string").load, Load::ImmStr("a\"b"));
+    assert_eq!(
+        fetch("f vfs_read s=\\\"a\"b\":string").load,
+        Load::ImmStr("a\"b")
+    );
     check_error("f vfs_read s=\\\"^", ErrCode::ImmstrNoClose);
     check_error("f vfs_read s=\\\"ab\":^x", ErrCode::NeedStringType);
     check_error("f vfs_read s=\\\"ab\":^u8", ErrCode::NeedStringType);
@@ -496,11 +605,28 @@ fn dereferences() {
     assert_eq!(f.store, mem(8, 2));
 
     let f = fetch("f vfs_read +u8(+u0($stack)):u8");
-    assert_eq!(f.derefs(), &[Deref { offset: 0, user: true }]);
-    assert_eq!(f.store, Store { kind: StoreKind::UserMem, size: 1, offset: 8 });
+    assert_eq!(
+        f.derefs(),
+        &[Deref {
+            offset: 0,
+            user: true
+        }]
+    );
+    assert_eq!(
+        f.store,
+        Store {
+            kind: StoreKind::UserMem,
+            size: 1,
+            offset: 8
+        }
+    );
     assert_eq!(
         fetch("f vfs_read -u8($arg1)").store,
-        Store { kind: StoreKind::UserMem, size: 8, offset: -8 }
+        Store {
+            kind: StoreKind::UserMem,
+            size: 8,
+            offset: -8
+        }
     );
     assert_eq!(fetch("f vfs_read ++8($arg1)").store, mem(8, 8));
     assert_eq!(fetch("f vfs_read +-8($arg1)").store, mem(-8, 8));
@@ -516,8 +642,14 @@ fn dereferences() {
     check_error("f vfs_read ^+(@0)", ErrCode::BadDerefOffs);
     check_error("f vfs_read ^-(@0)", ErrCode::BadDerefOffs);
     check_error("f vfs_read ^+u(@0)", ErrCode::BadDerefOffs);
-    check_error("f vfs_read ^+99999999999999999999($arg1)", ErrCode::BadDerefOffs);
-    assert_eq!(err("f vfs_read +99999999999999999999($arg1)").errno, Errno::Range);
+    check_error(
+        "f vfs_read ^+99999999999999999999($arg1)",
+        ErrCode::BadDerefOffs,
+    );
+    assert_eq!(
+        err("f vfs_read +99999999999999999999($arg1)").errno,
+        Errno::Range
+    );
     check_error("f vfs_read +0(^)", ErrCode::BadFetchArg);
     check_error("f vfs_read +0(^\\\"x\")", ErrCode::CommCantDeref);
     check_error("f vfs_read +0(+8(^$comm))", ErrCode::CommCantDeref);
@@ -538,18 +670,54 @@ fn nesting_limits() {
     let cmd = format!("f vfs_read {}", nest(14, "$arg1"));
     let f = fetch(&cmd);
     assert_eq!((f.derefs().len(), f.store), (13, mem(0, 8)));
-    assert_eq!(fetch(&format!("f vfs_read {}", nest(14, "\\1"))).derefs().len(), 13);
-    check_error(&format!("f vfs_read +0(^{}", &nest(15, "\\1")[3..]), ErrCode::TooManyOps);
-    assert_eq!(fetch(&format!("f vfs_read {}", nest(13, "@0"))).derefs().len(), 13);
+    assert_eq!(
+        fetch(&format!("f vfs_read {}", nest(14, "\\1")))
+            .derefs()
+            .len(),
+        13
+    );
+    check_error(
+        &format!("f vfs_read +0(^{}", &nest(15, "\\1")[3..]),
+        ErrCode::TooManyOps,
+    );
+    assert_eq!(
+        fetch(&format!("f vfs_read {}", nest(13, "@0")))
+            .derefs()
+            .len(),
+        13
+    );
     // A symbol takes two slots.
-    assert_eq!(fetch(&format!("f vfs_read {}", nest(12, "@s"))).derefs().len(), 12);
-    check_error(&format!("f vfs_read +0(^{}", &nest(13, "@s")[3..]), ErrCode::TooManyOps);
+    assert_eq!(
+        fetch(&format!("f vfs_read {}", nest(12, "@s")))
+            .derefs()
+            .len(),
+        12
+    );
+    check_error(
+        &format!("f vfs_read +0(^{}", &nest(13, "@s")[3..]),
+        ErrCode::TooManyOps,
+    );
     // A store of its own, an array or a bitfield needs one more slot.
-    check_error(&format!("f vfs_read +0(^{}:u8[2]", &nest(13, "@0")[3..]), ErrCode::TooManyOps);
-    assert_eq!(err(&format!("f vfs_read {}:u8[2]", nest(13, "@0"))).errno, Errno::TooBig);
-    check_error(&format!("f vfs_read {}:b1@^0/8", nest(13, "@0")), ErrCode::BadBitfield);
-    check_error(&format!("f vfs_read +0(^{}:symstr", &nest(13, "@0")[3..]), ErrCode::TooManyOps);
-    assert_eq!(fetch(&format!("f vfs_read {}:u8[2]", nest(12, "@0"))).count, 2);
+    check_error(
+        &format!("f vfs_read +0(^{}:u8[2]", &nest(13, "@0")[3..]),
+        ErrCode::TooManyOps,
+    );
+    assert_eq!(
+        err(&format!("f vfs_read {}:u8[2]", nest(13, "@0"))).errno,
+        Errno::TooBig
+    );
+    check_error(
+        &format!("f vfs_read {}:b1@^0/8", nest(13, "@0")),
+        ErrCode::BadBitfield,
+    );
+    check_error(
+        &format!("f vfs_read +0(^{}:symstr", &nest(13, "@0")[3..]),
+        ErrCode::TooManyOps,
+    );
+    assert_eq!(
+        fetch(&format!("f vfs_read {}:u8[2]", nest(12, "@0"))).count,
+        2
+    );
 }
 
 #[test]
@@ -568,7 +736,14 @@ fn every_type() {
         assert_eq!(a.fetch.store.kind, kind, "{cmd}");
     }
     // Scalars of registers and stack are stored raw.
-    for (t, size) in [("u8", 1), ("s16", 2), ("x32", 4), ("u64", 8), ("char", 1), ("symbol", 8)] {
+    for (t, size) in [
+        ("u8", 1),
+        ("s16", 2),
+        ("x32", 4),
+        ("u64", 8),
+        ("char", 1),
+        ("symbol", 8),
+    ] {
         let cmd = format!("f vfs_read $stack3:{t}");
         assert_eq!(fetch(&cmd).store, raw(size), "{cmd}");
     }
@@ -583,9 +758,15 @@ fn every_type() {
     check_error("f vfs_read $stack:^symstr", ErrCode::BadSymstring);
     check_error("f vfs_read $arg1:^ustring", ErrCode::BadString);
     // User memory read as a string is a user string.
-    assert_eq!(fetch("f vfs_read +u0($arg1):string").store.kind, StoreKind::UserString);
+    assert_eq!(
+        fetch("f vfs_read +u0($arg1):string").store.kind,
+        StoreKind::UserString
+    );
     // An immediate may be read as a string (the address of one).
-    assert_eq!(fetch("f vfs_read \\0x1000:string").store.kind, StoreKind::String);
+    assert_eq!(
+        fetch("f vfs_read \\0x1000:string").store.kind,
+        StoreKind::String
+    );
     check_error("f vfs_read $arg1:^", ErrCode::BadType);
     check_error("f vfs_read $arg1:^U8", ErrCode::BadType);
     check_error("f vfs_read $arg1:^u8:u8", ErrCode::BadType);
@@ -596,14 +777,29 @@ fn bitfields() {
     let a = arg("f vfs_read +4($arg1):b3@5/32");
     assert_eq!(a.ty, FetchType::U32);
     assert_eq!(a.fetch.store, mem(4, 4));
-    assert_eq!(a.fetch.bitfield, Some(Bitfield { basesize: 4, lshift: 24, rshift: 29 }));
+    assert_eq!(
+        a.fetch.bitfield,
+        Some(Bitfield {
+            basesize: 4,
+            lshift: 24,
+            rshift: 29
+        })
+    );
     assert_eq!(
         fetch("f vfs_read $arg1:b0x8@0/8").bitfield,
-        Some(Bitfield { basesize: 1, lshift: 0, rshift: 0 })
+        Some(Bitfield {
+            basesize: 1,
+            lshift: 0,
+            rshift: 0
+        })
     );
     assert_eq!(
         fetch("f vfs_read $arg1:b1@63/64").bitfield,
-        Some(Bitfield { basesize: 8, lshift: 0, rshift: 63 })
+        Some(Bitfield {
+            basesize: 8,
+            lshift: 0,
+            rshift: 63
+        })
     );
     check_error("f vfs_read $arg1:^b8@1/8", ErrCode::BadBitfield);
     check_error("f vfs_read $arg1:^b0@1/8", ErrCode::BadBitfield);
@@ -616,13 +812,23 @@ fn bitfields() {
     // the end of the command.
     let cmd = format!("f vfs_read +{}(@0):b1@9/8", "0".repeat(30));
     let e = err(&cmd);
-    assert_eq!((e.code, e.offset, e.pos), (ErrCode::BadBitfield, 32 + 36, 11 + 32 + 36));
+    assert_eq!(
+        (e.code, e.offset, e.pos),
+        (ErrCode::BadBitfield, 32 + 36, 11 + 32 + 36)
+    );
     assert!(e.pos > cmd.len());
     let log = e.log(&cmd, &CFG, 0).to_string();
     assert_eq!(log.lines().last().unwrap().len(), 11 + e.pos + 1);
     // Upstream adds width and offset in unsigned long: a sum that wraps passes its check.
     let f = fetch("f vfs_read $arg1:b18446744073709551615@1/64");
-    assert_eq!(f.bitfield, Some(Bitfield { basesize: 8, lshift: 64, rshift: 65 }));
+    assert_eq!(
+        f.bitfield,
+        Some(Bitfield {
+            basesize: 8,
+            lshift: 64,
+            rshift: 65
+        })
+    );
     // Arrays of bitfields.
     let f = fetch("f vfs_read +0($arg1):b4@4/8[3]");
     assert_eq!((f.count, f.bitfield.is_some()), (3, true));
@@ -637,11 +843,24 @@ fn arrays() {
     let f = fetch("f vfs_read +8($arg1):string[2]");
     assert_eq!(
         (f.derefs(), f.store),
-        (&[deref(8)][..], Store { kind: StoreKind::String, size: 4, offset: 0 })
+        (
+            &[deref(8)][..],
+            Store {
+                kind: StoreKind::String,
+                size: 4,
+                offset: 0
+            }
+        )
     );
     // ... which reads kernel strings even from user pointers, as upstream does.
-    assert_eq!(fetch("f vfs_read +u8($arg1):string[2]").store.kind, StoreKind::String);
-    assert_eq!(fetch("f vfs_read +u8($arg1):ustring[2]").store.kind, StoreKind::UserString);
+    assert_eq!(
+        fetch("f vfs_read +u8($arg1):string[2]").store.kind,
+        StoreKind::String
+    );
+    assert_eq!(
+        fetch("f vfs_read +u8($arg1):ustring[2]").store.kind,
+        StoreKind::UserString
+    );
     check_error("f vfs_read $arg1:^u8[2]", ErrCode::BadString);
     check_error("f vfs_read +u0($arg1):u8[^2]", ErrCode::BadString);
     check_error("f vfs_read +0($arg1):sym^str[2]", ErrCode::BadString);
@@ -660,12 +879,22 @@ fn dentry_shorthands() {
     assert_eq!(a.comm.to_string(), "+0x0(+0x28(+0x48($arg1))):string");
     assert_eq!(a.fetch.load, Load::Arg(0));
     assert_eq!(a.fetch.derefs(), &[deref(0x48), deref(0x28)]);
-    assert_eq!(a.fetch.store, Store { kind: StoreKind::String, size: 4, offset: 0 });
+    assert_eq!(
+        a.fetch.store,
+        Store {
+            kind: StoreKind::String,
+            size: 4,
+            offset: 0
+        }
+    );
     let a = arg("f vfs_read +8(@dent+4):%pd");
     assert_eq!((a.name, a.fetch.load), ("arg1", Load::Symbol("dent+4")));
     assert_eq!(a.fetch.derefs(), &[deref(0), deref(8), deref(0x28)]);
     // The rewrite dereferences a string constant.
-    check_error("f vfs_read +0x0(+0x28(^\\\"xy\")):string", ErrCode::CommCantDeref);
+    check_error(
+        "f vfs_read +0x0(+0x28(^\\\"xy\")):string",
+        ErrCode::CommCantDeref,
+    );
     assert_eq!(err("f vfs_read \\\"xy\":%pd").pos, 22);
 
     // Errors point into the rewritten command, which the log shows.
@@ -690,7 +919,10 @@ fn dentry_shorthands() {
     check_error("f vfs_read +0x0(+0x28($arg1:^u8)):string", ErrCode::BadType);
     assert_eq!(err("f vfs_read $arg1:u8:%pd").pos, 28);
     // The rewrite counts against MAX_ARGSTR_LEN.
-    let cmd = format!("f vfs_read {}:%pD", "+0(".repeat(10) + "$arg1" + &")".repeat(10));
+    let cmd = format!(
+        "f vfs_read {}:%pD",
+        "+0(".repeat(10) + "$arg1" + &")".repeat(10)
+    );
     assert_eq!(err(&cmd).code, ErrCode::ArgTooLong);
 
     // All rewrites share 256 bytes, NULs included: nine of 25 bytes fit, ten do not.
@@ -713,7 +945,10 @@ fn argument_names() {
     check_error("f vfs_read arg2=$arg1 ^$arg2", ErrCode::UsedArgName);
     check_error("f vfs_read $arg1 ^arg1=$arg2", ErrCode::UsedArgName);
     for reserved in RESERVED_NAMES {
-        check_error(&format!("f vfs_read ^{reserved}=$arg1"), ErrCode::UsedArgName);
+        check_error(
+            &format!("f vfs_read ^{reserved}=$arg1"),
+            ErrCode::UsedArgName,
+        );
     }
     // Names are checked before the expression.
     check_error("f vfs_read ^1=", ErrCode::BadArgName);
@@ -726,11 +961,16 @@ fn field_offsets_and_event_size() {
     let a = args("f vfs_read a=$arg1:u8 b=$arg2:u32 c=+0($arg3):u16[3] d=$comm");
     let offsets: Vec<_> = a.iter().map(|a| a.offset).collect();
     assert_eq!(offsets, [0, 1, 5, 11]);
-    assert_eq!(def("f vfs_read a=$arg1:u8 b=$arg2:u32 c=+0($arg3):u16[3] d=$comm").args_size(), 15);
+    assert_eq!(
+        def("f vfs_read a=$arg1:u8 b=$arg2:u32 c=+0($arg3):u16[3] d=$comm").args_size(),
+        15
+    );
     // Six 512-byte arrays fill the 3072 bytes; a seventh does not fit.
     let six = format!(
         "f vfs_read{}",
-        (1..=6).map(|i| format!(" a{i}=+0($arg1):u64[64]")).collect::<String>()
+        (1..=6)
+            .map(|i| format!(" a{i}=+0($arg1):u64[64]"))
+            .collect::<String>()
     );
     assert_eq!(def(&six).args_size(), 3072);
     let seven = format!("{six} +0(^$arg1):u64[64]");
@@ -746,7 +986,10 @@ fn limits() {
     assert_eq!(d.nargs(), 128);
     assert_eq!(d.args().last().unwrap().name, "arg128");
     assert_eq!(d.args().nth(99).unwrap().name, "arg100");
-    assert_eq!(parse(&many(MAX_TRACE_ARGS + 1), &CFG), Err(Error::TooManyArgs));
+    assert_eq!(
+        parse(&many(MAX_TRACE_ARGS + 1), &CFG),
+        Err(Error::TooManyArgs)
+    );
     assert_eq!(Error::TooManyArgs.errno(), Errno::TooBig);
 
     let body63 = format!("\\{}", "1".repeat(62));
@@ -754,7 +997,10 @@ fn limits() {
     assert_eq!(err(&cmd).code, ErrCode::BadImm);
     let cmd = format!("f vfs_read x={body63}1");
     let e = err(&cmd);
-    assert_eq!((e.code, e.offset, e.errno), (ErrCode::ArgTooLong, 2, Errno::TooBig));
+    assert_eq!(
+        (e.code, e.offset, e.errno),
+        (ErrCode::ArgTooLong, 2, Errno::TooBig)
+    );
 
     let ev63 = "e".repeat(63);
     assert_eq!(def(&format!("f:{ev63} vfs_read")).event(), ev63);
@@ -762,11 +1008,20 @@ fn limits() {
     let grp63 = "g".repeat(63);
     assert_eq!(def(&format!("f:{grp63}/e vfs_read")).group(), grp63);
     check_error(&format!("f:^{grp63}g/e vfs_read"), ErrCode::GroupTooLong);
-    check_error(&format!("f^{}1 vfs_read%return", "0".repeat(63)), ErrCode::BadMaxact);
-    assert_eq!(def(&format!("f{}1 vfs_read%return", "0".repeat(62))).maxactive(), 1);
+    check_error(
+        &format!("f^{}1 vfs_read%return", "0".repeat(63)),
+        ErrCode::BadMaxact,
+    );
+    assert_eq!(
+        def(&format!("f{}1 vfs_read%return", "0".repeat(62))).maxactive(),
+        1
+    );
 
     // A smaller stack, a smaller PARAM_MAX_STACK.
-    let small = Config { max_stack_index: 1024, ..CFG };
+    let small = Config {
+        max_stack_index: 1024,
+        ..CFG
+    };
     assert!(
         matches!(parse("f vfs_read $stack1025", &small), Err(Error::Probe(e)) if e.code == ErrCode::BadStackNum)
     );
@@ -800,7 +1055,10 @@ fn remove(cmd: &str) -> RemoveDef<'_> {
 #[test]
 fn removals() {
     let r = remove("-:fprobes/myprobe");
-    assert_eq!((r.group(), r.event(), r.words().count()), (Some("fprobes"), "myprobe", 0));
+    assert_eq!(
+        (r.group(), r.event(), r.words().count()),
+        (Some("fprobes"), "myprobe", 0)
+    );
     let r = remove("-:myprobe");
     assert_eq!((r.group(), r.event()), (None, "myprobe"));
     let r = remove("-:grp/");
@@ -823,12 +1081,14 @@ fn removals() {
     let d = def("f:myprobe vfs_read a=$arg1 f=$arg2:%pD");
     let args = || d.args().map(|a| (a.name, a.comm));
     assert!(remove("-:myprobe vfs_read a=$arg1").matches("fprobes", "myprobe", "vfs_read", args()));
-    assert!(remove("-:myprobe vfs_read a=$arg1 f=+0x0(+0x28(+0x48($arg2))):string").matches(
-        "fprobes",
-        "myprobe",
-        "vfs_read",
-        args()
-    ));
+    assert!(
+        remove("-:myprobe vfs_read a=$arg1 f=+0x0(+0x28(+0x48($arg2))):string").matches(
+            "fprobes",
+            "myprobe",
+            "vfs_read",
+            args()
+        )
+    );
     assert!(!remove("-:myprobe vfs_read a=$arg2").matches(
         "fprobes",
         "myprobe",
@@ -864,13 +1124,37 @@ fn command_lines() {
 /// Whether two definitions define the same probe (what listing then re-parsing must keep).
 fn same(a: &ProbeDef<'_>, b: &ProbeDef<'_>) -> bool {
     let head = |d: &ProbeDef<'_>| {
-        let ret = (d.is_return(), d.maxactive(), d.nargs(), d.args_size(), d.entry_args().to_vec());
-        (d.kind(), d.group().to_string(), d.event().to_string(), d.symbol().to_string(), ret)
+        let ret = (
+            d.is_return(),
+            d.maxactive(),
+            d.nargs(),
+            d.args_size(),
+            d.entry_args().to_vec(),
+        );
+        (
+            d.kind(),
+            d.group().to_string(),
+            d.event().to_string(),
+            d.symbol().to_string(),
+            ret,
+        )
     };
     let arg = |a: FetchArg<'_>| {
         let f = a.fetch;
-        let fetch = (format!("{:?}", f.load), f.derefs().to_vec(), f.store, f.bitfield, f.count);
-        (a.name.to_string(), a.ty, a.offset, a.comm.to_string(), fetch)
+        let fetch = (
+            format!("{:?}", f.load),
+            f.derefs().to_vec(),
+            f.store,
+            f.bitfield,
+            f.count,
+        );
+        (
+            a.name.to_string(),
+            a.ty,
+            a.offset,
+            a.comm.to_string(),
+            fetch,
+        )
     };
     head(a) == head(b) && a.args().map(arg).eq(b.args().map(arg))
 }
@@ -879,19 +1163,27 @@ fn same(a: &ProbeDef<'_>, b: &ProbeDef<'_>) -> bool {
 fn listing_round_trips() {
     let cases = [
         ("f vfs_read", "f:fprobes/vfs_read__entry vfs_read"),
-        ("f10 vfs_read $retval", "f10:fprobes/vfs_read__exit vfs_read%return arg1=$retval"),
+        (
+            "f10 vfs_read $retval",
+            "f10:fprobes/vfs_read__exit vfs_read%return arg1=$retval",
+        ),
         (
             "f:g.e vfs_read%return $arg2 x=+8($arg1):u32[2]",
             "f:g/e vfs_read%return arg1=$arg2 x=+8($arg1):u32[2]",
         ),
-        ("t sched_switch $arg1:u32", "t:tracepoints/sched_switch sched_switch arg1=$arg1:u32"),
+        (
+            "t sched_switch $arg1:u32",
+            "t:tracepoints/sched_switch sched_switch arg1=$arg1:u32",
+        ),
         (
             "f vfs_read f=$arg1:%pD",
             "f:fprobes/vfs_read__entry vfs_read f=+0x0(+0x28(+0x48($arg1))):string",
         ),
     ];
     for (cmd, listed) in cases {
-        let Ok(Command::Add(d)) = parse(cmd, &CFG) else { continue };
+        let Ok(Command::Add(d)) = parse(cmd, &CFG) else {
+            continue;
+        };
         let shown = d.to_string();
         assert_eq!(shown, listed, "{cmd:?}");
         let again = def(&shown);

@@ -123,7 +123,10 @@ impl FetchType {
 
     /// Whether the value is a string stored as a `__data_loc` (a dynamic field).
     pub const fn is_string(self) -> bool {
-        matches!(self, FetchType::String | FetchType::UString | FetchType::SymStr)
+        matches!(
+            self,
+            FetchType::String | FetchType::UString | FetchType::SymStr
+        )
     }
 
     /// The printf format of the field in the event's print fmt, as upstream writes it into the

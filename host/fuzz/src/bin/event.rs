@@ -20,7 +20,11 @@ fn main() -> ExitCode {
     mutation_fuzzer(
         "event",
         0x0e5e_47ab,
-        EVENT_SEEDS.iter().chain(SEEDS.iter()).map(|s| s.to_string()).collect(),
+        EVENT_SEEDS
+            .iter()
+            .chain(SEEDS.iter())
+            .map(|s| s.to_string())
+            .collect(),
         0,
         // Each input gets its own memories, from a generator the input does not disturb.
         |rng, input| check(&mut Rng(rng.next()), input),

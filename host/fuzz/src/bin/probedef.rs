@@ -27,6 +27,12 @@ fn main() -> ExitCode {
         |_, input| check(input),
         // Keep some definitions and a few failures to mutate further, replacing older finds
         // when full: definitions lead deeper, failures keep the mix varied.
-        |rng, label| if label == "defined" { rng.below(4) == 0 } else { rng.below(32) == 0 },
+        |rng, label| {
+            if label == "defined" {
+                rng.below(4) == 0
+            } else {
+                rng.below(32) == 0
+            }
+        },
     )
 }

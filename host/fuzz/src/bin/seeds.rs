@@ -60,9 +60,17 @@ fn literals(src: &str) -> Vec<String> {
                         s.push(u8::from_str_radix(&hex, 16).map_or('?', char::from));
                     }
                     Some('u') => {
-                        let code: String =
-                            chars.by_ref().take_while(|&c| c != '}').filter(|&c| c != '{').collect();
-                        s.push(u32::from_str_radix(&code, 16).ok().and_then(char::from_u32).unwrap_or('?'));
+                        let code: String = chars
+                            .by_ref()
+                            .take_while(|&c| c != '}')
+                            .filter(|&c| c != '{')
+                            .collect();
+                        s.push(
+                            u32::from_str_radix(&code, 16)
+                                .ok()
+                                .and_then(char::from_u32)
+                                .unwrap_or('?'),
+                        );
                     }
                     Some(other) => s.push(other),
                     None => break,
@@ -92,7 +100,9 @@ fn test_commands() -> BTreeSet<String> {
 
 /// FNV-1a, for file names that follow the content.
 fn name(data: &[u8]) -> String {
-    let h = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let h = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     format!("seed-{h:016x}")
 }
 
@@ -101,7 +111,11 @@ fn write(target: &str, inputs: &[Vec<u8>]) -> std::io::Result<()> {
     fs::create_dir_all(&dir)?;
     for entry in fs::read_dir(&dir)? {
         let path = entry?.path();
-        if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("seed-")) {
+        if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("seed-"))
+        {
             fs::remove_file(path)?;
         }
     }
@@ -117,7 +131,9 @@ fn write(target: &str, inputs: &[Vec<u8>]) -> std::io::Result<()> {
 
 /// A libFuzzer dictionary: one quoted token per line, bytes outside printable ASCII escaped.
 fn write_dict(target: &str, tokens: &[&str]) -> std::io::Result<()> {
-    let mut text = String::from("# Tokens of the grammar (host/fuzz/src/common.rs), written by the `seeds` binary.\n");
+    let mut text = String::from(
+        "# Tokens of the grammar (host/fuzz/src/common.rs), written by the `seeds` binary.\n",
+    );
     for t in tokens {
         text.push('"');
         for &b in t.as_bytes() {
@@ -136,7 +152,11 @@ fn write_dict(target: &str, tokens: &[&str]) -> std::io::Result<()> {
 }
 
 fn main() -> std::io::Result<()> {
-    let mut commands: BTreeSet<String> = SEEDS.iter().chain(EVENT_SEEDS).map(|s| s.to_string()).collect();
+    let mut commands: BTreeSet<String> = SEEDS
+        .iter()
+        .chain(EVENT_SEEDS)
+        .map(|s| s.to_string())
+        .collect();
     commands.extend(test_commands());
     let probedef: Vec<Vec<u8>> = commands.iter().map(|s| s.clone().into_bytes()).collect();
     write("probedef", &probedef)?;
@@ -146,7 +166,10 @@ fn main() -> std::io::Result<()> {
     let cfg = &ufgraph_fuzz::common::CONFIGS[0];
     let mut rng = Rng(0x5eed);
     let mut fetch = Vec::new();
-    for def in commands.iter().filter(|c| matches!(parse(c, cfg), Ok(Command::Add(_)))) {
+    for def in commands
+        .iter()
+        .filter(|c| matches!(parse(c, cfg), Ok(Command::Add(_))))
+    {
         let mut data = def.clone().into_bytes();
         data.push(0);
         let n = 64 + rng.below(512);
@@ -156,12 +179,21 @@ fn main() -> std::io::Result<()> {
     write("fetch", &fetch)?;
     write_dict("fetch", TOKENS)?;
 
-    let mut stacks: Vec<Vec<u8>> = shadow::seed_sequences().iter().map(|s| shadow::encode_ops(s)).collect();
+    let mut stacks: Vec<Vec<u8>> = shadow::seed_sequences()
+        .iter()
+        .map(|s| shadow::encode_ops(s))
+        .collect();
     stacks.extend(shadow::seed_images());
     stacks.extend(shadow::seed_corrupted());
     write("shadow", &stacks)?;
 
-    write("symbols", &symbols::SEEDS.iter().map(|s| s.to_vec()).collect::<Vec<_>>())?;
+    write(
+        "symbols",
+        &symbols::SEEDS
+            .iter()
+            .map(|s| s.to_vec())
+            .collect::<Vec<_>>(),
+    )?;
     write("btf", &btf::seeds())?;
     Ok(())
 }

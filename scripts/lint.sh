@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The Rust code's form, as `make check` checks it (one result line each in
+# build/results-lint.txt, "ok NAME" or "fail NAME"):
+#   lint:rustfmt      every Rust file is formatted as rustfmt formats it with the kernel's own
+#                     .rustfmt.toml (what `make rustfmtcheck` holds in-tree code to);
+#   lint:clippy-host  the host crates (the pure logic, its tests, the fuzzers, bench-report)
+#                     have no clippy warning.
+# The module's own clippy run is part of its build (scripts/module.sh builds with the kernel's
+# CLIPPY=1, and in CI any warning there fails the build).
+# `scripts/lint.sh fix` reformats instead of checking.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+out=$UFG_BUILD/results-lint.txt
+mkdir -p "$UFG_BUILD"
+: > "$out"
+# The kernel's .rustfmt.toml: from the unpacked source, or straight from the tarball (the
+# kernel builds of `make check` may be unpacking the source right now).
+cfg=$UFG_SRC/.rustfmt.toml
+if [ ! -f "$cfg" ]; then
+	cfg=$UFG_BUILD/kernel.rustfmt.toml
+	tar -xOf "$UFG_TARBALL" linux-source-6.12/.rustfmt.toml > "$cfg" 2>/dev/null || rm -f "$cfg"
+fi
+[ -f "$cfg" ] || { ufg_log "lint: no .rustfmt.toml in $UFG_TARBALL"; echo "fail lint:rustfmt" >> "$out"; }
+
+# Every Rust file git knows of (symlinks are formatted through their targets).
+files=()
+while IFS= read -r f; do
+	[ -L "$UFG_TOP/$f" ] || files+=("$UFG_TOP/$f")
+done < <(git -C "$UFG_TOP" ls-files '*.rs')
+
+if [ -f "$cfg" ]; then
+	if [ "${1:-}" = fix ]; then
+		rustfmt --edition 2021 --config-path "$cfg" "${files[@]}"
+		exit
+	fi
+	ufg_log "lint: rustfmt --check (the kernel's .rustfmt.toml)"
+	if rustfmt --check --edition 2021 --config-path "$cfg" "${files[@]}" > "$UFG_BUILD/lint-rustfmt.log" 2>&1; then
+		echo "ok lint:rustfmt" >> "$out"
+	else
+		grep '^Diff in' "$UFG_BUILD/lint-rustfmt.log" | head -n 10 >&2
+		echo "fail lint:rustfmt (scripts/lint.sh fix reformats)" >> "$out"
+	fi
+fi
+
+ufg_log "lint: cargo clippy (host crates)"
+if (cd "$UFG_TOP" && cargo clippy --workspace --all-targets --quiet -- -D warnings) > "$UFG_BUILD/lint-clippy.log" 2>&1; then
+	echo "ok lint:clippy-host" >> "$out"
+else
+	grep -E -A5 '^(warning|error)' "$UFG_BUILD/lint-clippy.log" | head -n 30 >&2
+	echo "fail lint:clippy-host" >> "$out"
+fi
+cat "$out"
+! grep -q '^fail ' "$out"
