@@ -15,7 +15,9 @@
     unreachable_pub,
     unsafe_op_in_unsafe_fn,
     missing_docs,
-    clippy::all
+    clippy::all,
+    // Generated code (bitfield accessors), as in the kernel's own rust/bindings/lib.rs.
+    clippy::undocumented_unsafe_blocks
 )]
 
 use kernel::ffi;

@@ -26,7 +26,7 @@
 #include <linux/trace_recursion.h>
 #include <kunit/test.h>
 
-#include "glue.h"
+#include "helpers/helpers.h"
 
 /* Constants bindgen cannot evaluate from their macros. */
 const size_t UFG_KSYM_SYMBOL_LEN = KSYM_SYMBOL_LEN;
@@ -95,6 +95,15 @@ const unsigned long UFG_FREGS_X0 = offsetof(struct __arch_ftrace_regs, regs),
 	UFG_FREGS_SP = offsetof(struct __arch_ftrace_regs, sp),
 	UFG_FREGS_PC = offsetof(struct __arch_ftrace_regs, pc),
 	UFG_FREGS_LR = offsetof(struct __arch_ftrace_regs, lr);
+/*
+ * Teardown's view of stacks (src/arch/arm64.rs): ftrace_caller puts a traced function's entry
+ * ftrace_regs this far below the stack pointer it was entered with (the registers and two
+ * frame records, arch/arm64/kernel/entry-ftrace.S), and the frame record an exception builds
+ * inside its pt_regs.
+ */
+const unsigned long UFG_ARM64_FTRACE_FRAME = sizeof(struct __arch_ftrace_regs) + 32;
+const unsigned long UFG_PT_REGS_STACKFRAME = offsetof(struct pt_regs, stackframe),
+	UFG_PT_REGS_PC = offsetof(struct pt_regs, pc), UFG_PT_REGS_SP = offsetof(struct pt_regs, sp);
 const unsigned long UFG_TASK_TI_PREEMPT = offsetof(struct task_struct, thread_info.preempt_count);
 const unsigned long UFG_TASK_TI_CPU = offsetof(struct task_struct, thread_info.cpu);
 #endif

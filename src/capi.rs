@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The C API of include/ufgraph/*.h, implemented in Rust. `glue.c` exports these symbols to
+//! The C API of include/ufgraph/*.h, implemented in Rust. `helpers/exports.c` exports these symbols to
 //! other modules (EXPORT_SYMBOL_GPL); each checks its arguments and hands over to the safe core.
 
 use crate::bindings::{self, ufgraph_ent, ufgraph_ops, ufgraph_ret};
@@ -146,10 +146,10 @@ pub unsafe extern "C" fn ufgraph_set_filter_ips(
     if gops.is_null() || (ips.is_null() && cnt != 0) {
         return EINVAL.to_errno();
     }
-    // SAFETY: the caller passes `cnt` readable addresses (contract).
     let ips = if cnt == 0 {
         &[][..]
     } else {
+        // SAFETY: the caller passes `cnt` readable addresses (contract).
         unsafe { core::slice::from_raw_parts(ips.cast::<usize>(), cnt as usize) }
     };
     // SAFETY: a valid ops (contract).
@@ -455,7 +455,8 @@ pub unsafe extern "C" fn ufgraph_register_kretprobe(rp: *mut bindings::ufgraph_k
 #[no_mangle]
 pub unsafe extern "C" fn ufgraph_unregister_kretprobe(rp: *mut bindings::ufgraph_kretprobe) {
     if !rp.is_null() {
-        crate::kretprobe::unregister_kretprobe(rp);
+        // SAFETY: a kretprobe (contract).
+        unsafe { crate::kretprobe::unregister_kretprobe(rp) };
     }
 }
 

@@ -22,6 +22,12 @@ pub struct RetHits {
     pub returns: IpCounts<{ crate::counter::MAX_FUNCS }>,
 }
 
+impl Default for RetHits {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl RetHits {
     /// Nothing counted yet.
     pub const fn new() -> Self {

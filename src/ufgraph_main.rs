@@ -11,6 +11,9 @@
 //! the KUnit suites under `tests/`.
 
 #![allow(unexpected_cfgs)]
+// The kernel's .clippy.toml sets the MSRV of 6.12 (1.78); ufgraph needs a newer rustc (Debian's
+// rustc-web, 1.96; README.md) and uses what it has (`is_multiple_of`, `is_none_or`...).
+#![allow(clippy::incompatible_msrv)]
 
 use kernel::c_str;
 use kernel::prelude::*;
@@ -176,7 +179,7 @@ fn show_frames(m: &mut SeqFile) -> fmt::Result {
     g.tasks().for_each_idle_stack(|cpu, stack| {
         if r.is_ok() && stack.depth() > 0 {
             r = write!(m, "0 idle/{} depth {}:", cpu, stack.depth())
-                .and_then(|_| write_frames(m, stack));
+                .and_then(|()| write_frames(m, stack));
         }
     });
     r
@@ -247,7 +250,7 @@ fn start_events(module: &'static ThisModule) -> Option<Pin<KBox<events::Events>>
     let r = (|| -> Result<Pin<KBox<events::Events>>> {
         sys::trace_event::check_layout()?;
         sys::trace_event::EventMutex::resolve()?;
-        let ev = KBox::pin_init(events::Events::new(module.as_ptr().cast()), GFP_KERNEL)?;
+        let ev = KBox::pin_init(events::Events::new(module), GFP_KERNEL)?;
         ev.as_ref().publish();
         Ok(ev)
     })();

@@ -65,6 +65,75 @@ pub fn fill_pt_regs(
     }
 }
 
+/// How far below the stack pointer a traced function was entered with ftrace_caller keeps its
+/// entry `ftrace_regs`: the registers and two frame records (arch/arm64/kernel/entry-ftrace.S).
+/// arch/arm64/ufgraph_tramp.S lays out its exit registers the same way.
+const FTRACE_FRAME: usize = bindings::UFG_ARM64_FTRACE_FRAME as usize;
+
+/// The stack pointer S a hooked function was entered with, from its frame's `retp` (the `lr`
+/// field of its entry registers).
+fn entry_sp(retp: usize) -> usize {
+    retp.wrapping_sub(bindings::UFG_FREGS_LR as usize)
+        .wrapping_add(FTRACE_FRAME)
+}
+
+/// A word of a kernel stack (the current task's, or a switched-out one's under stop_machine),
+/// read without KASAN checks, as the kernel's unwinder reads (words around live frames may be
+/// poisoned).
+///
+/// # Safety
+///
+/// `addr` must be an 8-byte aligned word of memory that stays allocated.
+unsafe fn peek(addr: usize) -> usize {
+    // SAFETY: a readable word (caller); the glue only reads it (READ_ONCE_NOCHECK).
+    unsafe { bindings::ufg_arm64_peek(addr) }
+}
+
+/// Whether the `ftrace_regs` whose `lr` field is at `retp` are the trampoline's exit registers:
+/// their `sp` is the stack pointer the function was entered with, and their `pc` the trampoline.
+///
+/// # Safety
+///
+/// The `sp` and `pc` fields of those registers must be mapped stack words (they lie between
+/// `retp` and the entry stack pointer).
+unsafe fn exit_regs(retp: usize, tramp: usize) -> bool {
+    let regs = retp.wrapping_sub(bindings::UFG_FREGS_LR as usize);
+    // SAFETY: the two fields are mapped stack words (caller).
+    unsafe {
+        peek(regs + bindings::UFG_FREGS_SP as usize) == entry_sp(retp)
+            && peek(regs + bindings::UFG_FREGS_PC as usize) == tramp
+    }
+}
+
+/// Where a hooked function takes its return address from, which decides where teardown can
+/// write a real one.
+enum ReturnSlots {
+    /// The saved lr of its frame record, unsigned (no PAC at run time, no shadow call stack).
+    Plain,
+    /// The shadow call stack, unsigned: the epilogue reloads x30 from there (pushed before
+    /// PACIASP signs it), and only authenticates the frame record's copy.
+    Scs,
+    /// The frame record's copy, signed with the task's key and its entry sp: only the task
+    /// can re-sign it.
+    Signed,
+}
+
+impl ReturnSlots {
+    /// This kernel's. With CONFIG_DYNAMIC_SCS the kernel uses its shadow call stack only on a
+    /// CPU without PAC (it patches PACIASP/AUTIASP into the pushes and pops at boot).
+    fn of_kernel() -> Self {
+        // SAFETY: no preconditions: a static key and the CPU's capabilities.
+        if unsafe { bindings::ufg_arm64_scs_enabled() } {
+            ReturnSlots::Scs
+        // SAFETY: as above.
+        } else if unsafe { bindings::ufg_arm64_kernel_pac() } {
+            ReturnSlots::Signed
+        } else {
+            ReturnSlots::Plain
+        }
+    }
+}
+
 /// Maps the trampolines of a stack trace, innermost first, to the real return addresses.
 struct Fixer {
     tramp: usize,
@@ -102,10 +171,8 @@ impl Fixer {
             // A frame of the current task: `retp` and the words after it lie in the kernel stack
             // (task or interrupt stack) its entry ran on, which stays mapped.
             Some(f) => {
-                // SAFETY: mapped stack words (above), read unchecked by the glue, as an unwinder does.
-                f.ret == ip
-                    && f.ret != self.tramp
-                    && unsafe { bindings::ufg_arm64_exit_regs(f.retp, self.tramp) }
+                // SAFETY: mapped stack words (above).
+                f.ret == ip && f.ret != self.tramp && unsafe { exit_regs(f.retp, self.tramp) }
             }
             None => false,
         }
@@ -225,6 +292,15 @@ impl TaskWalk {
     /// sleeping task than this is waited for instead).
     const CAP: usize = 32;
 
+    /// Before the first frame of a task.
+    pub const fn new() -> Self {
+        TaskWalk {
+            rewritten: [0; Self::CAP],
+            n: 0,
+            overflowed: false,
+        }
+    }
+
     /// Teardown rewrote the slot at `addr` (returned by [`find_slot`]).
     pub fn handed(&mut self, addr: usize) {
         match self.rewritten.get_mut(self.n) {
@@ -285,8 +361,7 @@ pub unsafe fn find_slot(
         return Slot::Unknown;
     };
     let tramp = crate::fgraph::graph::trampoline();
-    // SAFETY: arithmetic on the address only.
-    let sp = unsafe { bindings::ufg_arm64_entry_sp(f.retp) };
+    let sp = entry_sp(f.retp);
     if sp <= view.lo || sp > view.hi || !sp.is_multiple_of(RECORD) {
         // The entry registers of this call were not on this task's stack: not a live call.
         return Slot::Gone;
@@ -321,17 +396,14 @@ pub unsafe fn find_slot(
     } else if returning {
         return Slot::Unknown;
     } else {
-        // SAFETY: no preconditions (configuration and CPU capabilities).
-        match unsafe { bindings::ufg_arm64_return_slots() } as u32 {
-            bindings::UFG_ARM64_SLOTS_PLAIN => rec + 8,
+        match ReturnSlots::of_kernel() {
+            ReturnSlots::Plain => rec + 8,
             // SAFETY: `fp` is where the switched-out task's chain starts, `rec` a record of it.
-            bindings::UFG_ARM64_SLOTS_SCS => {
-                match unsafe { stack.scs_slot(task, fp, rec, tramp, walk) } {
-                    Some(at) => at,
-                    None => return Slot::Unknown,
-                }
-            }
-            _ => return Slot::Unknown,
+            ReturnSlots::Scs => match unsafe { stack.scs_slot(task, fp, rec, tramp, walk) } {
+                Some(at) => at,
+                None => return Slot::Unknown,
+            },
+            ReturnSlots::Signed => return Slot::Unknown,
         }
     };
     // `slot` is the lr word of a frame record of the chain, the `lr` field of the entry
@@ -364,9 +436,8 @@ impl QuietStack {
     ///
     /// `addr` must be an 8-byte aligned word of the stack.
     unsafe fn peek(&self, addr: usize) -> usize {
-        // SAFETY: a readable word (caller); the glue reads it as the unwinder does, without
-        // KASAN checks (stack words around live frames may be poisoned).
-        unsafe { bindings::ufg_arm64_peek(addr) }
+        // SAFETY: a word of the stack (caller), which stays allocated while it is quiet.
+        unsafe { peek(addr) }
     }
 
     /// Whether the records `rec` and `below` (from [`QuietStack::record_below`] for `sp`) are the
@@ -407,14 +478,34 @@ impl QuietStack {
     ///
     /// `rec` must be a record of this quiet stack, and `f.retp` a word of it.
     unsafe fn in_trampoline(&self, f: &Frame, sp: usize, rec: usize, tramp: usize) -> bool {
-        // SAFETY: `retp` is a word of the quiet stack and the two after it lie below `sp`, inside
-        // it too; the glue reads them unchecked.
-        if rec == sp - RECORD && unsafe { bindings::ufg_arm64_exit_regs(f.retp, tramp) } {
+        // SAFETY: `retp` is a word of the quiet stack and the registers' `sp` and `pc` lie
+        // between it and `sp`, inside it too.
+        if rec == sp - RECORD && unsafe { exit_regs(f.retp, tramp) } {
             return true;
         }
-        // SAFETY: `rec` is a record of the quiet stack; the glue reads the pt_regs around it only
-        // if they lie above `lo`, unchecked.
-        unsafe { bindings::ufg_arm64_irq_at(rec, self.lo, tramp, sp) }
+        // SAFETY: `rec` is a record of the quiet stack (caller).
+        unsafe { self.exception_at(rec, tramp, sp) }
+    }
+
+    /// Whether the frame record at `rec` is the one an EL1 exception entry builds inside its
+    /// `pt_regs` (entry.S, kernel_entry), for an exception taken at `pc` with stack pointer `sp`.
+    ///
+    /// # Safety
+    ///
+    /// `rec` must be a record of this quiet stack.
+    unsafe fn exception_at(&self, rec: usize, pc: usize, sp: usize) -> bool {
+        let Some(regs) = rec.checked_sub(bindings::UFG_PT_REGS_STACKFRAME as usize) else {
+            return false;
+        };
+        if regs < self.lo {
+            return false;
+        }
+        // SAFETY: `regs` is at or above `lo` and below `rec`: the pt_regs' `pc` and `sp` fields
+        // lie in the quiet stack.
+        unsafe {
+            self.peek(regs + bindings::UFG_PT_REGS_PC as usize) == pc
+                && self.peek(regs + bindings::UFG_PT_REGS_SP as usize) == sp
+        }
     }
 
     /// The entry of `task`'s shadow call stack that the function whose frame record is `rec` will
@@ -528,8 +619,8 @@ impl QuietStack {
     ///
     /// `addr` must be an 8-byte aligned word of memory that stays allocated.
     unsafe fn peek_any(&self, addr: usize) -> usize {
-        // SAFETY: a readable word (caller).
-        unsafe { bindings::ufg_arm64_peek(addr) }
+        // SAFETY: a readable word that stays allocated (caller).
+        unsafe { peek(addr) }
     }
 
     /// Walks the frame-record chain from `fp` up to the first record at or above `sp`. Returns the

@@ -119,23 +119,23 @@ pub mod fregs {
     use crate::bindings as b;
 
     /// The instruction pointer.
-    pub const IP: usize = b::UFG_FREGS_IP as usize;
+    pub const IP: usize = b::UFG_FREGS_IP;
     /// The stack pointer.
-    pub const SP: usize = b::UFG_FREGS_SP as usize;
+    pub const SP: usize = b::UFG_FREGS_SP;
     /// The return value register, at a return.
-    pub const RETVAL: usize = b::UFG_FREGS_AX as usize;
+    pub const RETVAL: usize = b::UFG_FREGS_AX;
     /// The frame pointer.
-    pub const BP: usize = b::UFG_FREGS_BP as usize;
+    pub const BP: usize = b::UFG_FREGS_BP;
     /// The second return value register (and third argument).
-    pub const DX: usize = b::UFG_FREGS_DX as usize;
+    pub const DX: usize = b::UFG_FREGS_DX;
     /// The argument registers, in order (SysV: rdi, rsi, rdx, rcx, r8, r9).
     pub const ARGS: [usize; 6] = [
-        b::UFG_FREGS_DI as usize,
-        b::UFG_FREGS_SI as usize,
-        b::UFG_FREGS_DX as usize,
-        b::UFG_FREGS_CX as usize,
-        b::UFG_FREGS_R8 as usize,
-        b::UFG_FREGS_R9 as usize,
+        b::UFG_FREGS_DI,
+        b::UFG_FREGS_SI,
+        b::UFG_FREGS_DX,
+        b::UFG_FREGS_CX,
+        b::UFG_FREGS_R8,
+        b::UFG_FREGS_R9,
     ];
 
     /// Where the return address of the function being entered lives: the word at the stack

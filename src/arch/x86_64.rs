@@ -124,6 +124,11 @@ pub fn settle_slot(f: &Frame, _regs: &Regs) {
 pub struct TaskWalk;
 
 impl TaskWalk {
+    /// Before the first frame of a task.
+    pub const fn new() -> Self {
+        TaskWalk
+    }
+
     /// Teardown rewrote the slot at `addr` (returned by [`find_slot`]).
     #[inline(always)]
     pub fn handed(&mut self, _addr: usize) {}

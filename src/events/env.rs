@@ -159,7 +159,7 @@ impl Env for HitEnv<'_> {
     }
 
     fn symstr(&self, addr: u64, buf: &mut [u8]) -> usize {
-        let mut tmp = [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize];
+        let mut tmp = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
         // SAFETY: `tmp` has the KSYM_SYMBOL_LEN bytes sprint_symbol() may write.
         let n = unsafe { bindings::sprint_symbol(tmp.as_mut_ptr().cast(), addr as usize as _) };
         let n = (n.max(0) as usize).min(buf.len()).min(tmp.len());

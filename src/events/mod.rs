@@ -529,6 +529,12 @@ fn probe_of<'a>(fp: *mut ufgraph_fprobe) -> &'a Probe {
     unsafe { &*fp.cast::<Probe>() }
 }
 
+/// fprobe entry handler of an event's probe.
+///
+/// # Safety
+///
+/// Called by the fprobe core only, for a registered `Probe`'s `fp`, with the hooked call's
+/// registers and the probe's entry data.
 unsafe extern "C" fn entry_handler(
     fp: *mut ufgraph_fprobe,
     ip: c_ulong,
@@ -560,6 +566,11 @@ unsafe extern "C" fn entry_handler(
     0
 }
 
+/// fprobe exit handler of an event's probe.
+///
+/// # Safety
+///
+/// As for [`entry_handler`], at the hooked call's return.
 unsafe extern "C" fn exit_handler(
     fp: *mut ufgraph_fprobe,
     ip: c_ulong,
@@ -584,7 +595,7 @@ unsafe extern "C" fn exit_handler(
         data: saved,
         thread_size: events().map_or(0, |e| e.thread_words),
     };
-    ev.record(&env, p.perf, Some(ret_ip as usize), |r| {
+    ev.record(&env, p.perf, Some(ret_ip), |r| {
         put_word(r, 8, ip as u64);
         put_word(r, 16, ret_ip as u64);
     });
@@ -604,7 +615,8 @@ impl From<Error> for Failure {
 
 impl Events {
     /// The events core. `EventMutex::resolve` must have succeeded.
-    pub fn new(module: *mut bindings::module) -> impl PinInit<Self> {
+    pub fn new(module: &'static ThisModule) -> impl PinInit<Self> {
+        let module: *mut bindings::module = module.as_ptr().cast();
         // SAFETY: constants from the glue.
         let (thread_words, dn, fd) = unsafe {
             (
@@ -1012,7 +1024,7 @@ impl Events {
                 let mut reg = self.reg.lock();
                 reg.entries
                     .iter()
-                    .position(|e| matches(e))
+                    .position(&matches)
                     .and_then(|i| kvec::remove(&mut reg.entries, i).map(|e| (e, i)))
             };
             let Some((e, at)) = taken else { break };

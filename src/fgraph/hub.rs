@@ -275,13 +275,18 @@ impl Hub {
 /// is for). Others are called through the slot.
 type Direct = crate::capi::COps;
 
+/// A callback C calls.
+///
+/// # Safety
+///
+/// Called by ftrace only, as the hub's `ftrace_ops` callback, with ftrace's arguments.
 unsafe extern "C" fn hub_entry<Q: GraphHandler>(
     ip: usize,
     parent_ip: usize,
     _op: *mut bindings::ftrace_ops,
     fregs: *mut bindings::ftrace_regs,
 ) {
-    // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (glue.c),
+    // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (helpers.c),
     // whose ftrace always passes its registers.
     debug_assert!(!fregs.is_null());
     // SAFETY: the hub's ops is registered only while the graph core exists.

@@ -224,6 +224,11 @@ pub struct Tasks {
 #[repr(C, align(64))]
 struct CacheLine(AtomicPtr<TaskStack>);
 
+/// The `task_newtask` tracepoint probe.
+///
+/// # Safety
+///
+/// Called by the tracepoint only, with the `Tasks` it was registered with as `data`.
 unsafe extern "C" fn on_newtask(
     data: *mut c_void,
     task: *mut bindings::task_struct,
@@ -239,6 +244,11 @@ unsafe extern "C" fn on_newtask(
 // data pointer). One graph core, so one `Tasks`, per module.
 static HOTPLUG_TASKS: AtomicPtr<Tasks> = AtomicPtr::new(null_mut());
 
+/// The CPU hotplug prepare callback: resets the idle task's stack of a CPU coming up.
+///
+/// # Safety
+///
+/// Called by CPU hotplug only, while the state is registered.
 unsafe extern "C" fn on_cpu_prepare(cpu: core::ffi::c_uint) -> core::ffi::c_int {
     let t = HOTPLUG_TASKS.load(Acquire);
     if !t.is_null() {
@@ -249,12 +259,22 @@ unsafe extern "C" fn on_cpu_prepare(cpu: core::ffi::c_uint) -> core::ffi::c_int 
     0
 }
 
+/// The `sched_process_free` tracepoint probe.
+///
+/// # Safety
+///
+/// As for [`on_newtask`].
 unsafe extern "C" fn on_free(data: *mut c_void, task: *mut bindings::task_struct) {
     // SAFETY: as for `on_fork`.
     let tasks = unsafe { &*data.cast::<Tasks>() };
     tasks.remove(TaskRef(task as usize));
 }
 
+/// The work that grows the task table.
+///
+/// # Safety
+///
+/// `w` must be the `rebuild` work of a pinned `Tasks`.
 unsafe extern "C" fn rebuild_work(w: *mut bindings::work_struct) {
     // SAFETY: the work is the `rebuild` field of a pinned `Tasks`, which cancels it (waiting for
     // it to finish) before it goes away.
@@ -264,6 +284,11 @@ unsafe extern "C" fn rebuild_work(w: *mut bindings::work_struct) {
     }
 }
 
+/// The work that refills the fork pool.
+///
+/// # Safety
+///
+/// `w` must be the `refill` work of a pinned `Tasks`.
 unsafe extern "C" fn refill_work(w: *mut bindings::work_struct) {
     // SAFETY: the work is the `refill` field of a pinned `Tasks`, which cancels it (waiting for
     // it to finish) before it goes away.

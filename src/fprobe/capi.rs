@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The C API of include/ufgraph/fprobe.h (exported by glue.c), and the module-unload watch.
+//! The C API of include/ufgraph/fprobe.h (exported by helpers/exports.c), and the module-unload watch.
 
 use super::{fprobes, Fprobes, Target};
 use crate::bindings::{self, ufgraph_fprobe};
@@ -164,6 +164,11 @@ pub struct ModuleWatch {
     nb: Pin<KBox<Opaque<bindings::notifier_block>>>,
 }
 
+/// The module notifier.
+///
+/// # Safety
+///
+/// Called by the module notifier chain only, while a [`ModuleWatch`] is registered.
 unsafe extern "C" fn on_module(
     _nb: *mut bindings::notifier_block,
     action: c_ulong,
@@ -198,8 +203,10 @@ unsafe extern "C" fn on_module(
 impl ModuleWatch {
     /// Starts watching.
     pub fn new() -> Result<Self> {
-        let mut nb = bindings::notifier_block::default();
-        nb.notifier_call = Some(on_module);
+        let nb = bindings::notifier_block {
+            notifier_call: Some(on_module),
+            ..Default::default()
+        };
         let nb = KBox::pin(Opaque::new(nb), GFP_KERNEL)?;
         // SAFETY: the block is pinned and unregistered in `drop` before it is freed.
         kernel::error::to_result(unsafe { bindings::register_module_notifier(nb.get()) })?;

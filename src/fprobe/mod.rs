@@ -395,9 +395,9 @@ fn graph_side_probes(e: &mut Entry<'_>, ent: &IpEntry) -> bool {
             // SAFETY: as above.
             let handler = unsafe { (*fp).entry_handler };
             let skip = match handler {
-                // SAFETY: the C caller's handler, for its registered probe, with the documented
-                // arguments; `dptr` points to `w` words reserved for this call.
                 Some(h) => {
+                    // SAFETY: the C caller's handler, for its registered probe, with the
+                    // documented arguments; `dptr` points to `w` words reserved for this call.
                     (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0
                 }
                 None => false,
@@ -552,8 +552,8 @@ fn missed_at(func: usize, exit: Option<bool>) {
         // SAFETY: as in `GraphSide::entry`.
         for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
             let fp = p.fp.load(Acquire);
-            // SAFETY: as in `GraphSide::entry`.
             if !fp.is_null()
+                // SAFETY: as in `GraphSide::entry`.
                 && exit.is_none_or(|x| unsafe { (*fp).exit_handler.is_some() } == x)
                 && !disabled(fp)
             {
@@ -1089,6 +1089,9 @@ impl Fprobes {
 
     /// Unregisters `fp`: when this returns, neither handler runs any more. `EINVAL` if it is not
     /// registered.
+    // `fp` is dereferenced only once the registry has it: a registered probe is valid until it is
+    // unregistered (the contract of `register`). Any other pointer is only compared.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn unregister(&self, fp: *mut ufgraph_fprobe) -> Result {
         let mut reg = self.reg.lock();
         if self
@@ -1324,6 +1327,10 @@ impl Fprobes {
 }
 
 /// `Fprobes::reaper`: frees the replaced entries once no reader can hold them.
+///
+/// # Safety
+///
+/// `work` must be the `reaper` work of a live `Fprobes`.
 unsafe extern "C" fn reap(work: *mut bindings::work_struct) {
     // SAFETY: the work item is `Fprobes::reaper`, inside a live `Fprobes` (its drop cancels
     // the work, waiting for this, before the rest goes).

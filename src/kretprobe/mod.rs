@@ -61,6 +61,12 @@ pub fn missed(fp: *mut ufgraph_fprobe) {
         .fetch_add(1, Relaxed);
 }
 
+/// fprobe entry handler of a kretprobe's shim.
+///
+/// # Safety
+///
+/// Called by the fprobe core only, for a registered `Shim`'s `fp`, with the hooked call's
+/// registers and the probe's entry data.
 unsafe extern "C" fn shim_entry(
     fp: *mut ufgraph_fprobe,
     _ip: c_ulong,
@@ -87,6 +93,11 @@ unsafe extern "C" fn shim_entry(
     unsafe { h(ri, regs.as_mut_ptr()) }
 }
 
+/// fprobe exit handler of a kretprobe's shim.
+///
+/// # Safety
+///
+/// As for [`shim_entry`], at the hooked call's return.
 unsafe extern "C" fn shim_exit(
     fp: *mut ufgraph_fprobe,
     _ip: c_ulong,
@@ -102,11 +113,7 @@ unsafe extern "C" fn shim_exit(
     };
     let mut regs = MaybeUninit::<bindings::pt_regs>::uninit();
     // SAFETY: the fprobe core passes the exit registers, valid for the call.
-    crate::arch::fill_pt_regs(
-        unsafe { Regs::from_raw(fregs) },
-        Some(ret_ip as usize),
-        &mut regs,
-    );
+    crate::arch::fill_pt_regs(unsafe { Regs::from_raw(fregs) }, Some(ret_ip), &mut regs);
     // SAFETY: the instance the entry filled, and the user's handler.
     unsafe { h(data.cast(), regs.as_mut_ptr()) };
 }
@@ -167,9 +174,13 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
 }
 
 /// Unregisters a kretprobe: when this returns no handler of it runs any more.
-pub fn unregister_kretprobe(rp: *mut ufgraph_kretprobe) {
+///
+/// # Safety
+///
+/// `rp` must be a valid kretprobe (registered or not), not used concurrently.
+pub unsafe fn unregister_kretprobe(rp: *mut ufgraph_kretprobe) {
     let Some(core) = fprobes() else { return };
-    // SAFETY: the caller passes its kretprobe.
+    // SAFETY: the caller passes its kretprobe (contract).
     let r = unsafe { &mut *rp };
     let shim = r.ufgraph_private.cast::<Shim>();
     if shim.is_null() {
@@ -379,6 +390,9 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
 }
 
 /// Unregisters a rethook: afterwards no handler of it runs (pending returns skip it).
+// `rh` is dereferenced only once the registry has it: a registered rethook is valid until it is
+// unregistered (the contract of `rethook_register`). Any other pointer is only compared.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
     let p = RETHOOK.load(Acquire);
     if p.is_null() {

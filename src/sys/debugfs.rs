@@ -36,7 +36,7 @@ impl fmt::Write for SeqFile {
 impl SeqFile {
     /// Writes the symbol name of a kernel text address (`%ps`), or the hex address if unknown.
     pub fn symbol(&mut self, addr: usize) -> fmt::Result {
-        let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize];
+        let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
         // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol_no_offset may write.
         let n = unsafe { bindings::sprint_symbol_no_offset(buf.as_mut_ptr().cast(), addr as _) };
         let name = buf
@@ -83,6 +83,11 @@ unsafe impl<T: Send + Sync + 'static> Send for Dir<T> {}
 // SAFETY: shared references only read `data` (Sync).
 unsafe impl<T: Send + Sync + 'static> Sync for Dir<T> {}
 
+/// `single_open`'s show callback.
+///
+/// # Safety
+///
+/// Called by seq_file only, for a file opened by [`open_shim`] (its `private` an `Entry<T>`).
 unsafe extern "C" fn show_shim<T: Send + Sync + 'static>(
     m: *mut bindings::seq_file,
     _v: *mut c_void,
@@ -97,6 +102,11 @@ unsafe extern "C" fn show_shim<T: Send + Sync + 'static>(
     0
 }
 
+/// The file's `open`.
+///
+/// # Safety
+///
+/// Called by the VFS only, for a file created with an `Entry<T>` as `i_private`.
 unsafe extern "C" fn open_shim<T: Send + Sync + 'static>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
@@ -106,6 +116,11 @@ unsafe extern "C" fn open_shim<T: Send + Sync + 'static>(
     unsafe { bindings::single_open(file, Some(show_shim::<T>), (*inode).i_private) }
 }
 
+/// The writable file's `open`.
+///
+/// # Safety
+///
+/// As for [`open_shim`].
 unsafe extern "C" fn rw_open_shim<T: Send + Sync + 'static>(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
@@ -128,6 +143,12 @@ unsafe extern "C" fn rw_open_shim<T: Send + Sync + 'static>(
     unsafe { open_shim::<T>(inode, file) }
 }
 
+/// The writable file's `write`.
+///
+/// # Safety
+///
+/// Called by the VFS only, for a file opened by [`rw_open_shim`], with a user buffer of
+/// `count` bytes.
 unsafe extern "C" fn write_shim<T: Send + Sync + 'static>(
     file: *mut bindings::file,
     ubuf: *const kernel::ffi::c_char,
@@ -209,12 +230,14 @@ impl<T: Send + Sync + 'static> Dir<T> {
         module: &'static ThisModule,
         show: ShowFn<T>,
     ) -> Result {
-        let mut fops = bindings::file_operations::default();
-        fops.owner = module.as_ptr().cast();
-        fops.open = Some(open_shim::<T>);
-        fops.read = Some(bindings::seq_read);
-        fops.llseek = Some(bindings::seq_lseek);
-        fops.release = Some(bindings::single_release);
+        let fops = bindings::file_operations {
+            owner: module.as_ptr().cast(),
+            open: Some(open_shim::<T>),
+            read: Some(bindings::seq_read),
+            llseek: Some(bindings::seq_lseek),
+            release: Some(bindings::single_release),
+            ..Default::default()
+        };
         self.add(name, 0o400, fops, show, None, None)
     }
 
@@ -229,13 +252,15 @@ impl<T: Send + Sync + 'static> Dir<T> {
         write: WriteFn<T>,
         trunc: TruncFn<T>,
     ) -> Result {
-        let mut fops = bindings::file_operations::default();
-        fops.owner = module.as_ptr().cast();
-        fops.open = Some(rw_open_shim::<T>);
-        fops.read = Some(bindings::seq_read);
-        fops.write = Some(write_shim::<T>);
-        fops.llseek = Some(bindings::seq_lseek);
-        fops.release = Some(bindings::single_release);
+        let fops = bindings::file_operations {
+            owner: module.as_ptr().cast(),
+            open: Some(rw_open_shim::<T>),
+            read: Some(bindings::seq_read),
+            write: Some(write_shim::<T>),
+            llseek: Some(bindings::seq_lseek),
+            release: Some(bindings::single_release),
+            ..Default::default()
+        };
         self.add(name, 0o600, fops, show, Some(write), Some(trunc))
     }
 

@@ -194,13 +194,18 @@ unsafe impl<H: Handler> Send for Ops<H> {}
 // ftrace_ops takes `&mut self`.
 unsafe impl<H: Handler> Sync for Ops<H> {}
 
+/// The `ftrace_ops` callback of an [`Ops<H>`].
+///
+/// # Safety
+///
+/// Called by ftrace only, for a registered `Ops<H>`'s `ftrace_ops`, with ftrace's arguments.
 unsafe extern "C" fn callback<H: Handler>(
     ip: usize,
     parent_ip: usize,
     op: *mut bindings::ftrace_ops,
     fregs: *mut bindings::ftrace_regs,
 ) {
-    // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (glue.c),
+    // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (helpers.c),
     // whose ftrace always passes its registers (only arches without it pass NULL).
     debug_assert!(!fregs.is_null());
     // ftrace calls us only with the `op` we registered; `Ops` keeps it allocated until after
@@ -225,9 +230,11 @@ unsafe extern "C" fn callback<H: Handler>(
 impl<H: Handler> Ops<H> {
     /// A new, unregistered ops with `FTRACE_OPS_FL_*` `flags`.
     pub fn new(handler: H, flags: u64) -> Result<Self> {
-        let mut raw = bindings::ftrace_ops::default();
-        raw.func = Some(callback::<H>);
-        raw.flags = flags as _;
+        let raw = bindings::ftrace_ops {
+            func: Some(callback::<H>),
+            flags: flags as _,
+            ..Default::default()
+        };
         let inner = KBox::pin(
             Inner {
                 ops: Opaque::new(raw),

@@ -34,7 +34,7 @@ pub unsafe fn fgraph_next(task: TaskRef, retp: usize, visited: &[usize]) -> Opti
     if base.is_null() || top <= 0 {
         return None;
     }
-    let words = bindings::UFG_FGRAPH_STACK_WORDS as usize;
+    let words = bindings::UFG_FGRAPH_STACK_WORDS;
     // SAFETY: `base` is the task's function_graph stack, `words` long, which stays allocated
     // while the task lives; `fgraph_find` reads only indexes below `words`.
     let read = |i: usize| unsafe { base.add(i).read_volatile() } as usize;
@@ -43,9 +43,9 @@ pub unsafe fn fgraph_next(task: TaskRef, retp: usize, visited: &[usize]) -> Opti
         read,
         top as usize,
         words,
-        bindings::UFG_FGRAPH_FRAME_WORDS as usize,
-        bindings::UFG_FGRAPH_RET_WORD as usize,
-        bindings::UFG_FGRAPH_RETP_WORD as usize,
+        bindings::UFG_FGRAPH_FRAME_WORDS,
+        bindings::UFG_FGRAPH_RET_WORD,
+        bindings::UFG_FGRAPH_RETP_WORD,
         retp,
         |i| visited.contains(&at(i)),
     )?;
@@ -85,11 +85,7 @@ pub unsafe fn rethook_next(
                 return None;
             }
             // SAFETY: the node's `ret_addr` word.
-            Some((
-                p as usize,
-                unsafe { p.read_volatile() } as usize,
-                frame as usize,
-            ))
+            Some((p as usize, unsafe { p.read_volatile() }, frame))
         }
     }
     // SAFETY: the task is alive (caller); its list is quiet.

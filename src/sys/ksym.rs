@@ -191,7 +191,7 @@ pub fn lookup(name: &CStr) -> Result<Option<usize>> {
 /// Safe in any context kallsyms lookups are (atomic included: teardown calls it under
 /// `stop_machine`).
 pub fn hooker(addr: usize) -> crate::pure::handback::Hooker {
-    let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize];
+    let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
     // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
     let n = unsafe { bindings::sprint_symbol(buf.as_mut_ptr().cast(), addr as _) };
     crate::pure::ksymname::hooker(&buf[..n.clamp(0, buf.len() as _) as usize])
@@ -245,9 +245,9 @@ fn with_locations<R>(f: impl FnOnce(&[usize]) -> R) -> Result<R> {
         let gen = GEN.load(SeqCst);
         let np = NoPreempt::new();
         let p = CACHE.load(Acquire);
-        // SAFETY: a published list is freed only a grace period after it is replaced, which
-        // `np` holds off.
         if let Some(c) = (!p.is_null())
+            // SAFETY: a published list is freed only a grace period after it is replaced, which
+            // `np` holds off.
             .then(|| unsafe { &*p })
             .filter(|c| c.gen == gen)
         {
@@ -338,8 +338,8 @@ pub fn try_locations(ips: &[usize]) -> Result<KVec<Option<usize>>> {
 /// Whether `addr` is the start of the function whose ftrace location is `loc`.
 fn same_function_start(addr: usize, loc: usize) -> bool {
     let (mut a, mut b) = (
-        [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize],
-        [0u8; bindings::UFG_KSYM_SYMBOL_LEN as usize],
+        [0u8; bindings::UFG_KSYM_SYMBOL_LEN],
+        [0u8; bindings::UFG_KSYM_SYMBOL_LEN],
     );
     // SAFETY: each buffer has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
     let (na, nb) = unsafe {

@@ -205,6 +205,11 @@ macro_rules! kunit_suite {
             use $crate::sys::ktest::{case, end_case, suite_name, SuitePtr, Test};
 
             $(
+                /// The KUnit case.
+                ///
+                /// # Safety
+                ///
+                /// Called by KUnit only, with the live `struct kunit` of this run.
                 unsafe extern "C" fn $case(raw: *mut bindings::kunit) {
                     if $crate::sys::ktest::must_skip() {
                         // SAFETY: as below; the glue marks the case skipped.

@@ -33,6 +33,12 @@ pub struct RcuTable {
     slots: AtomicPtr<Slots>,
 }
 
+impl Default for RcuTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl RcuTable {
     /// An empty table (no memory until the first insert).
     pub const fn new() -> Self {
@@ -45,7 +51,7 @@ impl RcuTable {
         let p = self.slots.load(Acquire);
         // SAFETY: a published table is freed only after an RCU grace period; readers hold
         // preemption disabled and writers are serialised with the only code that frees it.
-        (!p.is_null()).then(|| unsafe { (&(*p).0).as_slice() })
+        (!p.is_null()).then(|| unsafe { (*p).0.as_slice() })
     }
 
     /// Finds the entry for `key`.

@@ -57,6 +57,8 @@ pub struct NoPreempt(());
 
 impl NoPreempt {
     /// Disables preemption.
+    // No `Default`: making one has an effect (preemption off until it is dropped).
+    #[allow(clippy::new_without_default)]
     #[inline(always)]
     pub fn new() -> Self {
         crate::arch::hot::preempt_disable();
@@ -112,27 +114,27 @@ impl Recursion {
         if !hot::rcu_watching() || !hot::cpu_online(hot::cpu()) {
             return Err(Refused::Unsafe);
         }
-        let bits = hot::current().wrapping_add(b::UFG_TASK_TRACE_RECURSION as usize) as *mut usize;
+        let bits = hot::current().wrapping_add(b::UFG_TASK_TRACE_RECURSION) as *mut usize;
         // SAFETY: the current task's `trace_recursion`, which only the task itself (and
         // interrupts on its CPU, which restore it before they return) changes.
         let val = unsafe { bits.read_volatile() };
         let pc = hot::preempt_count() as usize;
-        let irq = (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) as usize;
+        let irq = b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET;
         // interrupt_context_level(): 0 normal, 1 softirq, 2 hardirq, 3 NMI. Task context, by
         // far the most common, is one test.
         let level = if pc & irq == 0 {
             0
         } else {
-            (pc & b::UFG_NMI_MASK as usize != 0) as usize
-                + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) as usize != 0) as usize
+            (pc & b::UFG_NMI_MASK != 0) as usize
+                + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) != 0) as usize
                 + 1
         };
-        let start = b::UFG_TRACE_FTRACE_START as usize;
-        let mut bit = b::UFG_TRACE_CTX_NORMAL as usize - level + start;
+        let start = b::UFG_TRACE_FTRACE_START;
+        let mut bit = b::UFG_TRACE_CTX_NORMAL - level + start;
         if val & (1 << bit) != 0 {
             // One more level may pass through the transition bit (an interrupt that arrived
             // before the preempt count said so looks like recursion).
-            bit = b::UFG_TRACE_CTX_TRANSITION as usize + start;
+            bit = b::UFG_TRACE_CTX_TRANSITION + start;
             if val & (1 << bit) != 0 {
                 return Err(Refused::Recursion);
             }
@@ -180,7 +182,7 @@ impl Drop for Recursion {
         crate::arch::hot::preempt_enable();
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
         let bits = crate::arch::hot::current()
-            .wrapping_add(crate::bindings::UFG_TASK_TRACE_RECURSION as usize)
+            .wrapping_add(crate::bindings::UFG_TASK_TRACE_RECURSION)
             as *mut usize;
         // `bit` is below 64 by construction; the mask tells the compiler, which then needs no
         // overflow check for the shift.

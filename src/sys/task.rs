@@ -168,6 +168,11 @@ pub fn nr_cpu_ids() -> usize {
 /// Calls `f` for every thread of every process (idle tasks excluded), under `rcu_read_lock()`:
 /// `f` must not sleep. Threads created or freed meanwhile may or may not be seen.
 pub fn for_each_thread<F: FnMut(TaskRef)>(mut f: F) {
+    /// A callback C calls.
+    ///
+    /// # Safety
+    ///
+    /// `data` must be the `F` of the call below.
     unsafe extern "C" fn tramp<F: FnMut(TaskRef)>(
         t: *mut bindings::task_struct,
         data: *mut c_void,

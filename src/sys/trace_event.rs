@@ -172,25 +172,15 @@ impl PerfCall {
         if len < TRACE_ENTRY_SIZE {
             return false;
         }
-        let (mut size, mut rctx, mut pt): (kernel::ffi::c_ulong, c_int, *mut bindings::pt_regs) =
-            (0, 0, core::ptr::null_mut());
+        // perf puts a u32 size before the record and keeps the two u64-aligned.
+        let size = (len + 4).next_multiple_of(8) - 4;
+        let (mut rctx, mut pt): (c_int, *mut bindings::pt_regs) = (0, core::ptr::null_mut());
         // SAFETY: the call is registered (caller's contract); the glue checks for listeners and
-        // allocates a per-CPU buffer of `size` >= `len` bytes, or returns NULL.
-        let p = unsafe {
-            bindings::ufg_perf_begin(
-                self.0,
-                regs.as_ptr(),
-                ret_addr.unwrap_or(0) as _,
-                len as _,
-                &mut size,
-                &mut rctx,
-                &mut pt,
-            )
-        };
+        // allocates a per-CPU buffer of `size` bytes, or returns NULL.
+        let p = unsafe { bindings::ufg_perf_begin(self.0, size as _, &mut rctx, &mut pt) };
         if p.is_null() {
             return false;
         }
-        let size = size as usize;
         // What perf samples: the probe's registers, as the kretprobe shim builds them (at a
         // return the exit registers, ip = the return address, as the kernel's kretprobe events
         // give them).
@@ -403,6 +393,12 @@ pub mod cenum {
     );
 }
 
+/// The event class's `reg` callback.
+///
+/// # Safety
+///
+/// Called by the tracing core only, for a registered event whose call is inside an
+/// `Event<T>`.
 unsafe extern "C" fn reg_shim<T: EventOps>(
     call: *mut bindings::trace_event_call,
     ty: cenum::trace_reg,
@@ -425,6 +421,11 @@ unsafe extern "C" fn reg_shim<T: EventOps>(
     }
 }
 
+/// The event class's `define_fields` callback.
+///
+/// # Safety
+///
+/// As for [`reg_shim`].
 unsafe extern "C" fn define_fields_shim<T: EventOps>(
     call: *mut bindings::trace_event_call,
 ) -> c_int {
@@ -436,6 +437,11 @@ unsafe extern "C" fn define_fields_shim<T: EventOps>(
     }
 }
 
+/// The event's `trace` (text output) callback.
+///
+/// # Safety
+///
+/// Called by the tracing core only, with an iterator on a record of a registered `Event<T>`.
 unsafe extern "C" fn print_shim<T: EventOps>(
     iter: *mut bindings::trace_iterator,
     _flags: c_int,
@@ -514,14 +520,26 @@ impl<T: EventOps> EventCall<T> {
             cenum::trace_reg,
             *mut c_void,
         ) -> c_int;
+        // The same, as bindgen declares them.
+        type PrintC = unsafe extern "C" fn(
+            *mut bindings::trace_iterator,
+            c_int,
+            *mut bindings::trace_event,
+        ) -> bindings::print_line_t;
+        type RegC = unsafe extern "C" fn(
+            *mut bindings::trace_event_call,
+            bindings::trace_reg,
+            *mut c_void,
+        ) -> c_int;
         // SAFETY: same ABI (above); C calls it with the prototype it is declared with here.
-        e.funcs.trace = Some(unsafe { core::mem::transmute::<Print, _>(print_shim::<T> as Print) });
+        e.funcs.trace =
+            Some(unsafe { core::mem::transmute::<Print, PrintC>(print_shim::<T> as Print) });
         e.fields[0].type_ = bindings::UFG_TRACE_FUNCTION_TYPE as *const _;
         e.fields[0].__bindgen_anon_1.define_fields = Some(define_fields_shim::<T>);
         // fields[1] stays zeroed: the terminator.
         e.class.system = e.system.as_ptr().cast();
         // SAFETY: as for `trace` above.
-        e.class.reg = Some(unsafe { core::mem::transmute::<Reg, _>(reg_shim::<T> as Reg) });
+        e.class.reg = Some(unsafe { core::mem::transmute::<Reg, RegC>(reg_shim::<T> as Reg) });
         e.class.fields_array = e.fields.as_mut_ptr();
         e.class.raw_init = Some(bindings::trace_event_raw_init);
         let fields = core::ptr::addr_of_mut!(e.class.fields);

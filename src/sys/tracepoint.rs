@@ -30,6 +30,11 @@ fn find(name: &CStr) -> Option<*mut bindings::tracepoint> {
         name: &'a CStr,
         found: *mut bindings::tracepoint,
     }
+    /// A callback C calls.
+    ///
+    /// # Safety
+    ///
+    /// `data` must be the `Search` of the walk below.
     unsafe extern "C" fn visit(tp: *mut bindings::tracepoint, data: *mut c_void) {
         // SAFETY: `data` is the `Search` below, alive for the walk.
         let s = unsafe { &mut *data.cast::<Search<'_>>() };

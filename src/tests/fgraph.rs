@@ -918,6 +918,11 @@ fn hub_callback_recursion(t: &mut Test) -> CaseResult {
 static INSIDE: [core::sync::atomic::AtomicPtr<GraphOps<Rec>>; 2] =
     [const { core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()) }; 2];
 
+/// Called by `ufg_test_call` inside its frame.
+///
+/// # Safety
+///
+/// Only from `ufg_test_call`, in a test.
 unsafe extern "C" fn unregister_inside(x: kernel::ffi::c_long) -> kernel::ffi::c_long {
     for p in INSIDE.iter() {
         let ops = p.swap(core::ptr::null_mut(), Relaxed);
@@ -1003,6 +1008,11 @@ fn shared_frame_outlives_its_ops(t: &mut Test) -> CaseResult {
 /// when dropped.
 struct CTestOps(KBox<bindings::ufgraph_ops>, KBox<AtomicUsize>);
 
+/// The C ops' entry callback.
+///
+/// # Safety
+///
+/// Called by the graph core only, for a registered `CTestOps`.
 unsafe extern "C" fn c_test_entry(
     _trace: *mut bindings::ufgraph_ent,
     gops: *mut bindings::ufgraph_ops,
@@ -1019,10 +1029,12 @@ impl CTestOps {
             KBox::new(AtomicUsize::new(0), GFP_KERNEL).map_err(Into::into),
             "alloc",
         )?;
-        let mut o = bindings::ufgraph_ops::default();
-        o.entryfunc = Some(c_test_entry);
-        o.private = (&*n as *const AtomicUsize).cast_mut().cast();
-        o.idx = -1;
+        let o = bindings::ufgraph_ops {
+            entryfunc: Some(c_test_entry),
+            private: (&*n as *const AtomicUsize).cast_mut().cast(),
+            idx: -1,
+            ..Default::default()
+        };
         Ok(Self(
             t.check_ok(KBox::new(o, GFP_KERNEL).map_err(Into::into), "alloc")?,
             n,
@@ -1078,9 +1090,9 @@ fn c_shared_filter(t: &mut Test) -> CaseResult {
     let add_ip = bindings::ufg_test_add as *const () as usize;
     let mul_ip = bindings::ufg_test_mul as *const () as usize;
     let mut o = CTestOps::new(t)?;
-    // SAFETY: a valid ops and a NUL-terminated glob.
     kcheck_eq!(
         t,
+        // SAFETY: a valid ops and a NUL-terminated glob.
         unsafe {
             crate::capi::ufgraph_set_filter(o.ptr(), c_str!("ufg_test_add").as_char_ptr(), 0, 0)
         },

@@ -38,6 +38,11 @@ fn regs_ret(fregs: *mut bindings::ftrace_regs) -> usize {
 
 // Entry: records the ip; with entry data, stores the expected return value of ufg_test_add
 // (arg0 + arg1) or, for ufg_test_recurse, arg0 (it returns its argument).
+/// A callback C calls.
+///
+/// # Safety
+///
+/// Called by the fprobe core only, for a registered test probe.
 unsafe extern "C" fn on_entry(
     fp: *mut ufgraph_fprobe,
     ip: c_ulong,
@@ -46,14 +51,11 @@ unsafe extern "C" fn on_entry(
     data: *mut c_void,
 ) -> c_int {
     ENTRIES.fetch_add(1, Relaxed);
-    LAST_IP.store(ip as usize, Relaxed);
+    LAST_IP.store(ip, Relaxed);
     // SAFETY: `fp` is the registered probe the handler belongs to.
     let size = unsafe { (*fp).entry_data_size };
     if size >= 8 {
-        let expect = if near(
-            ip as usize,
-            bindings::ufg_test_recurse as *const () as usize,
-        ) {
+        let expect = if near(ip, bindings::ufg_test_recurse as *const () as usize) {
             regs_arg(fregs, 0) as u32 as usize
         } else {
             regs_arg(fregs, 0).wrapping_add(regs_arg(fregs, 1)) as u32 as usize
@@ -71,6 +73,11 @@ unsafe extern "C" fn on_entry(
     SKIP_EXIT.load(Relaxed) as c_int
 }
 
+/// A callback C calls.
+///
+/// # Safety
+///
+/// As for [`on_entry`], at the return.
 unsafe extern "C" fn on_exit(
     fp: *mut ufgraph_fprobe,
     _ip: c_ulong,
@@ -301,7 +308,7 @@ fn bad_registrations_leave_nothing(t: &mut Test) -> CaseResult {
     let c = core(t)?;
     let before = c.counts();
     let mut fp = probe(true, true, 8);
-    // SAFETY (all registrations below): each probe outlives the test and is unregistered.
+    // SAFETY: (all registrations below) each probe outlives the test and is unregistered.
     unsafe {
         expect_err(
             t,
@@ -349,9 +356,9 @@ fn bad_registrations_leave_nothing(t: &mut Test) -> CaseResult {
         "unregister of an unregistered probe",
     )?;
     reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_add")]))?;
-    // SAFETY: as above.
     expect_err(
         t,
+        // SAFETY: as above.
         unsafe { c.register(&mut *fp, &Target::Syms(&[c_str!("ufg_test_mul")])) },
         EBUSY,
         "double registration",
@@ -383,9 +390,9 @@ fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
         Err(e) => return Err(t.fail(format_args!("resolve: {:?}", e))),
     };
     c.module_coming(b"ufg_no_such_module");
-    // SAFETY (registrations below): `fp` is a `TestProbe`, unregistered before it goes.
     expect_err(
         t,
+        // SAFETY: (registrations below) `fp` is a `TestProbe`, unregistered before it goes.
         unsafe { c.register_checked(&mut *fp, r) },
         EAGAIN,
         "stale resolution",
@@ -400,9 +407,9 @@ fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
             Ok(_) => return Err(t.fail(format_args!("resolved a going module's function"))),
             Err(e) => kcheck!(t, e == ENOENT, "resolve while going: {:?}", e),
         }
-        // SAFETY: as above.
         expect_err(
             t,
+            // SAFETY: as above.
             unsafe { c.register(&mut *fp, &Target::Filter(c_str!("ufg_test_ad?"), None)) },
             ENOENT,
             "glob over a going module",
@@ -478,7 +485,7 @@ fn recursion_and_nmissed(t: &mut Test) -> CaseResult {
     // Deeper than a shadow stack holds: the frames that do not fit are counted as missed.
     // SAFETY: as above.
     kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(150) }, 150);
-    let missed = fp.nmissed as usize;
+    let missed = fp.nmissed;
     kcheck!(t, missed > 0, "nothing missed at depth 150");
     kcheck_eq!(t, ENTRIES.load(Relaxed) + missed, 151);
     kcheck_eq!(t, EXITS.load(Relaxed), ENTRIES.load(Relaxed));
@@ -500,18 +507,18 @@ fn missed_total_counts_each_miss_once(t: &mut Test) -> CaseResult {
     // Deeper than a shadow stack holds: some calls are missed.
     // SAFETY: a plain C fixture; 150 levels are well within the kernel stack.
     kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(150) }, 150);
-    let m1 = fp.nmissed as usize;
+    let m1 = fp.nmissed;
     kcheck!(t, m1 > 0, "nothing missed at depth 150");
     kcheck_eq!(t, c.missed() - base, m1);
     t.check_ok(c.unregister(&mut *fp), "unregister")?;
     kcheck_eq!(t, c.missed() - base, m1);
     // Registered again: its count starts at 0, the total stays.
     reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_recurse")]))?;
-    kcheck_eq!(t, fp.nmissed as usize, 0);
+    kcheck_eq!(t, { fp.nmissed }, 0);
     kcheck_eq!(t, c.missed() - base, m1);
     // SAFETY: as above.
     kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(150) }, 150);
-    let m2 = fp.nmissed as usize;
+    let m2 = fp.nmissed;
     kcheck!(t, m2 > 0, "nothing missed at depth 150, registered again");
     kcheck_eq!(t, c.missed() - base, m1 + m2);
     t.check_ok(c.unregister(&mut *fp), "unregister again")?;
@@ -520,6 +527,11 @@ fn missed_total_counts_each_miss_once(t: &mut Test) -> CaseResult {
 }
 
 // An entry handler that calls a hooked function (ufg_test_mul).
+/// A callback C calls.
+///
+/// # Safety
+///
+/// Called by the fprobe core only, for a registered test probe.
 unsafe extern "C" fn on_entry_calls_mul(
     _fp: *mut ufgraph_fprobe,
     _ip: c_ulong,
@@ -595,11 +607,11 @@ fn overrun_misses_only_exit_probes(t: &mut Test) -> CaseResult {
     let before = overruns();
     // SAFETY: a plain C fixture; 150 levels are well within the kernel stack.
     kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(150) }, 150);
-    let missed = a.nmissed as usize;
+    let missed = a.nmissed;
     kcheck!(t, missed > 0, "nothing missed at depth 150");
-    kcheck_eq!(t, b.nmissed as usize, missed);
-    kcheck_eq!(t, c.nmissed as usize, 0);
-    kcheck_eq!(t, d.nmissed as usize, 0);
+    kcheck_eq!(t, { b.nmissed }, missed);
+    kcheck_eq!(t, { c.nmissed }, 0);
+    kcheck_eq!(t, { d.nmissed }, 0);
     // a and b on the calls that fit, c on all 151.
     kcheck_eq!(t, ENTRIES.load(Relaxed), 2 * (151 - missed) + 151);
     kcheck_eq!(t, EXITS.load(Relaxed), 2 * (151 - missed));

@@ -34,6 +34,11 @@ struct MyData {
 }
 
 // ufg_test_add(a, b): remember a + b in the instance data.
+/// A callback C calls.
+///
+/// # Safety
+///
+/// Called by the kretprobe shim only, for a registered test kretprobe.
 unsafe extern "C" fn rp_entry(
     ri: *mut ufgraph_kretprobe_instance,
     regs: *mut bindings::pt_regs,
@@ -58,6 +63,11 @@ unsafe extern "C" fn rp_entry(
     SKIP.load(Relaxed) as c_int
 }
 
+/// A callback C calls.
+///
+/// # Safety
+///
+/// As for [`rp_entry`], at the return.
 unsafe extern "C" fn rp_ret(
     ri: *mut ufgraph_kretprobe_instance,
     regs: *mut bindings::pt_regs,
@@ -98,7 +108,8 @@ fn kretprobe_sees_every_return(t: &mut Test) -> CaseResult {
     // Unregistered however the test ends: a failed check must not leave a kretprobe on this
     // stack frame registered.
     let rpp: *mut ufgraph_kretprobe = &mut rp;
-    let _undo = ScopeGuard::new(move || unregister_kretprobe(rpp));
+    // SAFETY: `rp` lives on this frame, which the guard does not outlive.
+    let _undo = ScopeGuard::new(move || unsafe { unregister_kretprobe(rpp) });
     let fentry = bindings::ufg_test_add as *const () as usize;
     kcheck!(
         t,
@@ -112,7 +123,8 @@ fn kretprobe_sees_every_return(t: &mut Test) -> CaseResult {
     // The entry handler can refuse an instance: no return handler for it.
     SKIP.store(1, Relaxed);
     add(1, 1);
-    unregister_kretprobe(&mut rp);
+    // SAFETY: a valid kretprobe.
+    unsafe { unregister_kretprobe(&mut rp) };
     kcheck_eq!(t, ENTRIES.load(Relaxed), 41);
     kcheck_eq!(t, RETURNS.load(Relaxed), 40);
     kcheck_eq!(t, BAD.load(Relaxed), 0);
@@ -124,7 +136,7 @@ fn kretprobe_sees_every_return(t: &mut Test) -> CaseResult {
 
 fn kretprobe_errors(t: &mut Test) -> CaseResult {
     let mut rp = kretprobe_on(c_str!("ufg_no_such_function"));
-    // SAFETY (all below): each kretprobe outlives its (failed or undone) registration.
+    // SAFETY: (all below) each kretprobe outlives its (failed or undone) registration.
     unsafe {
         kcheck!(t, register_kretprobe(&mut rp) == Err(ENOENT));
         let mut big = kretprobe_on(c_str!("ufg_test_add"));
@@ -145,6 +157,11 @@ fn kretprobe_errors(t: &mut Test) -> CaseResult {
 
 // --- rethook -------------------------------------------------------------------------------
 
+/// A callback C calls.
+///
+/// # Safety
+///
+/// Called by the rethook shim only, for a registered test rethook.
 unsafe extern "C" fn rh_ret(
     _rh: *mut ufgraph_rethook,
     data: *mut c_void,
@@ -174,6 +191,11 @@ fn rh() -> *mut ufgraph_rethook {
 
 // Hooks from a kprobe pre-handler: the kernel's kprobe on ufg_test_mul(a, b). x86_64 only: there
 // a kprobe's pt_regs has ftrace_regs' layout; on arm64 rethook needs the ftrace_regs ftrace passes.
+/// A callback C calls.
+///
+/// # Safety
+///
+/// Called by kprobes only, for the registered test kprobe.
 #[cfg(CONFIG_X86_64)]
 unsafe extern "C" fn kp_pre(_p: *mut bindings::kprobe, regs: *mut bindings::pt_regs) -> c_int {
     ENTRIES.fetch_add(1, Relaxed);
@@ -209,9 +231,11 @@ fn rethook_from_a_kprobe(t: &mut Test) -> CaseResult {
     reset();
     // SAFETY: RH is a static, valid for ever; unregistered below.
     t.check_ok(unsafe { rethook_register(rh()) }, "rethook_register")?;
-    let mut kp = bindings::kprobe::default();
-    kp.symbol_name = c_str!("ufg_test_mul").as_char_ptr();
-    kp.pre_handler = Some(kp_pre);
+    let mut kp = bindings::kprobe {
+        symbol_name: c_str!("ufg_test_mul").as_char_ptr(),
+        pre_handler: Some(kp_pre),
+        ..Default::default()
+    };
     // SAFETY: `kp` outlives its registration (unregistered below).
     let r = unsafe { bindings::register_kprobe(&mut kp) };
     if r != 0 {

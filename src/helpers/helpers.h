@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * C glue: only what Rust cannot express in 6.12 -- static inline helpers the
- * kernel crate does not wrap, module parameters, and EXPORT_SYMBOL_GPL of our
- * Rust functions to C modules. No logic lives here.
+ * The C helpers (src/helpers/, one .c file per subsystem): only what Rust cannot express in
+ * 6.12 -- static inline helpers the kernel crate does not wrap, struct fields and offsets,
+ * module parameters, and EXPORT_SYMBOL_GPL of our Rust functions to C modules. bindgen reads
+ * this header (src/bindings_helper.h).
  */
-#ifndef UFGRAPH_GLUE_H
-#define UFGRAPH_GLUE_H
+#ifndef UFGRAPH_HELPERS_H
+#define UFGRAPH_HELPERS_H
 
 #include <linux/types.h>
 
@@ -123,11 +124,12 @@ struct trace_seq *ufg_iter_seq(struct trace_iterator *iter);
 const void *ufg_iter_ent(struct trace_iterator *iter, unsigned long *size);
 /*
  * perf: upstream's f{entry,exit}_perf_func split in two so that Rust fills the record in
- * between. begin returns NULL when no perf event of this CPU listens (or no buffer).
+ * between. begin returns a buffer of size bytes and this CPU's pt_regs for the sample, or NULL
+ * when no perf event of this CPU listens (or no buffer).
  */
 struct trace_event_call;
-void *ufg_perf_begin(struct trace_event_call *call, struct ftrace_regs *fregs, unsigned long ret_addr,
-		     unsigned long len, unsigned long *size, int *rctx, struct pt_regs **regs);
+void *ufg_perf_begin(struct trace_event_call *call, unsigned long size, int *rctx,
+		     struct pt_regs **regs);
 void ufg_perf_end(struct trace_event_call *call, void *entry, unsigned long size, int rctx,
 		  struct pt_regs *regs);
 /* current->comm, and the task's stack bounds for $stackN reads. */
@@ -137,12 +139,11 @@ unsigned long ufg_trace_entry_size(void);
 /* offsetof(struct dentry, d_name.name), offsetof(struct file, f_path.dentry). */
 unsigned int ufg_dentry_name_offset(void);
 unsigned int ufg_file_dentry_offset(void);
-/* /proc/kallsyms: a seq_file behind procfs's file operations (see glue.c). */
+/* /proc/kallsyms: a seq_file behind procfs's file operations (see fs.c). */
 long ufg_proc_seq_read(struct file *f, void *buf, unsigned long len, long long *pos);
 /* Write access to our control files: what upstream's tracefs files require. */
 bool ufg_capable_admin(void);
 bool ufg_file_truncating(const struct file *f);
-bool ufg_file_reading(const struct file *f);
 void *ufg_file_private(const struct file *f);
 unsigned long ufg_stack_index_max(void);
 /* Kernel reads below this go to user memory (ARCH_HAS_NON_OVERLAPPING_ADDRESS_SPACE). */
@@ -197,22 +198,12 @@ void ufg_cpuhp_remove(int state);
 
 #ifdef CONFIG_ARM64
 /* arm64 (src/arch/arm64.rs): handing return addresses back at unload, under stop_machine. */
-/* The stack pointer a hooked function was entered with, from its frame's retp. */
-unsigned long ufg_arm64_entry_sp(unsigned long retp);
 /* A word of another task's stack, read without KASAN checks (as the unwinder does). */
 unsigned long ufg_arm64_peek(unsigned long addr);
-/* Whether the ftrace_regs around retp are the return trampoline's (its sp and pc). */
-bool ufg_arm64_exit_regs(unsigned long retp, unsigned long tramp);
-/* Whether the frame record at rec is an exception's, taken at pc with stack pointer sp. */
-bool ufg_arm64_irq_at(unsigned long rec, unsigned long lo, unsigned long pc, unsigned long sp);
-/* Where a hooked function takes its return address from (below). */
-int ufg_arm64_return_slots(void);
-/* The saved lr of its frame record, unsigned (no PAC at run time, no shadow call stack). */
-#define UFG_ARM64_SLOTS_PLAIN	0
-/* The shadow call stack, unsigned (the frame record's copy is only authenticated). */
-#define UFG_ARM64_SLOTS_SCS	1
-/* The frame record's copy, signed with the task's key and its entry sp: not rewritable. */
-#define UFG_ARM64_SLOTS_SIGNED	2
+/* scs_is_enabled(): the kernel returns through its shadow call stack (a static key). */
+bool ufg_arm64_scs_enabled(void);
+/* The kernel signs return addresses in frame records (PAC, on this CPU). */
+bool ufg_arm64_kernel_pac(void);
 /* The shadow call stack of switched-out t: [*base, *sp) holds its pushed return addresses. */
 bool ufg_arm64_scs(const struct task_struct *t, unsigned long *base, unsigned long *sp);
 /* A code address with its pointer authentication code stripped. */

@@ -1,0 +1,739 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The hot path: the ftrace callbacks of graph ops (a hooked function's entry), the return
+//! handler the trampoline calls, and the stack-trace fix-ups for frames that return through us.
+
+use super::*;
+
+/// The ftrace callback of a graph ops whose handler is an `H`: one instance per handler type,
+/// so that the handler's entry callback is called directly (and inlined) rather than through
+/// the slot's function pointer.
+///
+/// # Safety
+///
+/// Called by ftrace only, as the callback of a registered graph ops' `ftrace_ops` whose
+/// `private` is its [`Slot`], made for an `H`.
+pub(super) unsafe extern "C" fn graph_entry<H: GraphHandler>(
+    ip: usize,
+    parent_ip: usize,
+    op: *mut bindings::ftrace_ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // Both paths are tail calls with this callback's own arguments: it makes no frame and moves
+    // no register.
+    // SAFETY: ftrace's callback arguments, passed on.
+    unsafe {
+        if H::wants_pre_entry() {
+            graph_entry_pre::<H>(ip, parent_ip, op, fregs)
+        } else {
+            graph_entry_direct::<H>(ip, parent_ip, op, fregs)
+        }
+    }
+}
+
+/// The slot of `op`, a registered graph ops' `ftrace_ops`.
+///
+/// # Safety
+///
+/// `op` must be the `ftrace_ops` ftrace called a [`graph_entry`] with.
+#[inline(always)]
+pub(super) unsafe fn op_slot<'a>(op: *mut bindings::ftrace_ops) -> &'a Slot {
+    // SAFETY: `private` is the slot set by `Graph::register`, alive while the ops is registered,
+    // and ftrace does not call us after unregistering.
+    unsafe { &*(*op).private.cast::<Slot>() }
+}
+
+/// [`graph_entry`] for a handler that wants its [`GraphHandler::pre_entry`].
+///
+/// # Safety
+///
+/// As for [`graph_entry`]: ftrace's callback arguments for a graph ops made for an `H`.
+#[inline(never)]
+pub(super) unsafe fn graph_entry_pre<H: GraphHandler>(
+    ip: usize,
+    parent_ip: usize,
+    op: *mut bindings::ftrace_ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (helpers.c),
+    // whose ftrace always passes its registers.
+    debug_assert!(!fregs.is_null());
+    // SAFETY: the caller's contract.
+    let slot = unsafe { op_slot(op) };
+    // SAFETY: the slot was made for an `H` (`Slot::new::<H>` set this callback), alive while
+    // the slot is registered.
+    let h = unsafe { &*slot.this.cast::<H>() };
+    // As in `Graph::enter_with`, with the handler's own recursion miss and its `pre_entry`.
+    let guard = match Recursion::try_lock(ip, parent_ip) {
+        Ok(g) => g,
+        Err(Refused::Recursion) => {
+            slot.missed_recursion.fetch_add(1, Relaxed);
+            h.missed_recursion(ip);
+            return;
+        }
+        Err(Refused::Unsafe) => return,
+    };
+    let np = guard.no_preempt();
+    // SAFETY: ftrace passes valid registers for the duration of the callback.
+    let regs = unsafe { Regs::from_raw(fregs) };
+    // The continuation takes `op`, not the slot: a call that ends in `pre_entry` then does not
+    // load it.
+    h.pre_entry(ip, parent_ip, regs, np, move |ip, regs, np, cookie| {
+        // SAFETY: as above: this call's ops and registers, the guard held.
+        unsafe { graph_enter::<H>(op_slot(op), ip, regs.as_ptr(), cookie, np) }
+    });
+    drop(guard);
+}
+
+/// [`graph_entry`] for a handler that wants no [`GraphHandler::pre_entry`] now: the guard, the
+/// stack, the entry callback, in one frame. Reached by a tail call, so that the ftrace callback
+/// adds no frame of its own.
+///
+/// # Safety
+///
+/// As for [`graph_entry_pre`].
+#[inline(never)]
+pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
+    ip: usize,
+    parent_ip: usize,
+    op: *mut bindings::ftrace_ops,
+    fregs: *mut bindings::ftrace_regs,
+) {
+    // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (helpers.c),
+    // whose ftrace always passes its registers.
+    debug_assert!(!fregs.is_null());
+    // SAFETY: the caller's contract.
+    let slot = unsafe { op_slot(op) };
+    // SAFETY: registered ops exist only while the graph core does.
+    let Some(g) = (unsafe { graph() }) else {
+        return;
+    };
+    // SAFETY: the slot was made for an `H`, alive while it is registered.
+    let h = unsafe { &*slot.this.cast::<H>() };
+    let guard = match Recursion::try_lock(ip, parent_ip) {
+        Ok(g) => g,
+        Err(Refused::Recursion) => {
+            slot.missed_recursion.fetch_add(1, Relaxed);
+            h.missed_recursion(ip);
+            return;
+        }
+        Err(Refused::Unsafe) => return,
+    };
+    // SAFETY: the caller's contract; the guard is held.
+    unsafe {
+        g.enter_guarded(
+            slot,
+            ip,
+            fregs,
+            0,
+            guard.no_preempt(),
+            H::RESERVES_FIRST,
+            |e| h.entry(e),
+        )
+    };
+    drop(guard);
+}
+
+/// The shadow-stack part of [`graph_entry`] after a [`GraphHandler::pre_entry`]. Out of line: a call `pre_entry` finishes (an
+/// entry-only fprobe) then runs in a small frame that saves few registers, and only a call that
+/// goes on pays for the registers this part needs.
+///
+/// # Safety
+///
+/// As for [`Graph::enter_guarded`], with `slot` made for an `H`.
+#[inline(never)]
+pub(super) unsafe fn graph_enter<H: GraphHandler>(
+    slot: &Slot,
+    ip: usize,
+    fregs: *mut bindings::ftrace_regs,
+    cookie: usize,
+    np: &NoPreempt,
+) {
+    // SAFETY: registered ops exist only while the graph core does.
+    let Some(g) = (unsafe { graph() }) else {
+        return;
+    };
+    // SAFETY: the slot was made for an `H`, alive while it is registered.
+    let h = unsafe { &*slot.this.cast::<H>() };
+    // SAFETY: the caller's contract.
+    unsafe {
+        g.enter_guarded(slot, ip, fregs, cookie, np, H::RESERVES_FIRST, |e| {
+            h.entry(e)
+        })
+    };
+}
+
+impl Graph {
+    /// The entry of a hooked call of `ip`, for `slot`: pushes (or joins) the call's frame, runs
+    /// the slot's entry callback and, if it wants the return, puts the trampoline in place.
+    /// Returns whether the return is hooked for `slot`.
+    ///
+    /// # Safety
+    ///
+    /// `fregs` must be the valid registers of the entry of `ip` (called from `parent_ip`) on the
+    /// current task, `slot` a slot in this graph's array, and the caller in a non-preemptible
+    /// context or an ftrace callback.
+    pub unsafe fn enter(
+        &self,
+        slot: &Slot,
+        ip: usize,
+        parent_ip: usize,
+        fregs: *mut bindings::ftrace_regs,
+        cookie: usize,
+    ) -> bool {
+        // SAFETY: the caller's contract; `this` is the handler this slot was made for, alive
+        // while registered.
+        unsafe {
+            self.enter_with(slot, ip, parent_ip, fregs, cookie, false, |e| {
+                (slot.entry)(slot.this, e)
+            })
+        }
+    }
+
+    /// [`Graph::enter`], with the slot's entry callback given as `entry` (a direct call when the
+    /// handler's type is known). `lazy`: the handler is [`GraphHandler::RESERVES_FIRST`] and
+    /// this is an ftrace callback (see the one-step path below).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::enter`]; `entry` must be the slot's handler's entry callback.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn enter_with(
+        &self,
+        slot: &Slot,
+        ip: usize,
+        parent_ip: usize,
+        fregs: *mut bindings::ftrace_regs,
+        cookie: usize,
+        lazy: bool,
+        entry: impl FnOnce(&mut Entry<'_>) -> bool,
+    ) -> bool {
+        // One callback per context at a time: an entry callback that calls a hooked function
+        // (or, for the rethook API, a hook that runs inside another callback of ours) does not
+        // enter again. The guard is also the callback's preemption guard.
+        let guard = match Recursion::try_lock(ip, parent_ip) {
+            Ok(g) => g,
+            Err(Refused::Recursion) => {
+                slot.missed_recursion.fetch_add(1, Relaxed);
+                // SAFETY: the slot's handler is alive while it is registered.
+                unsafe { (slot.missed)(slot.this, ip) };
+                return false;
+            }
+            Err(Refused::Unsafe) => return false,
+        };
+        // SAFETY: the caller's contract, and the guard is held.
+        let wanted =
+            unsafe { self.enter_guarded(slot, ip, fregs, cookie, guard.no_preempt(), lazy, entry) };
+        drop(guard);
+        wanted
+    }
+
+    /// [`Graph::enter_with`] once the recursion guard is held (`np` is its): finds the task's
+    /// stack and enters the call.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::enter_with`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn enter_guarded(
+        &self,
+        slot: &Slot,
+        ip: usize,
+        fregs: *mut bindings::ftrace_regs,
+        cookie: usize,
+        np: &NoPreempt,
+        lazy: bool,
+        entry: impl FnOnce(&mut Entry<'_>) -> bool,
+    ) -> bool {
+        let Some(stack) = self.tasks.current(np) else {
+            slot.missed_nostack.fetch_add(1, Relaxed);
+            // SAFETY: the slot's handler is alive while it is registered.
+            unsafe { (slot.missed)(slot.this, ip) };
+            return false;
+        };
+        // SAFETY: the caller's contract, and the guard is held (preemption disabled).
+        unsafe { self.enter_locked(slot, ip, fregs, cookie, stack, np, lazy, &mut None, entry) }
+    }
+
+    /// [`Graph::enter_with`] once the recursion guard is held and the task's stack found:
+    /// pushes (or joins) the call's frame for `slot` and runs its entry callback. Several
+    /// slots may enter the same call one after the other under one guard (the hub).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::enter_with`]; `stack` is the current task's and `np` the held guard's.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::fgraph) unsafe fn enter_locked<'a>(
+        &self,
+        slot: &Slot,
+        ip: usize,
+        fregs: *mut bindings::ftrace_regs,
+        cookie: usize,
+        stack: &'a Stack,
+        np: &'a NoPreempt,
+        lazy: bool,
+        frame_out: &mut Option<(usize, usize, bool)>,
+        entry: impl FnOnce(&mut Entry<'_>) -> bool,
+    ) -> bool {
+        // SAFETY: valid for the call (caller).
+        let regs = unsafe { Regs::from_raw(fregs) };
+        // Below 16 while the slot is registered (its callbacks run only then); the remainder
+        // tells the compiler, which then needs no check for the shifts.
+        let idx = slot.idx() % ARRAY_SIZE;
+        // SAFETY: the return-address location of this call (caller: entry registers).
+        let retp = unsafe { crate::arch::hot::fregs::retp(fregs) };
+        // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
+        let old_ret = unsafe { retp.read() };
+        let tramp = trampoline();
+
+        // The one-step path: no frame of ours is on this call yet (its return address is not
+        // our trampoline), so there is nothing to join, and the handler reserves before it
+        // runs anything foreign, so nothing can hook this call under it while it runs. No
+        // frame is pushed until the handler reserves (frame and data in one step) or wants the
+        // return. Only from ftrace: a hook made from inside a callback of ours (the rethook
+        // API) goes through `Graph::enter`, which checks for a frame being built on the same
+        // slot; an ftrace callback for this call cannot run inside one of ours for the same
+        // call (ftrace calls the ops on a function one after the other, and a call the
+        // handler makes has its own return slot).
+        if lazy && old_ret != tramp {
+            let calltime = if slot.wants_times { self.now() } else { 0 };
+            let mut e = Entry {
+                func: ip,
+                ret_ip: old_ret,
+                depth: stack.depth().wrapping_add(1),
+                regs,
+                cookie,
+                stack,
+                idx,
+                np,
+                frame: EntryFrame::Lazy {
+                    ret: old_ret,
+                    retp: retp as usize,
+                    calltime,
+                },
+            };
+            let wanted = entry(&mut e);
+            let bm = match (e.frame, wanted) {
+                (EntryFrame::Pushed(bm), true) => bm,
+                (EntryFrame::Pushed(bm), false) => {
+                    stack.unpush(bm);
+                    return false;
+                }
+                (EntryFrame::Lazy { .. }, false) => return false,
+                (EntryFrame::Lazy { .. }, true) => {
+                    match stack.push(old_ret, ip, calltime, retp as usize) {
+                        Ok(bm) => {
+                            stack.mark_seen(bm, idx);
+                            bm
+                        }
+                        Err(_) => {
+                            slot.missed_overrun.fetch_add(1, Relaxed);
+                            // SAFETY: the slot's handler is alive while it is registered.
+                            unsafe { (slot.missed)(slot.this, ip) };
+                            return false;
+                        }
+                    }
+                }
+            };
+            stack.set_bitmap(bm, 1 << idx);
+            *frame_out = Some((bm, old_ret, calltime != 0));
+            // SAFETY: the return-address location of this call (see `retp` above).
+            unsafe { retp.write(tramp) };
+            return true;
+        }
+
+        // Another ops hooking this same call pushed the frame already: join it. The frame's
+        // "seen" mask tells this call apart from a tail-recursive one at the same stack slot.
+        let mut fresh = false;
+        let top = stack.top_frame();
+        if let Some(f) = top.filter(|f| f.building && f.retp == retp as usize) {
+            // An entry of ours is still building the frame of this very call: this is a hook
+            // made from inside its callbacks (`ufgraph_rethook_hook()` in an fprobe's entry
+            // handler, for the function being entered). Pushing a second frame on the same slot
+            // under it would be popped in its place. Refused, counted.
+            let _ = f;
+            slot.missed_recursion.fetch_add(1, Relaxed);
+            // SAFETY: as above.
+            unsafe { (slot.missed)(slot.this, ip) };
+            return false;
+        }
+        // Whether the frame has its call time (for the hub's next ops: see `join_locked`).
+        let mut has_time;
+        let bm = match top {
+            Some(f)
+                if old_ret == tramp
+                    && f.retp == retp as usize
+                    && f.func == ip
+                    && f.seen & (1 << idx) == 0 =>
+            {
+                has_time = f.calltime != 0;
+                // The ops that pushed the frame may not have wanted the time, this one does.
+                if slot.wants_times && f.calltime == 0 {
+                    stack.set_calltime(&f, self.now());
+                    has_time = true;
+                }
+                f.start + FRAME_WORDS
+            }
+            _ => {
+                let t = self.now();
+                has_time = t != 0;
+                match stack.push(old_ret, ip, t, retp as usize) {
+                    Ok(bm) => {
+                        fresh = true;
+                        bm
+                    }
+                    Err(_) => {
+                        slot.missed_overrun.fetch_add(1, Relaxed);
+                        // SAFETY: as above.
+                        unsafe { (slot.missed)(slot.this, ip) };
+                        return false;
+                    }
+                }
+            }
+        };
+        stack.mark_seen(bm, idx);
+        // While this entry callback runs the frame is being built again, joined or not: a hook
+        // made from inside it for this call (the rethook API from an fprobe's entry handler)
+        // finds it so and is refused, as on a frame this entry pushed. Joined, it would put its
+        // data above ours and its bit in the bitmap, and a declining callback would then drop
+        // the data and leave the bit: a hook reported made whose handler never runs.
+        let bits = stack.bitmap(bm);
+        stack.set_building(bm);
+
+        // The real return address: what the slot held, unless it is our trampoline (a frame
+        // joined, or a tail call), in which case the frame below knows it.
+        let ret_ip = if old_ret == tramp {
+            stack
+                .frames()
+                .find(|f| f.ret != tramp)
+                .map_or(old_ret, |f| f.ret)
+        } else {
+            old_ret
+        };
+        let save = stack.top();
+        let mut e = Entry {
+            func: ip,
+            ret_ip,
+            depth: stack.depth(),
+            regs,
+            cookie,
+            stack,
+            idx,
+            np,
+            frame: EntryFrame::Pushed(bm),
+        };
+        // A lazy handler's entry is inlined once, in the one-step path above; here (a frame
+        // joined, a tail call) it is called through the slot.
+        let wanted = if lazy {
+            // SAFETY: the slot's handler is alive while it is registered.
+            unsafe { (slot.entry)(slot.this, &mut e) }
+        } else {
+            entry(&mut e)
+        };
+        let bits = if wanted { bits | (1 << idx) } else { bits };
+        if wanted {
+            *frame_out = Some((bm, ret_ip, has_time));
+        } else {
+            stack.truncate(save);
+        }
+        stack.set_bitmap(bm, bits);
+
+        if fresh {
+            if bits == 0 {
+                if let Some(f) = stack.top_frame() {
+                    stack.pop(&f);
+                }
+            } else {
+                // SAFETY: as above: the return-address location of this call.
+                unsafe { retp.write(tramp) };
+            }
+        }
+        wanted
+    }
+
+    /// Another ops on a call whose frame (bitmap word at `bm`, returning to `ret_ip`, its call
+    /// time taken if `*timed`) an ops before it in the same hub callback has just pushed or
+    /// joined, and kept: the frame is known, nothing is looked for. Returns whether the return
+    /// is hooked for `slot`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::enter_locked`]; `bm` is the bitmap word of the current task's top frame
+    /// (what `enter_locked` reported), for this call.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::fgraph) unsafe fn join_locked<Q: GraphHandler>(
+        &self,
+        slot: &Slot,
+        ip: usize,
+        fregs: *mut bindings::ftrace_regs,
+        stack: &Stack,
+        np: &NoPreempt,
+        bm: usize,
+        ret_ip: usize,
+        timed: &mut bool,
+    ) -> bool {
+        // Below 16 while the slot is registered (its callbacks run only then); the remainder
+        // tells the compiler, which then needs no check for the shifts.
+        let idx = slot.idx() % ARRAY_SIZE;
+        if slot.wants_times && !*timed {
+            stack.set_calltime_at(bm, self.now());
+            *timed = true;
+        }
+        stack.mark_seen(bm, idx);
+        // Being built while this entry callback runs, as in `enter_locked`.
+        let bits = stack.bitmap(bm);
+        stack.set_building(bm);
+        let save = stack.top();
+        // SAFETY: valid for the call (caller).
+        let regs = unsafe { Regs::from_raw(fregs) };
+        let depth = stack.depth();
+        let wanted = slot.call_entry_built::<Q>(|| Entry {
+            func: ip,
+            ret_ip,
+            depth,
+            regs,
+            cookie: 0,
+            stack,
+            idx,
+            np,
+            frame: EntryFrame::Pushed(bm),
+        });
+        if !wanted {
+            stack.truncate(save);
+        }
+        stack.set_bitmap(bm, if wanted { bits | (1 << idx) } else { bits });
+        wanted
+    }
+
+    /// `trace_clock_local()` if a registered handler wants call times, else 0 (no clock read).
+    #[inline(always)]
+    pub(super) fn now(&self) -> u64 {
+        if self.timed.load(Relaxed) == 0 {
+            return 0;
+        }
+        // SAFETY: no preconditions.
+        unsafe { bindings::trace_clock_local() }
+    }
+
+    /// Gives `slot` an index without an ftrace filter: its frames are pushed by
+    /// [`Graph::enter`] from its user's own entry hooks (the rethook API). `ENOSPC` when 16
+    /// ops are registered.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::register`].
+    pub unsafe fn register_manual(&self, slot: &Slot) -> Result {
+        let mut reg = self.reg.lock();
+        let RegState { lru, probes, .. } = &mut *reg;
+        self.tasks.attach(probes)?;
+        let idx = lru.alloc().ok_or(ENOSPC)?;
+        self.tasks.clear_task_vars(idx);
+        slot.assign(self, Some(idx));
+        self.array[idx].store((slot as *const Slot).cast_mut(), Release);
+        reg.count += 1;
+        Ok(())
+    }
+
+    /// Undoes [`Graph::register_manual`].
+    pub fn unregister_manual(&self, slot: &Slot) {
+        let mut reg = self.reg.lock();
+        let idx = slot.idx();
+        if idx >= ARRAY_SIZE || self.array[idx].load(Relaxed) != (slot as *const Slot).cast_mut() {
+            return;
+        }
+        self.array[idx].store(core::ptr::null_mut(), Release);
+        synchronize_rcu();
+        let _ = reg.lru.release(idx);
+        slot.assign(self, None);
+        reg.count -= 1;
+    }
+}
+
+/// What the return trampoline calls (`ufgraph_return_handler`, instantiated where the handler
+/// types `P` and `Q` are known: see `fprobe`) with the registers the hooked function returned
+/// with; returns the real return address. Return callbacks of handlers of type `P` (fprobe) and
+/// `Q` (the C API's ops) are called directly (inlined); others through their slot.
+///
+/// # Safety
+///
+/// Only from the trampoline, which only runs as the return of a function whose entry installed
+/// it on the current task's stack.
+#[inline(always)]
+pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
+    fregs: *mut bindings::ftrace_regs,
+) -> usize {
+    // The frame is popped whatever happens; only the callbacks need the recursion guard (a
+    // return callback that calls a hooked function, whose own return would re-enter here).
+    // Either way preemption is disabled once.
+    let guard = Recursion::try_lock(trampoline(), 0);
+    let bare;
+    let np: &NoPreempt = match &guard {
+        Ok(g) => g.no_preempt(),
+        Err(_) => {
+            bare = NoPreempt::new();
+            &bare
+        }
+    };
+    // SAFETY: frames return through us only while the graph core exists (teardown hands the
+    // others back and waits for the rest).
+    let g = unsafe { graph() }.expect("ufgraph: return trampoline without a graph core");
+    // SAFETY: the trampoline passes the registers it saved.
+    let regs = unsafe { Regs::from_raw(fregs) };
+    let Some(stack) = g.tasks.current(np) else {
+        panic!("ufgraph: return trampoline on a task without a shadow stack");
+    };
+    let Some(mut f) = stack.top_frame() else {
+        panic!("ufgraph: return trampoline with an empty shadow stack");
+    };
+    // The frame must be this return's. If it is not, returns were skipped above it (a frame of
+    // a call that never returned normally): find ours further down and drop the others.
+    if !crate::arch::frame_matches(&f, regs) {
+        let Some(c) = stack.frames().find(|c| crate::arch::frame_matches(c, regs)) else {
+            panic!("ufgraph: no shadow-stack frame for this return");
+        };
+        // Everything above `c` belongs to calls that will never return through us.
+        let mut skipped = 0;
+        let mut c_top = stack.top();
+        for x in stack.frames().take_while(|x| x.start != c.start) {
+            skipped += 1;
+            c_top = x.start;
+        }
+        g.stats.skipped_frames.fetch_add(skipped, Relaxed);
+        stack.drop_frames(c_top, skipped as usize);
+        f = c;
+    }
+
+    // Before the callbacks: put the real return address where the trampoline's frame keeps the
+    // function's (x86_64: the return slot it reclaimed; arm64: its frame record's lr). Only
+    // unwinders read that word, and now the kernel's own (`stack_trace_save()` in a return
+    // callback, perf callchains, an interrupt's trace) goes on from the trampoline to the real
+    // caller instead of stopping at our address. Preemption is disabled from here to the pop,
+    // so teardown never sees a settled slot with its frame still on the stack.
+    crate::arch::settle_slot(&f, regs);
+    let rettime = g.now();
+    // Where the call returns to: a tail call's inner frame saved our own trampoline, and the
+    // frame below knows the real address (as at the entry).
+    let ret_ip = if f.ret == trampoline() {
+        stack
+            .frames()
+            .find(|x| x.ret != f.ret)
+            .map_or(f.ret, |x| x.ret)
+    } else {
+        f.ret
+    };
+    let mut bits = f.bitmap;
+    while bits != 0 {
+        let idx = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let sp = g.array[idx].load(Acquire);
+        if sp.is_null() {
+            continue;
+        }
+        // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it is
+        // removed, and we hold preemption disabled.
+        let slot = unsafe { &*sp };
+        match guard {
+            Ok(_) => {}
+            Err(Refused::Recursion) => {
+                slot.missed_recursion.fetch_add(1, Relaxed);
+                // SAFETY: the slot's handler is alive while the slot is.
+                unsafe { (slot.missed)(slot.this, f.func) };
+                continue;
+            }
+            // Nothing but the pop where RCU does not protect what callbacks would read.
+            Err(Refused::Unsafe) => continue,
+        }
+        // One `Return` per branch: the one handed to the slot's function pointer has to be in
+        // memory, the direct call's need not be.
+        let r = || Return {
+            func: f.func,
+            ret_ip,
+            depth: stack.depth(),
+            calltime: f.calltime,
+            rettime,
+            regs,
+            stack,
+            idx,
+            np,
+        };
+        // A slot whose return callback is `slot_ret::<P>` was made for a `P` (one instance of it
+        // in the module: the kernel builds Rust as one codegen unit; were two identical
+        // instances merged, calling one for the other would do the same), so its callback is
+        // inlined here. Any other goes through the slot.
+        if core::ptr::fn_addr_eq(
+            slot.ret,
+            slot_ret::<P> as unsafe fn(*const (), &mut Return<'_>),
+        ) {
+            // SAFETY: the slot was made for a `P` (above), alive while the slot is.
+            unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
+        } else if core::ptr::fn_addr_eq(
+            slot.ret,
+            slot_ret::<Q> as unsafe fn(*const (), &mut Return<'_>),
+        ) {
+            // The same for the second type (the C API's ops: several on one function).
+            // SAFETY: the slot was made for a `Q` (above), alive while the slot is.
+            unsafe { &*slot.this.cast::<Q>() }.ret(&mut r());
+        } else {
+            // SAFETY: the slot's handler is alive while the slot is.
+            unsafe { (slot.ret)(slot.this, &mut r()) };
+        }
+    }
+    // No counter of returns: a store per hooked call for a figure nobody needs (`live` in
+    // stats walks the stacks instead).
+    stack.pop(&f);
+    f.ret
+}
+
+/// The real return address for a frame of `task`'s stack whose return address slot at `retp`
+/// holds our trampoline: upstream's `ftrace_graph_ret_addr()`. `idx` carries the position between
+/// calls when walking a stack outwards (start at 0). Returns `ret` unchanged if it is not ours.
+pub fn ret_addr(
+    task: crate::sys::task::TaskRef,
+    idx: &mut usize,
+    ret: usize,
+    retp: usize,
+) -> usize {
+    if ret != trampoline() {
+        return ret;
+    }
+    // SAFETY: API calls are made while the module is loaded.
+    let Some(g) = (unsafe { graph() }) else {
+        return ret;
+    };
+    let np = NoPreempt::new();
+    let Some(stack) = g.tasks.of_task(task, &np) else {
+        return ret;
+    };
+    let mut n = 0;
+    let mut found = ret;
+    for f in stack.frames() {
+        if n < *idx {
+            n += 1;
+            continue;
+        }
+        n += 1;
+        // A tail-called hooked function's frame saved our own trampoline: keep going down.
+        if (retp == 0 || f.retp == retp) && f.ret != trampoline() {
+            *idx = n;
+            found = f.ret;
+            break;
+        }
+    }
+    found
+}
+
+/// Stack trace of the current task into `store`, with our trampoline replaced by the real
+/// return addresses. Returns how many entries were stored.
+pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
+    crate::arch::stack_trace(store, skip)
+}
+
+/// Exposed for the architecture code: the real return address of the frame at `retp`, or
+/// `ret` itself. `pos` tracks the walk.
+pub(crate) fn fix_ret(pos: &mut usize, ret: usize, retp: usize) -> usize {
+    ret_addr(crate::sys::task::TaskRef::current(), pos, ret, retp)
+}

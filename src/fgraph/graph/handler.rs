@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a graph user sees: the [`GraphHandler`] trait its callbacks implement, the [`Entry`] and
+//! [`Return`] views they get, and the [`Slot`] the core keeps per registered ops.
+
+use super::*;
+
+/// Where an entry callback is called from.
+pub struct Entry<'a> {
+    /// The hooked function (ftrace's ip).
+    pub func: usize,
+    /// Where the function will return to (its caller).
+    pub ret_ip: usize,
+    /// How many hooked frames the task has below this one, plus one.
+    pub depth: usize,
+    /// Arguments, stack pointer.
+    pub regs: &'a Regs,
+    /// What the hooking code passed (the rethook API: its `ufgraph_rethook`); from the
+    /// handler's own `ftrace_ops`, what its [`GraphHandler::pre_entry`] returned; 0 on the hub.
+    pub cookie: usize,
+    pub(super) stack: &'a Stack,
+    pub(super) idx: usize,
+    pub(super) np: &'a NoPreempt,
+    pub(super) frame: EntryFrame,
+}
+
+/// The frame of the call an entry callback runs for.
+#[derive(Clone, Copy)]
+pub(super) enum EntryFrame {
+    /// On the stack; its bitmap word is at this index.
+    Pushed(usize),
+    /// Not pushed yet (the one-step path, [`GraphHandler::RESERVES_FIRST`]): the first
+    /// reservation pushes it with its data, or the core pushes it bare if the callback wants the
+    /// return without data. `ret` and `retp` are the call's.
+    Lazy {
+        ret: usize,
+        retp: usize,
+        calltime: u64,
+    },
+}
+
+/// Counts a refused data reservation that was not the caller's mistake (see `Stats`).
+pub(super) fn reserve_failed(bytes: usize) {
+    if bytes == 0 || bytes > crate::pure::shadow::MAX_DATA_BYTES {
+        return;
+    }
+    // SAFETY: callbacks run only while the graph core exists.
+    if let Some(g) = unsafe { graph() } {
+        g.stats.reserve_failed.fetch_add(1, Relaxed);
+    }
+}
+
+/// Counts a call whose frame did not fit, on the one-step path ([`EntryFrame::Lazy`]), in its
+/// ops' `missed_overrun` (the handler reports the miss to its users itself).
+#[cold]
+pub(super) fn lazy_overrun(idx: usize) {
+    // SAFETY: callbacks run only while the graph core exists.
+    let Some(g) = (unsafe { graph() }) else {
+        return;
+    };
+    let Some(p) = g
+        .array
+        .get(idx)
+        .map(|a| a.load(Acquire))
+        .filter(|p| !p.is_null())
+    else {
+        return;
+    };
+    // SAFETY: a slot in the array stays valid until a grace period after it is removed, and the
+    // entry callback runs with preemption disabled.
+    unsafe { &*p }.missed_overrun.fetch_add(1, Relaxed);
+}
+
+impl<'a> Entry<'a> {
+    /// Reserves `bytes` (1..=256) on the shadow stack for this ops' return callback, once per
+    /// entry. `None` if out of range, already reserved, or the stack is full.
+    #[inline(always)]
+    pub fn reserve(&mut self, bytes: usize) -> Option<&'a mut [usize]> {
+        let d = match self.frame {
+            EntryFrame::Lazy {
+                ret,
+                retp,
+                calltime,
+            } if (1..=crate::pure::shadow::MAX_DATA_BYTES).contains(&bytes) => {
+                let words = bytes.div_ceil(core::mem::size_of::<usize>());
+                // The frame and the data in one step (one move of the stack top).
+                match self
+                    .stack
+                    .push_with_data(ret, self.func, calltime, retp, self.idx, words)
+                {
+                    Ok((bm, d)) => {
+                        self.frame = EntryFrame::Pushed(bm);
+                        Some(d)
+                    }
+                    Err(_) => {
+                        // No frame for this call: an overrun of this ops, as when the frame is
+                        // pushed first (not a refused reservation on a pushed frame).
+                        lazy_overrun(self.idx);
+                        return None;
+                    }
+                }
+            }
+            EntryFrame::Lazy { .. } => None,
+            EntryFrame::Pushed(_) => self.stack.reserve_data(self.idx, bytes),
+        };
+        let Some(d) = d else {
+            reserve_failed(bytes);
+            return None;
+        };
+        // SAFETY: the words were just reserved for this ops on the current task's stack; nothing
+        // else touches them until the frame pops (interrupts push above them).
+        Some(unsafe { core::slice::from_raw_parts_mut(self.stack.word_ptr(d.start), d.words) })
+    }
+
+    /// This ops' variable in the current task.
+    pub fn task_var(&self) -> &'a AtomicUsize {
+        self.stack.task_var(self.idx)
+    }
+
+    /// Proof that preemption is disabled for the whole callback (an RCU-sched reader), for
+    /// lookups that need one, without disabling it again.
+    pub fn no_preempt(&self) -> &'a NoPreempt {
+        self.np
+    }
+
+    /// Data this ops reserved in the frame `depth` levels up the call chain (1: the caller's
+    /// hooked frame).
+    pub fn parent_data(&self, depth: usize) -> Option<&'a [usize]> {
+        // Before a lazy frame is pushed, the caller's frame is the top one.
+        let depth = match self.frame {
+            EntryFrame::Pushed(_) => depth,
+            EntryFrame::Lazy { .. } => depth.checked_sub(1)?,
+        };
+        data_slice(self.stack, self.stack.retrieve_data(self.idx, depth)?)
+    }
+}
+
+/// Where a return callback is called from.
+pub struct Return<'a> {
+    /// The hooked function.
+    pub func: usize,
+    /// Where the function returns to.
+    pub ret_ip: usize,
+    /// As in [`Entry::depth`].
+    pub depth: usize,
+    /// When the function was entered (`trace_clock_local`); 0 for handlers that do not want
+    /// times (`GraphHandler::WANTS_TIMES`).
+    pub calltime: u64,
+    /// When it returned.
+    pub rettime: u64,
+    /// The return value registers and the stack pointer as the function left them.
+    pub regs: &'a Regs,
+    pub(super) stack: &'a Stack,
+    pub(super) idx: usize,
+    pub(super) np: &'a NoPreempt,
+}
+
+impl<'a> Return<'a> {
+    /// As [`Entry::no_preempt`].
+    pub fn no_preempt(&self) -> &'a NoPreempt {
+        self.np
+    }
+
+    /// The return value.
+    pub fn retval(&self) -> usize {
+        self.regs.retval()
+    }
+
+    /// What this ops' entry callback reserved for this frame.
+    #[inline(always)]
+    pub fn data(&self) -> Option<&'a [usize]> {
+        // The frame being returned from is the top one: its last reservation is on top.
+        match self.stack.data_on_top(self.idx) {
+            Some(d) => data_slice(self.stack, d),
+            None => self.parent_data(0),
+        }
+    }
+
+    /// What this ops reserved `depth` frames up (0: this frame).
+    pub fn parent_data(&self, depth: usize) -> Option<&'a [usize]> {
+        data_slice(self.stack, self.stack.retrieve_data(self.idx, depth)?)
+    }
+
+    /// This ops' variable in the current task.
+    pub fn task_var(&self) -> &'a AtomicUsize {
+        self.stack.task_var(self.idx)
+    }
+}
+
+pub(super) fn data_slice(stack: &Stack, d: DataRef) -> Option<&[usize]> {
+    // SAFETY: `d` names words below the stack top that belong to a live frame of the current
+    // task; they are not rewritten while the frame lives.
+    Some(unsafe { core::slice::from_raw_parts(stack.word_ptr(d.start), d.words) })
+}
+
+/// A user of the graph core, in Rust.
+pub trait GraphHandler: Send + Sync + 'static {
+    /// At a hooked function's entry: return `true` to have [`GraphHandler::ret`] called on its
+    /// return. Runs with preemption disabled, possibly in NMI: must not sleep.
+    fn entry(&self, e: &mut Entry<'_>) -> bool;
+    /// At the return of a function whose entry returned `true`.
+    fn ret(&self, r: &mut Return<'_>);
+    /// A call of `func` could not be hooked (no shadow stack, or a full one).
+    fn missed(&self, _func: usize) {}
+    /// The handler's index in the graph array, told at registration *before* its hooks go live
+    /// (and `None` when registration failed or it was unregistered): a handler whose callbacks
+    /// read their index from elsewhere (the C API's `gops->idx`) must have it in place before
+    /// the first entry, or that entry reserves its data under another index.
+    fn set_index(&self, _idx: Option<usize>) {}
+    /// Whether [`Return::calltime`] and [`Return::rettime`] matter to this handler. While no
+    /// registered handler wants them, hooked calls do not read the clock (twice per call); a
+    /// handler that does not want them sees 0.
+    const WANTS_TIMES: bool = true;
+    /// Whether [`GraphHandler::entry`] makes its one reservation ([`Entry::reserve`]) before it
+    /// runs anything that could hook the function being entered itself (a C callback that
+    /// calls `ufgraph_rethook_hook()`). Then, for a call no other ops hooked yet (the common
+    /// case), the core pushes the frame with the reservation in one step, not before the entry
+    /// callback, and pushes nothing for a call the callback declines. A handler that cannot
+    /// promise it keeps `false`: its frame is pushed first, so that such a nested hook finds it
+    /// being built and is refused.
+    const RESERVES_FIRST: bool = false;
+    /// Whether a [`GraphOps`](super::GraphOps) of this handler keeps an `ftrace_ops` of its own
+    /// even when its filter is a list of functions (which would put it on the shared hub):
+    /// fprobe's ops, itself one ops for every fprobe, whose entry callback is then a direct
+    /// call.
+    const OWN_FTRACE_OPS: bool = false;
+    /// Whether registering an ops of this handler may leave the tasks without shadow stacks,
+    /// the handler asking for them ([`Graph::need_stacks`]) before a call can go on to the
+    /// shadow-stack path. fprobe's ops, which serves entry-only probes (that never push a
+    /// frame) too: a user of entry-only probes alone then costs no shadow stack per task.
+    const STACKS_ON_DEMAND: bool = false;
+    /// For a call from the handler's own `ftrace_ops`, under the recursion guard and before the
+    /// task's shadow stack is looked for: work that needs no frame (fprobe's entry-only
+    /// probes, which share fprobe's one `ftrace_ops` with its exit probes). Calling
+    /// `enter(ip, regs, np, c)` with the arguments it was given (at most once, last) goes on to
+    /// the shadow stack and [`GraphHandler::entry`], whose [`Entry::cookie`] is then `c` (fprobe
+    /// hands over the probes it found); not calling it ends the call with nothing pushed. A
+    /// continuation that is handed the call back, rather than a return value: nothing of the
+    /// caller then stays live across the handler's own calls, so a call that ends here runs in
+    /// a small frame (an entry-only fprobe: 20 instructions fewer). Called only while
+    /// [`GraphHandler::wants_pre_entry`] says so; not on the hub, nor for hooks made through
+    /// [`Graph::enter`].
+    #[inline(always)]
+    fn pre_entry(
+        &self,
+        ip: usize,
+        _parent_ip: usize,
+        regs: &Regs,
+        np: &NoPreempt,
+        enter: impl FnOnce(usize, &Regs, &NoPreempt, usize),
+    ) {
+        enter(ip, regs, np, 0)
+    }
+    /// Whether calls from the handler's own `ftrace_ops` go through
+    /// [`GraphHandler::pre_entry`] now: read before the recursion guard is taken, so it must be
+    /// a plain read of the handler's state (fprobe: whether entry-only probes are registered).
+    /// When it says no, the ftrace callback goes straight (a jump) to the shadow-stack path,
+    /// with a cookie of 0.
+    #[inline(always)]
+    fn wants_pre_entry() -> bool {
+        false
+    }
+    /// The recursion guard refused a call from the handler's own `ftrace_ops`: nothing of it
+    /// ran, [`GraphHandler::pre_entry`]'s work included. Other misses (no stack, a full one)
+    /// come after `pre_entry` and go to [`GraphHandler::missed`].
+    fn missed_recursion(&self, func: usize) {
+        self.missed(func)
+    }
+}
+
+/// A slot's return callback for handler type `H` (`Slot::ret`), at module level so that
+/// [`return_handler`] can tell a slot of its own handler type by this function's address.
+///
+/// # Safety
+///
+/// `this` must be the `H` the slot was made for, alive.
+pub(super) unsafe fn slot_ret<H: GraphHandler>(this: *const (), r: &mut Return<'_>) {
+    // SAFETY: the caller's contract.
+    unsafe { &*this.cast::<H>() }.ret(r)
+}
+
+/// A slot's entry callback for handler type `H` (`Slot::entry`), at module level so that the
+/// hub can tell a slot of a known handler type by this function's address (see
+/// [`Slot::call_entry_as`]).
+///
+/// # Safety
+///
+/// `this` must be the `H` the slot was made for, alive.
+pub(super) unsafe fn slot_entry<H: GraphHandler>(this: *const (), e: &mut Entry<'_>) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { &*this.cast::<H>() }.entry(e)
+}
+
+/// What the core knows of a registered ops. Type-erased: Rust handlers and C `ufgraph_ops` both
+/// sit behind it.
+pub struct Slot {
+    pub(super) idx: AtomicUsize,
+    pub(super) ftrace: RawOps,
+    pub(super) this: *const (),
+    pub(super) entry: unsafe fn(*const (), &mut Entry<'_>) -> bool,
+    pub(super) ret: unsafe fn(*const (), &mut Return<'_>),
+    /// The ftrace callback for this slot's handler type: `graph_entry::<H>`, in which the
+    /// handler's entry callback is a direct (inlined) call.
+    pub(super) ftrace_func:
+        unsafe extern "C" fn(usize, usize, *mut bindings::ftrace_ops, *mut bindings::ftrace_regs),
+    pub(super) missed: unsafe fn(*const (), usize),
+    pub(super) set_index: unsafe fn(*const (), Option<usize>),
+    pub(super) wants_times: bool,
+    /// [`GraphHandler::STACKS_ON_DEMAND`].
+    pub(super) stacks_on_demand: bool,
+    /// While the slot is registered on the hub: the functions it selects, sorted (the graph's
+    /// registration lock guards it: only `Graph` methods holding it touch it).
+    pub(super) hub_ips: core::cell::UnsafeCell<KVec<usize>>,
+    /// Whether the slot is registered on the hub rather than on its own `ftrace_ops`.
+    pub(super) on_hub: core::sync::atomic::AtomicBool,
+    /// Entries that found no shadow stack (a task whose fork allocation failed).
+    pub missed_nostack: AtomicU64,
+    /// Entries that found the shadow stack full (deep recursion).
+    pub missed_overrun: AtomicU64,
+    /// Entries (and returns) whose callbacks were skipped because ftrace's recursion guard was
+    /// taken already in this context (a callback calling a hooked function), or RCU was not
+    /// watching.
+    pub missed_recursion: AtomicU64,
+}
+
+// SAFETY: `this` points to a Send + Sync handler (or a C ops the C caller keeps alive), reached
+// only through the `entry`/`ret` functions built for its type.
+unsafe impl Send for Slot {}
+// SAFETY: as above.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    /// A slot for `handler`, whose hooks go through `ftrace`.
+    ///
+    /// # Safety
+    ///
+    /// `handler` must stay valid, and `ftrace` (see [`RawOps::from_raw`]) too, until the slot is
+    /// unregistered.
+    pub unsafe fn new<H: GraphHandler>(handler: *const H, ftrace: RawOps) -> Self {
+        /// The slot's `missed` callback for an `H`.
+        ///
+        /// # Safety
+        ///
+        /// `this` must be the slot's handler, an `H` (the contract of [`Slot::new`]).
+        unsafe fn missed<H: GraphHandler>(this: *const (), func: usize) {
+            // SAFETY: as above.
+            unsafe { &*this.cast::<H>() }.missed(func)
+        }
+        /// The slot's `set_index` callback for an `H`.
+        ///
+        /// # Safety
+        ///
+        /// As for `missed`.
+        unsafe fn set_index<H: GraphHandler>(this: *const (), idx: Option<usize>) {
+            // SAFETY: as above.
+            unsafe { &*this.cast::<H>() }.set_index(idx)
+        }
+        Self {
+            idx: AtomicUsize::new(usize::MAX),
+            ftrace,
+            this: handler.cast(),
+            entry: slot_entry::<H>,
+            ret: slot_ret::<H>,
+            ftrace_func: graph_entry::<H>,
+            missed: missed::<H>,
+            set_index: set_index::<H>,
+            wants_times: H::WANTS_TIMES,
+            stacks_on_demand: H::STACKS_ON_DEMAND,
+            hub_ips: core::cell::UnsafeCell::new(KVec::new()),
+            on_hub: core::sync::atomic::AtomicBool::new(false),
+            missed_nostack: AtomicU64::new(0),
+            missed_overrun: AtomicU64::new(0),
+            missed_recursion: AtomicU64::new(0),
+        }
+    }
+
+    /// The ops' index in the graph array (valid while registered).
+    pub fn idx(&self) -> usize {
+        self.idx.load(Relaxed)
+    }
+
+    // Records the slot's index and tells its handler, before anything can call it; counts the
+    // handlers that want call times.
+    pub(super) fn assign(&self, g: &Graph, idx: Option<usize>) {
+        if self.wants_times {
+            match idx {
+                Some(_) => g.timed.fetch_add(1, Relaxed),
+                None => g.timed.fetch_sub(1, Relaxed),
+            };
+        }
+        self.idx.store(idx.unwrap_or(usize::MAX), Relaxed);
+        // SAFETY: the handler is alive while the slot is being registered or unregistered
+        // (`Slot::new`'s contract).
+        unsafe { (self.set_index)(self.this, idx) };
+    }
+
+    /// Counts a call of `ip` this slot missed, on the counter `which` picks, and tells the
+    /// handler.
+    pub(in crate::fgraph) fn note_missed(
+        &self,
+        ip: usize,
+        which: impl FnOnce(&Self) -> &AtomicU64,
+    ) {
+        which(self).fetch_add(1, Relaxed);
+        // SAFETY: the slot's handler is alive while the slot is registered.
+        unsafe { (self.missed)(self.this, ip) };
+    }
+
+    /// The handler's entry callback, through the slot.
+    pub(in crate::fgraph) fn call_entry(&self, e: &mut Entry<'_>) -> bool {
+        // SAFETY: the slot's handler is alive while the slot is registered.
+        unsafe { (self.entry)(self.this, e) }
+    }
+
+    /// [`Slot::call_entry`] with the `Entry` `make` builds, inlined for a slot made for a `Q`
+    /// (told by its entry function's address, as [`return_handler`] tells its own type): the
+    /// hub's common users, the C API's ops, then need no call through a pointer and no `Entry`
+    /// in memory (one `Entry` per branch: the one handed to the pointer has to be in memory).
+    #[inline(always)]
+    pub(in crate::fgraph) fn call_entry_built<'a, Q: GraphHandler>(
+        &self,
+        make: impl Fn() -> Entry<'a>,
+    ) -> bool {
+        if core::ptr::fn_addr_eq(
+            self.entry,
+            slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
+        ) {
+            // SAFETY: the slot was made for a `Q` (above), alive while it is registered.
+            unsafe { &*self.this.cast::<Q>() }.entry(&mut make())
+        } else {
+            self.call_entry(&mut make())
+        }
+    }
+
+    /// [`Slot::call_entry_built`] for an `Entry` its caller built already.
+    #[inline(always)]
+    pub(in crate::fgraph) fn call_entry_as<Q: GraphHandler>(&self, e: &mut Entry<'_>) -> bool {
+        if core::ptr::fn_addr_eq(
+            self.entry,
+            slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
+        ) {
+            // SAFETY: the slot was made for a `Q` (above), alive while it is registered.
+            unsafe { &*self.this.cast::<Q>() }.entry(e)
+        } else {
+            self.call_entry(e)
+        }
+    }
+
+    /// Whether the slot is registered on the hub.
+    pub fn on_hub(&self) -> bool {
+        self.on_hub.load(Relaxed)
+    }
+
+    /// The ftrace_ops carrying this slot's filter.
+    pub fn ftrace(&self) -> RawOps {
+        self.ftrace
+    }
+}
