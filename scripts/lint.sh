@@ -25,7 +25,7 @@ fi
 # Every Rust file git knows of (symlinks are formatted through their targets).
 files=()
 while IFS= read -r f; do
-	[ -L "$UFG_TOP/$f" ] || files+=("$UFG_TOP/$f")
+	[ -L "$UFG_TOP/$f" ] || [ ! -e "$UFG_TOP/$f" ] || files+=("$UFG_TOP/$f")
 done < <(git -C "$UFG_TOP" ls-files '*.rs')
 
 if [ -f "$cfg" ]; then

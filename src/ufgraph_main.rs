@@ -22,26 +22,24 @@ use kernel::sync::Arc;
 
 pub mod arch;
 pub mod bindings;
-pub mod capi;
-pub mod counter;
+pub mod demo;
 pub mod events;
 pub mod fgraph;
 pub mod fprobe;
 pub mod kretprobe;
 pub mod pure;
-pub mod retcount;
 pub mod sys;
 #[cfg(ufgraph_kunit)]
 mod tests;
 
 use core::fmt::{self, Write};
 use core::sync::atomic::Ordering::Relaxed;
-use counter::{Counter, Hits};
+use demo::counter::{Counter, Hits};
+use demo::retcount::{self, RetCounter, RetHits};
 use fgraph::graph::Graph;
 use fgraph::GraphOps;
 use fprobe::capi::ModuleWatch;
 use fprobe::Fprobes;
-use retcount::{RetCounter, RetHits};
 use sys::debugfs::{Dir, SeqFile};
 
 #[cfg(not(ufgraph_kunit))]
@@ -213,6 +211,7 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
         writeln!(m, "event_records_refused {}", dropped)?;
     }
     writeln!(m, "live_frames {}", t.frames_now())?;
+    writeln!(m, "return_slots {}", arch::return_slots())?;
     if let Some(f) = fprobe::fprobes() {
         writeln!(m, "fprobe_missed {}", f.missed())?;
     }

@@ -26,6 +26,9 @@ finish() {
 }
 
 load
+# A kernel whose returns come from signed frame records (arm64 with pointer authentication and
+# no shadow call stack) cannot have them handed back: rmmod waits there, by design (test 70).
+[ "$(stat_of return_slots)" = signed ] && { unload; skip "return addresses are signed on this kernel"; }
 echo 'f:ufgn/vr vfs_read%return' >> $DE || fail "vfs_read event"
 echo 'f:ufgn/pr pipe_read%return' >> $DE || fail "pipe_read event"
 echo 1 > $T/events/ufgn/enable || fail "enable the events"
@@ -39,8 +42,10 @@ echo > $DE || fail "cannot remove the events"
 dmesg -c > /dev/null
 rmmod ufgraph &
 rm_pid=$!
-if ! wait_for "! loaded ufgraph" 100; then
-	why="rmmod still waits after 10 s: $(dmesg | tail -4 | tr '\n' ' ')"
+# rmmod ends once the grace periods pass (slow under TCG): it must neither wait for these
+# frames (it says so at once when it does) nor take long.
+if ! wait_for "! loaded ufgraph || dmesg | grep -q 'rmmod waits'" 600 || loaded ufgraph; then
+	why="rmmod waits: $(dmesg | tail -4 | tr '\n' ' ')"
 	# Let it finish, so that the next test starts clean.
 	touch /tmp/go-cat /tmp/go-head
 	wait $rm_pid

@@ -134,6 +134,16 @@ impl ReturnSlots {
     }
 }
 
+/// Where this kernel's hooked functions take their return addresses from, as the stats file
+/// shows it: `scs`, `signed` (teardown waits for such frames) or `plain`.
+pub fn return_slots() -> &'static str {
+    match ReturnSlots::of_kernel() {
+        ReturnSlots::Plain => "plain",
+        ReturnSlots::Scs => "scs",
+        ReturnSlots::Signed => "signed",
+    }
+}
+
 /// Maps the trampolines of a stack trace, innermost first, to the real return addresses.
 struct Fixer {
     tramp: usize,
@@ -277,44 +287,55 @@ pub fn settle_slot(f: &Frame, regs: &Regs) {
 /// the task's shadow call stack it has rewritten already. [`QuietStack::scs_slot`] finds a
 /// frame's entry by counting the entries that hold our trampoline; an inner frame handed back a
 /// moment ago no longer holds it in its entry (its frame record's signed copy still does), and
-/// without this list every frame outside it would look miscounted, and be waited for forever
-/// (a task asleep under two nested hooked calls).
+/// without this every frame outside it would look miscounted, and be waited for forever (a task
+/// asleep under two nested hooked calls). One bit per entry of the task's shadow call stack.
 #[derive(Default)]
 pub struct TaskWalk {
-    rewritten: [usize; Self::CAP],
-    n: usize,
-    /// More were rewritten than the list holds: counts can no longer be trusted.
+    /// The task's shadow call stack in use, [base, top), once `scs_slot` has looked at it.
+    scs: Option<(usize, usize)>,
+    /// Bit i: the entry at base + 8 * i was rewritten.
+    rewritten: [u64; TaskWalk::WORDS],
+    /// An entry beyond the bitmap was rewritten (a shadow call stack bigger than 4 KiB): counts
+    /// can no longer be trusted.
     overflowed: bool,
 }
 
 impl TaskWalk {
-    /// How many rewritten entries are remembered per task (deeper nesting of hooked calls in one
-    /// sleeping task than this is waited for instead).
-    const CAP: usize = 32;
+    /// Words of the bitmap: 512 entries, a whole 4 KiB shadow call stack (SCS_SIZE is
+    /// PAGE_SIZE << SCS_ORDER, SCS_ORDER 0).
+    const WORDS: usize = 8;
 
     /// Before the first frame of a task.
     pub const fn new() -> Self {
         TaskWalk {
-            rewritten: [0; Self::CAP],
-            n: 0,
+            scs: None,
+            rewritten: [0; Self::WORDS],
             overflowed: false,
         }
     }
 
-    /// Teardown rewrote the slot at `addr` (returned by [`find_slot`]).
+    /// The index of the shadow-call-stack entry at `addr`, if it is one of the task's.
+    fn entry(&self, addr: usize) -> Option<usize> {
+        let (base, top) = self.scs?;
+        (addr >= base && addr < top).then(|| (addr - base) / 8)
+    }
+
+    /// Teardown rewrote the slot at `addr` (returned by [`find_slot`]). Only shadow-call-stack
+    /// entries matter: other slots (frame records, entry registers) are not counted.
     pub fn handed(&mut self, addr: usize) {
-        match self.rewritten.get_mut(self.n) {
-            Some(w) => {
-                *w = addr;
-                self.n += 1;
+        if let Some(i) = self.entry(addr) {
+            match self.rewritten.get_mut(i / 64) {
+                Some(w) => *w |= 1 << (i % 64),
+                None => self.overflowed = true,
             }
-            None => self.overflowed = true,
         }
     }
 
-    /// Whether teardown rewrote the word at `addr` during this walk.
+    /// Whether teardown rewrote the shadow-call-stack entry at `addr` during this walk.
     fn rewrote(&self, addr: usize) -> bool {
-        self.rewritten[..self.n].contains(&addr)
+        self.entry(addr)
+            .and_then(|i| self.rewritten.get(i / 64).map(|w| w & (1 << (i % 64)) != 0))
+            .unwrap_or(false)
     }
 }
 
@@ -355,7 +376,7 @@ pub unsafe fn find_slot(
     f: &Frame,
     task: Option<TaskRef>,
     view: Option<&StackView>,
-    walk: &TaskWalk,
+    walk: &mut TaskWalk,
 ) -> Slot {
     let (Some(task), Some(view)) = (task, view) else {
         return Slot::Unknown;
@@ -549,7 +570,7 @@ impl QuietStack {
         fp: usize,
         rec: usize,
         tramp: usize,
-        walk: &TaskWalk,
+        walk: &mut TaskWalk,
     ) -> Option<usize> {
         if walk.overflowed {
             return None;
@@ -566,6 +587,8 @@ impl QuietStack {
             return None;
         }
         let (base, top) = (base as usize, top as usize);
+        // The same task's stack for every frame of the walk: what `handed` indexes.
+        walk.scs = Some((base, top));
         let (mut inner, mut total) = (0usize, 0usize);
         let mut r = fp;
         while r != 0 {

@@ -118,6 +118,12 @@ pub fn settle_slot(f: &Frame, _regs: &Regs) {
     unsafe { (f.retp as *mut usize).write_volatile(f.ret) };
 }
 
+/// Where hooked functions take their return addresses from, as the stats file shows it: the
+/// stack slot a call pushed, which teardown can always rewrite.
+pub fn return_slots() -> &'static str {
+    "stack"
+}
+
 /// What teardown remembers while it judges one task's frames: nothing on x86_64, where each
 /// frame's slot is found from the frame alone.
 #[derive(Default)]
@@ -153,7 +159,7 @@ pub unsafe fn find_slot(
     f: &Frame,
     _task: Option<TaskRef>,
     view: Option<&StackView>,
-    _walk: &TaskWalk,
+    _walk: &mut TaskWalk,
 ) -> Slot {
     let Some(view) = view else {
         // No kernel stack to check the slot against (an idle task that never looked itself up

@@ -273,7 +273,7 @@ impl Hub {
 /// The handler type the hub calls directly (inlined) rather than through a slot's function
 /// pointer: the C API's ops, the hub's main users (several on one function is the case the hub
 /// is for). Others are called through the slot.
-type Direct = crate::capi::COps;
+type Direct = crate::fgraph::capi::COps;
 
 /// A callback C calls.
 ///

@@ -9,6 +9,7 @@
 //!
 //! The shadow stack's layout is in `pure::shadow`, the return trampolines under `arch/`.
 
+pub mod capi;
 pub mod graph;
 mod hub;
 pub mod ops;

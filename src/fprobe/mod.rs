@@ -233,7 +233,7 @@ pub struct GraphSide;
 #[no_mangle]
 pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_regs) -> usize {
     // SAFETY: the caller's contract.
-    unsafe { crate::fgraph::graph::return_handler::<GraphSide, crate::capi::COps>(fregs) }
+    unsafe { crate::fgraph::graph::return_handler::<GraphSide, crate::fgraph::capi::COps>(fregs) }
 }
 
 impl GraphHandler for GraphSide {

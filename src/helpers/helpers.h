@@ -151,7 +151,7 @@ unsigned long ufg_user_space_end(void);
 
 /* The architecture's return trampoline (arch/.../ufgraph_tramp*.S). */
 void ufgraph_return_trampoline(void);
-/* Test fixtures (testfns.c), linked into ufgraph_kunit.ko only. */
+/* Test fixtures (tests/testfns.c), linked into ufgraph_kunit.ko only. */
 int ufg_test_add(int a, int b);
 long ufg_test_mul(long a, long b);
 int ufg_test_recurse(int n);

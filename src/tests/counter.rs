@@ -3,7 +3,7 @@
 //! The entry counter on real ftrace: hits counted per function, none after it stops.
 
 use crate::bindings;
-use crate::counter::Counter;
+use crate::demo::counter::Counter;
 use crate::sys::ktest::{CaseResult, Test};
 use crate::State;
 use crate::{kcheck, kcheck_eq, kunit_suite};

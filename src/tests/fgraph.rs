@@ -1053,7 +1053,7 @@ impl CTestOps {
         }
         // SAFETY: a valid ops, `ips.len()` (at most 4) addresses.
         unsafe {
-            crate::capi::ufgraph_set_filter_ips(
+            crate::fgraph::capi::ufgraph_set_filter_ips(
                 self.ptr(),
                 v.as_mut_ptr(),
                 ips.len().min(4) as _,
@@ -1064,11 +1064,11 @@ impl CTestOps {
     }
     fn register(&mut self) -> core::ffi::c_int {
         // SAFETY: the ops lives in its box until dropped, which unregisters it.
-        unsafe { crate::capi::ufgraph_register(self.ptr()) }
+        unsafe { crate::fgraph::capi::ufgraph_register(self.ptr()) }
     }
     fn unregister(&mut self) {
         // SAFETY: our ops.
-        unsafe { crate::capi::ufgraph_unregister(self.ptr()) }
+        unsafe { crate::fgraph::capi::ufgraph_unregister(self.ptr()) }
     }
 }
 
@@ -1076,7 +1076,7 @@ impl Drop for CTestOps {
     fn drop(&mut self) {
         self.unregister();
         // SAFETY: our ops, unregistered.
-        unsafe { crate::capi::ufgraph_free_filter(self.ptr()) };
+        unsafe { crate::fgraph::capi::ufgraph_free_filter(self.ptr()) };
     }
 }
 
@@ -1094,7 +1094,12 @@ fn c_shared_filter(t: &mut Test) -> CaseResult {
         t,
         // SAFETY: a valid ops and a NUL-terminated glob.
         unsafe {
-            crate::capi::ufgraph_set_filter(o.ptr(), c_str!("ufg_test_add").as_char_ptr(), 0, 0)
+            crate::fgraph::capi::ufgraph_set_filter(
+                o.ptr(),
+                c_str!("ufg_test_add").as_char_ptr(),
+                0,
+                0,
+            )
         },
         0
     );

@@ -129,7 +129,9 @@ pub(super) fn judge_chain(
                 // that nothing else reads or writes during stop_machine.
                 unsafe { (at as *mut usize).write_volatile(v) };
             }
-            walk.handed(addr);
+            if writes[..n].iter().any(|&(at, _)| at == addr) {
+                walk.handed(addr);
+            }
             for f in &chain[..frames] {
                 stack.set_marks(f, mark::HANDED);
             }

@@ -5,7 +5,7 @@
  * instrumented in 6.12, so hook targets have to be C.
  */
 #include <linux/compiler.h>
-#include "helpers/helpers.h"
+#include "../helpers/helpers.h"
 
 noinline int ufg_test_add(int a, int b)
 {

@@ -17,9 +17,9 @@ use kernel::sync::Arc;
 /// Entries and returns per function.
 pub struct RetHits {
     /// Entries seen, by function.
-    pub entries: IpCounts<{ crate::counter::MAX_FUNCS }>,
+    pub entries: IpCounts<{ crate::demo::counter::MAX_FUNCS }>,
     /// Returns seen, by function.
-    pub returns: IpCounts<{ crate::counter::MAX_FUNCS }>,
+    pub returns: IpCounts<{ crate::demo::counter::MAX_FUNCS }>,
 }
 
 impl Default for RetHits {
