@@ -192,8 +192,12 @@ pub mod mark {
     pub const HANDED: usize = 1 << 16;
     /// Another hooker saved our trampoline for this frame: it will return through it later.
     pub const PENDING: usize = 1 << 17;
+    /// The call was abandoned (no longer on its task's stack): it never returns, and its frame
+    /// is left alone. Marked so that a later pass of teardown does not judge it again against a
+    /// stack that has moved on.
+    pub const GONE: usize = 1 << 18;
     /// Every mark.
-    pub const ALL: usize = HANDED | PENDING;
+    pub const ALL: usize = HANDED | PENDING | GONE;
 }
 
 /// Where one ops' reserved data lives on a stack.
@@ -953,6 +957,9 @@ mod tests {
             (f.seen, f.marks, f.bitmap),
             (1 << 15, mark::PENDING, 1 << 15)
         );
+        s.set_marks(&f, mark::GONE);
+        let f = s.top_frame().unwrap();
+        assert_eq!((f.seen, f.marks, f.bitmap), (1 << 15, mark::GONE, 1 << 15));
         s.set_marks(&f, mark::HANDED);
         let f = s.top_frame().unwrap();
         assert_eq!((f.seen, f.marks), (1 << 15, mark::HANDED));

@@ -60,7 +60,8 @@ pub(super) fn judge_chain(
     let Some(top) = chain.first() else {
         return false;
     };
-    if top.marks & mark::HANDED != 0 {
+    if top.marks & (mark::HANDED | mark::GONE) != 0 {
+        // Judged by an earlier pass, and nothing to wait for.
         return false;
     }
     let pend = || {
@@ -87,6 +88,9 @@ pub(super) fn judge_chain(
     // SAFETY: under stop_machine (the caller), with the owner alive and not running.
     let (addr, value) = match unsafe { crate::arch::find_slot(top, owner.task(), view, walk) } {
         ArchSlot::Gone => {
+            for f in chain {
+                stack.set_marks(f, mark::GONE);
+            }
             tally.never += chain.len();
             return false;
         }
@@ -123,8 +127,9 @@ pub(super) fn judge_chain(
         Plan::Hand { writes, n, frames } => {
             for &(at, v) in &writes[..n] {
                 // Each address is the return slot `find_slot` found (a word of the quiet task's
-                // stack or, on arm64, of its shadow call stack) or a saved copy the kernel's hookers keep for this task (found and
-                // checked by `sys::hookers`): the task takes its return address from them.
+                // stack or, on arm64, of its shadow call stack) or a saved copy the kernel's
+                // hookers keep for this task (found and checked by `sys::hookers`): the task
+                // takes its return address from them.
                 // SAFETY: valid, aligned words that stay allocated while the task lives, and
                 // that nothing else reads or writes during stop_machine.
                 unsafe { (at as *mut usize).write_volatile(v) };
@@ -134,6 +139,9 @@ pub(super) fn judge_chain(
             }
             for f in &chain[..frames] {
                 stack.set_marks(f, mark::HANDED);
+            }
+            for f in &chain[frames..] {
+                stack.set_marks(f, mark::GONE);
             }
             tally.handed += frames;
             tally.patched += writes[..n].iter().filter(|&&(at, _)| at != addr).count();
