@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The hot path of fprobe: the shared graph ops' handler ([`GraphSide`]), run at every probed
+//! call's entry and return, and the return trampoline's handler.
+
+use super::*;
+
+/// The return trampoline's handler. fprobe (with the kretprobe shim on it) is the graph core's
+/// main user, so the core's return path is instantiated here with fprobe's handler type: its
+/// return callback is inlined, not called through the slot.
+///
+/// # Safety
+///
+/// Only from the trampoline (see [`crate::fgraph::graph::return_handler`]).
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_regs) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe { crate::fgraph::graph::return_handler::<GraphSide, crate::fgraph::capi::COps>(fregs) }
+}
+
+impl GraphHandler for GraphSide {
+    // Upstream's fprobe, rethook and kretprobe handlers get no call times: no clock reads.
+    const WANTS_TIMES: bool = false;
+    // Both entry paths reserve before they call a probe's entry handler.
+    const RESERVES_FIRST: bool = true;
+    const OWN_FTRACE_OPS: bool = true;
+    // Entry-only probes never push a frame: stacks come with the first exit probe.
+    const STACKS_ON_DEMAND: bool = true;
+
+    #[inline(always)]
+    fn pre_entry(
+        &self,
+        ip: usize,
+        parent_ip: usize,
+        regs: &Regs,
+        np: &NoPreempt,
+        enter: impl FnOnce(usize, &Regs, &NoPreempt, usize),
+    ) {
+        let d = DISPATCH.load(Acquire);
+        if d <= LOOKUP {
+            if d == 0 {
+                // Entry-only probes went since `wants_pre_entry` looked.
+                return enter(ip, regs, np, 0);
+            }
+            let Some(core) = core_ref() else { return };
+            return entry_side_lookup(core, ip, parent_ip, regs, np, enter);
+        }
+        {
+            // Published while its probe is the only one, entry-only (the filter then holds only
+            // its functions), and freed a grace period after it is unpublished.
+            // SAFETY: a live `Live`: this callback runs with preemption disabled, which holds
+            // that grace period off.
+            let fp = unsafe { (*(d as *const Live)).fp };
+            if !disabled(fp) {
+                // SAFETY: `fp` is the registered probe found above; its handler is read once.
+                if let Some(h) = unsafe { (*fp).entry_handler } {
+                    // SAFETY: the caller's handler, for its registered probe, with the documented
+                    // arguments and no entry data.
+                    unsafe {
+                        h(
+                            fp,
+                            ip as _,
+                            parent_ip as _,
+                            regs.as_ptr(),
+                            core::ptr::null_mut(),
+                        )
+                    };
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn wants_pre_entry() -> bool {
+        DISPATCH.load(Relaxed) != 0
+    }
+
+    // The cookie is the function's entry if `pre_entry` found it, else 0.
+    #[inline(always)]
+    fn entry(&self, e: &mut Entry<'_>) -> bool {
+        if e.cookie != 0 {
+            // SAFETY: `pre_entry` found this entry under the recursion guard still held: it
+            // stays valid until a grace period after it is replaced.
+            let ent = unsafe { &*(e.cookie as *const IpEntry) };
+            return graph_side_probes(e, ent);
+        }
+        let Some(core) = core_ref() else { return false };
+        let single = core.single_exit.load(Acquire);
+        if !single.is_null() {
+            // Published while its probe is the only exit probe (and, while no entry-only probe
+            // is registered, the filter holds only its functions).
+            // SAFETY: freed a grace period after it is cleared, which this preemption-disabled
+            // callback holds off.
+            let (id, fp) = unsafe { ((*single).id, (*single).fp) };
+            return only_exit_probe(e, id, fp);
+        }
+        graph_side_lookup(core, e)
+    }
+
+    #[inline(always)]
+    fn ret(&self, r: &mut Return<'_>) {
+        graph_side_ret(r)
+    }
+
+    // No stack, or a full one: the entry-only probes ran (in `pre_entry`).
+    fn missed(&self, func: usize) {
+        missed_at(func, Some(true));
+    }
+
+    fn missed_recursion(&self, func: usize) {
+        missed_at(func, None);
+    }
+}
+
+/// [`GraphSide::entry`] with several exit probes: find those on the function. Inline: an
+/// out-of-line call taking the `Entry` by reference would make the compiler build the whole
+/// `Entry` in memory on every path, the single-probe one included (40 instructions a call).
+#[inline(always)]
+pub(super) fn graph_side_lookup(core: &Fprobes, e: &mut Entry<'_>) -> bool {
+    let Some(ent) = core.ips.lookup(e.func, ip_key, e.no_preempt()) else {
+        return false;
+    };
+    // SAFETY: a published entry stays valid until a grace period after it is replaced, which
+    // the entry's preemption-disabled section holds off.
+    graph_side_probes(e, unsafe { &*(ent as *const IpEntry) })
+}
+
+/// The exit probes of `ent` (the called function's entry) at a call's entry.
+#[inline(always)]
+pub(super) fn graph_side_probes(e: &mut Entry<'_>, ent: &IpEntry) -> bool {
+    {
+        // One reservation for all exit probes here: header + data words each, up to 32 words.
+        let mut words = 0;
+        for p in ent.probes.iter() {
+            let fp = p.fp.load(Acquire);
+            // SAFETY: a non-null probe in a published entry is registered (see `missed`).
+            if fp.is_null() || unsafe { (*fp).exit_handler.is_none() } || disabled(fp) {
+                continue;
+            }
+            // SAFETY: as above.
+            words += 1 + unsafe { (*fp).entry_data_size }.div_ceil(8);
+        }
+        if words == 0 {
+            return false;
+        }
+        let Some(data) = e.reserve(words.min(32) * 8) else {
+            // The probes this call would have run: entry-only probes ran (from the other
+            // shared ops), disabled ones would not have.
+            for p in ent.probes.iter() {
+                let fp = p.fp.load(Acquire);
+                // SAFETY: as above.
+                if !fp.is_null() && unsafe { (*fp).exit_handler.is_some() } && !disabled(fp) {
+                    missed(fp);
+                }
+            }
+            return false;
+        };
+        let mut off = 0;
+        let mut any = false;
+        for p in ent.probes.iter() {
+            let fp = p.fp.load(Acquire);
+            // SAFETY: as above.
+            if fp.is_null() || unsafe { (*fp).exit_handler.is_none() } || disabled(fp) {
+                continue;
+            }
+            // SAFETY: as above.
+            let w = unsafe { (*fp).entry_data_size }.div_ceil(8);
+            if off + 1 + w > data.len() {
+                missed(fp);
+                continue;
+            }
+            let dptr = if w > 0 {
+                data[off + 1..].as_mut_ptr().cast::<c_void>()
+            } else {
+                core::ptr::null_mut()
+            };
+            // SAFETY: as above.
+            let handler = unsafe { (*fp).entry_handler };
+            let skip = match handler {
+                Some(h) => {
+                    // SAFETY: the C caller's handler, for its registered probe, with the
+                    // documented arguments; `dptr` points to `w` words reserved for this call.
+                    (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0
+                }
+                None => false,
+            };
+            data[off] = if skip {
+                fprobe_hdr::encode(0, w)
+            } else {
+                fprobe_hdr::encode(p.id, w)
+            };
+            any |= !skip;
+            off += 1 + w;
+        }
+        // Words reserved beyond `off` (probes that turned out disabled) stay zero: a skip marker
+        // of size 0 each.
+        for w in data[off..].iter_mut() {
+            *w = 0;
+        }
+        any
+    }
+}
+
+/// [`GraphSide::ret`].
+#[inline(always)]
+pub(super) fn graph_side_ret(r: &mut Return<'_>) {
+    {
+        let Some(core) = core_ref() else { return };
+        let Some(data) = r.data() else { return };
+        // The common case first: the only exit probe, alone in the call's data.
+        let single = core.single_exit.load(Acquire);
+        if let (false, Some(&hdr)) = (single.is_null(), data.first()) {
+            let (id, w) = fprobe_hdr::decode(hdr);
+            // SAFETY: see `GraphSide::entry`.
+            let (sid, fp) = unsafe { ((*single).id, (*single).fp) };
+            if id == Some(sid) && w + 1 == data.len() {
+                let dptr = if w > 0 {
+                    data[1..].as_ptr().cast_mut().cast::<c_void>()
+                } else {
+                    core::ptr::null_mut()
+                };
+                call_exit(fp, r.func, r.ret_ip, r.regs, dptr);
+                return;
+            }
+        }
+        graph_side_ret_all(core, r.func, r.ret_ip, r.regs, r.no_preempt(), data);
+    }
+}
+
+/// Runs `fp`'s exit handler (a registered probe, found live for this return) unless the probe
+/// is disabled.
+#[inline(always)]
+pub(super) fn call_exit(
+    fp: *mut ufgraph_fprobe,
+    func: usize,
+    ret_ip: usize,
+    regs: &Regs,
+    dptr: *mut c_void,
+) {
+    if disabled(fp) {
+        return;
+    }
+    // SAFETY: registered (the caller found it live, and unregistration waits for us).
+    if let Some(h) = unsafe { (*fp).exit_handler } {
+        // SAFETY: the caller's exit handler with the documented arguments.
+        unsafe { h(fp, func as _, ret_ip as _, regs.as_ptr(), dptr) };
+    }
+}
+
+/// [`graph_side_ret`] for a call with data of several probes, or of a probe that is not the
+/// only one. Takes the return's fields, not the `Return`: an out-of-line call given the
+/// `Return` by reference would make the caller build it in memory on the fast path too.
+#[inline(never)]
+pub(super) fn graph_side_ret_all(
+    core: &Fprobes,
+    func: usize,
+    ret_ip: usize,
+    regs: &Regs,
+    np: &NoPreempt,
+    data: &[usize],
+) {
+    {
+        let mut off = 0;
+        while off < data.len() {
+            let (id, w) = fprobe_hdr::decode(data[off]);
+            let dptr = if w > 0 && off + 1 < data.len() {
+                data[off + 1..].as_ptr().cast_mut().cast::<c_void>()
+            } else {
+                core::ptr::null_mut()
+            };
+            if let Some(id) = id {
+                // A registration that ended since the entry is gone from `regs`; its exit handler
+                // must not run (the probe may be freed memory by now, or registered again: a
+                // new registration has a new id and never sees this entry's data). The only
+                // exit probe, if this is it, needs no lookup.
+                let single = core.single_exit.load(Acquire);
+                // SAFETY: see `entry`.
+                let l = if !single.is_null() && unsafe { (*single).id } == id {
+                    Some(single as usize)
+                } else {
+                    core.regs.lookup(id, reg_key, np)
+                };
+                if let Some(l) = l {
+                    // SAFETY: a `Live` found in `regs` (or published as the single one) stays
+                    // allocated until a grace period after it leaves, which `np` holds off.
+                    call_exit(
+                        unsafe { (*(l as *const Live)).fp },
+                        func,
+                        ret_ip,
+                        regs,
+                        dptr,
+                    );
+                }
+            }
+            off += 1 + w;
+        }
+    }
+}
+
+/// The entry of a call when exactly one probe with an exit handler is registered (`fp`,
+/// registration `id`): no lookup, one probe.
+#[inline(always)]
+pub(super) fn only_exit_probe(e: &mut Entry<'_>, id: usize, fp: *mut ufgraph_fprobe) -> bool {
+    if disabled(fp) {
+        return false;
+    }
+    // SAFETY: a registered probe (see the caller). Registration bounds the size; the `min`
+    // tells the compiler, which then needs no overflow check below.
+    let w = unsafe { (*fp).entry_data_size }
+        .div_ceil(8)
+        .min(fprobe_hdr::MAX_DATA_WORDS);
+    let Some(data) = e.reserve((1 + w) * 8) else {
+        missed(fp);
+        return false;
+    };
+    let dptr = if w > 0 {
+        data[1..].as_mut_ptr().cast::<c_void>()
+    } else {
+        core::ptr::null_mut()
+    };
+    // SAFETY: as above.
+    let skip = match unsafe { (*fp).entry_handler } {
+        // SAFETY: the caller's handler, for its registered probe, with the documented arguments;
+        // `dptr` points to `w` words reserved for this call.
+        Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
+        None => false,
+    };
+    data[0] = fprobe_hdr::encode(if skip { 0 } else { id }, w);
+    !skip
+}
+
+/// Counts a missed call of `func` on its probes with (`Some(true)`) or without an exit handler,
+/// or on all of them (`None`): the call found no shadow stack, or a full one (the entry-only
+/// probes ran), or the recursion guard refused it (nothing ran). Calls nothing traceable (it
+/// may run in a context the recursion guard turned away).
+pub(super) fn missed_at(func: usize, exit: Option<bool>) {
+    let Some(core) = core_ref() else { return };
+    let np = NoPreempt::new();
+    if let Some(ent) = core.ips.lookup(func, ip_key, &np) {
+        // SAFETY: as in `GraphSide::entry`.
+        for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
+            let fp = p.fp.load(Acquire);
+            if !fp.is_null()
+                // SAFETY: as in `GraphSide::entry`.
+                && exit.is_none_or(|x| unsafe { (*fp).exit_handler.is_some() } == x)
+                && !disabled(fp)
+            {
+                missed(fp);
+            }
+        }
+    }
+}
+
+/// [`GraphSide::pre_entry`] while entry-only probes are registered (and not alone): runs those
+/// on `ip`, and goes on to the shadow stack with the function's entry (`GraphSide::entry` then
+/// needs no second lookup) if a probe on it has an exit handler. Out of line, so that the
+/// shortcut paths save no registers they do not use.
+#[inline(never)]
+pub(super) fn entry_side_lookup(
+    core: &Fprobes,
+    ip: usize,
+    parent_ip: usize,
+    regs: &Regs,
+    np: &NoPreempt,
+    enter: impl FnOnce(usize, &Regs, &NoPreempt, usize),
+) {
+    let Some(e) = core.ips.lookup(ip, ip_key, np) else {
+        return;
+    };
+    // SAFETY: as in `GraphSide::entry`.
+    let ent = unsafe { &*(e as *const IpEntry) };
+    let mut exit = false;
+    for p in ent.probes.iter() {
+        let fp = p.fp.load(Acquire);
+        if fp.is_null() {
+            continue;
+        }
+        // SAFETY: as in `GraphSide::entry`.
+        if unsafe { (*fp).exit_handler.is_some() } {
+            exit = true;
+            continue;
+        }
+        if disabled(fp) {
+            continue;
+        }
+        // SAFETY: as above.
+        if let Some(h) = unsafe { (*fp).entry_handler } {
+            // SAFETY: the caller's handler, documented arguments, no entry data.
+            unsafe {
+                h(
+                    fp,
+                    ip as _,
+                    parent_ip as _,
+                    regs.as_ptr(),
+                    core::ptr::null_mut(),
+                )
+            };
+        }
+    }
+    if exit {
+        enter(ip, regs, np, e);
+    }
+}

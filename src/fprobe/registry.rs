@@ -1,0 +1,671 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Registering and unregistering probes: resolving what they hook, the tables the hot path
+//! reads, the shared ops' filter, and module unload.
+
+use super::*;
+
+impl Fprobes {
+    /// An empty core.
+    pub fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            ips: RcuTable::new(),
+            live: RcuTable::new(),
+            regs: RcuTable::new(),
+            single_exit: AtomicPtr::new(core::ptr::null_mut()),
+            reg <- new_mutex!(Reg {
+                ips_counts: Counts::default(),
+                live_counts: Counts::default(),
+                regs_counts: Counts::default(),
+                next_id: 1,
+                graph: None,
+                graph_ips: 0,
+                exit_probes: 0,
+                entry_probes: 0,
+                garbage: KVec::new(),
+                modules_gen: 0,
+                missed_retired: 0,
+                going: KVec::new(),
+            }),
+            reaper <- Work::new(reap),
+        })
+    }
+
+    /// Makes this the instance handlers and the C API use.
+    pub fn publish(self: Pin<&Self>) {
+        FPROBES.store(self.get_ref() as *const Self as *mut Self, Release);
+    }
+
+    /// The ftrace locations `t` selects, sorted and without duplicates. `ENOENT` (with a log
+    /// line naming it) for an unknown symbol or an empty match, `EINVAL` for an address that is
+    /// neither a traceable function's ftrace location nor its start.
+    pub fn resolve(t: &Target<'_>) -> Result<KVec<usize>> {
+        Self::resolve_gen(t).map(|r| r.ips)
+    }
+
+    /// [`Fprobes::resolve`], with the module generation it started at, leaving out functions of
+    /// modules that are going away.
+    pub fn resolve_gen(t: &Target<'_>) -> Result<Resolved> {
+        // The generation first, and the going modules as of then: a module that starts going
+        // later bumps it, and the registration notices.
+        let mut going: KVec<KVec<u8>> = KVec::new();
+        let gen = match core_ref() {
+            Some(c) => {
+                let reg = c.reg.lock();
+                for g in reg.going.iter() {
+                    let mut v = KVec::with_capacity(g.len(), GFP_KERNEL)?;
+                    v.extend_from_slice(g, GFP_KERNEL)?;
+                    going.push(v, GFP_KERNEL)?;
+                }
+                reg.modules_gen
+            }
+            None => 0,
+        };
+        let gone = |f: &crate::pure::funclist::Func<'_>| {
+            f.module
+                .is_some_and(|m| going.iter().any(|g| g.as_slice() == m))
+        };
+        let mut out = KVec::new();
+        match t {
+            Target::Ips(ips) => out = ksym::locations(ips)?,
+            Target::Syms(syms) => {
+                let mut found: KVec<Option<usize>> = KVec::new();
+                found.extend_with(syms.len(), None, GFP_KERNEL)?;
+                // The names sorted (as positions), searched by binary search per function.
+                let mut order: KVec<usize> = KVec::with_capacity(syms.len(), GFP_KERNEL)?;
+                for i in 0..syms.len() {
+                    order.push(i, GFP_KERNEL)?;
+                }
+                crate::pure::slice::sort_by(&mut order, |&a, &b| {
+                    syms[a].as_bytes() < syms[b].as_bytes()
+                });
+                ksym::for_each_function(|f| {
+                    if gone(f) {
+                        return true;
+                    }
+                    let from = order.partition_point(|&i| syms[i].as_bytes() < f.name);
+                    for &i in order[from..]
+                        .iter()
+                        .take_while(|&&i| syms[i].as_bytes() == f.name)
+                    {
+                        if found[i].is_none() {
+                            found[i] = Some(f.loc);
+                        }
+                    }
+                    true
+                })?;
+                for (i, loc) in found.iter().enumerate() {
+                    let Some(loc) = loc else {
+                        pr_err!("fprobe: {} is not a traceable function\n", syms[i]);
+                        return Err(ENOENT);
+                    };
+                    out.push(*loc, GFP_KERNEL)?;
+                }
+            }
+            Target::Filter(filter, notfilter) => {
+                let mut err = Ok(());
+                let mut name = [0u8; 256];
+                ksym::for_each_function(|f| {
+                    if f.name.len() >= name.len() || gone(f) {
+                        return true;
+                    }
+                    crate::pure::slice::copy(&mut name[..f.name.len()], f.name);
+                    name[f.name.len()] = 0;
+                    // SAFETY: NUL-terminated just above, no NUL inside (a symbol name).
+                    let n = unsafe { CStr::from_bytes_with_nul_unchecked(&name[..=f.name.len()]) };
+                    if glob_match(filter, n) && !notfilter.is_some_and(|nf| glob_match(nf, n)) {
+                        if out.push(f.loc, GFP_KERNEL).is_err() {
+                            err = Err(ENOMEM);
+                            return false;
+                        }
+                    }
+                    true
+                })?;
+                err?;
+            }
+        }
+        crate::pure::slice::sort(&mut out);
+        let mut n = 0;
+        for i in 0..out.len() {
+            if i == 0 || out[i] != out[n - 1] {
+                out[n] = out[i];
+                n += 1;
+            }
+        }
+        // SAFETY: `n <= len`, and the first `n` elements are initialised.
+        unsafe { out.set_len(n) };
+        if out.is_empty() {
+            if let Target::Filter(f, _) = t {
+                pr_err!("fprobe: no traceable function matches {}\n", f);
+            }
+            return Err(ENOENT);
+        }
+        Ok(Resolved { ips: out, gen })
+    }
+
+    /// Registers `fp` on `t`. On failure nothing is left behind.
+    ///
+    /// # Safety
+    ///
+    /// `fp` must point to a probe that stays valid until [`Fprobes::unregister`] returns.
+    pub unsafe fn register(&self, fp: *mut ufgraph_fprobe, t: &Target<'_>) -> Result {
+        // SAFETY: the caller passes a valid probe.
+        unsafe { Self::check(fp)? };
+        // A module that comes or goes between resolution and registration makes the functions
+        // stale: resolve again (each round is a module load or unload: a few are plenty).
+        let mut tries = 0;
+        loop {
+            let r = Self::resolve_gen(t)?;
+            // SAFETY: as above.
+            match unsafe { self.register_checked(fp, r) } {
+                Err(e) if e == EAGAIN && tries < 8 => tries += 1,
+                res => return res,
+            }
+        }
+    }
+
+    /// Checks what registration checks of `fp` itself.
+    ///
+    /// # Safety
+    ///
+    /// `fp` must point to a valid probe.
+    pub(super) unsafe fn check(fp: *mut ufgraph_fprobe) -> Result {
+        // SAFETY: the caller passes a valid probe.
+        Self::check_probe(unsafe { &*fp })
+    }
+
+    /// What registration checks of a probe itself (handlers, entry data size), without
+    /// registering it: `EINVAL` or `E2BIG` as [`Fprobes::register`] would fail.
+    pub fn check_probe(fp: &ufgraph_fprobe) -> Result {
+        let (has_entry, has_exit, size) = (
+            fp.entry_handler.is_some(),
+            fp.exit_handler.is_some(),
+            fp.entry_data_size,
+        );
+        if !has_entry && !has_exit {
+            return Err(EINVAL);
+        }
+        if fprobe_hdr::data_words(size).is_none() {
+            return Err(E2BIG);
+        }
+        Ok(())
+    }
+
+    /// Registers `fp` on `ips`, ftrace locations from [`Fprobes::resolve`] (sorted, without
+    /// duplicates). Unlike [`Fprobes::register`] this reads no file, so callers holding locks
+    /// that tracefs readers also take (the kernel's `event_mutex`) may call it: resolve first,
+    /// without locks, then register.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Fprobes::register`].
+    pub unsafe fn register_resolved(&self, fp: *mut ufgraph_fprobe, ips: KVec<usize>) -> Result {
+        // SAFETY: as for this function.
+        unsafe { self.register_ips(fp, ips, None) }
+    }
+
+    /// [`Fprobes::register_resolved`] on functions from [`Fprobes::resolve_gen`]: `EAGAIN`, and
+    /// nothing registered, if a module came or went since they were resolved.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Fprobes::register`].
+    pub unsafe fn register_checked(&self, fp: *mut ufgraph_fprobe, r: Resolved) -> Result {
+        // SAFETY: as for this function.
+        unsafe { self.register_ips(fp, r.ips, Some(r.gen)) }
+    }
+
+    /// The current module generation (see [`Resolved`]).
+    pub fn modules_gen(&self) -> u64 {
+        self.reg.lock().modules_gen
+    }
+
+    /// # Safety
+    ///
+    /// As for [`Fprobes::register`].
+    pub(super) unsafe fn register_ips(
+        &self,
+        fp: *mut ufgraph_fprobe,
+        ips: KVec<usize>,
+        gen: Option<u64>,
+    ) -> Result {
+        // SAFETY: the caller passes a valid probe.
+        unsafe { Self::check(fp)? };
+        // SAFETY: as above.
+        let has_exit = unsafe { (*fp).exit_handler.is_some() };
+        let mut reg = self.reg.lock();
+        if self
+            .live
+            .lookup_w(&reg.live_counts, fp as usize, fp_key)
+            .is_some()
+        {
+            return Err(EBUSY);
+        }
+        // Checked under `reg`, which the module notifier takes to drop a going module's
+        // functions: either it has not run yet (and will drop them from this probe too), or
+        // the generation moved.
+        if gen.is_some_and(|g| g != reg.modules_gen) {
+            return Err(EAGAIN);
+        }
+        let id = reg.next_id;
+        let Some(next_id) = fprobe_hdr::next_id(id) else {
+            return Err(ENOSPC);
+        };
+        // The shared ops gives tasks no shadow stack until a probe needs one (an exit probe).
+        if has_exit {
+            // SAFETY: API calls are made while the module (and its graph core) is loaded.
+            unsafe { crate::fgraph::graph::graph() }
+                .ok_or(ENODEV)?
+                .need_stacks()?;
+        }
+        // Everything that can fail first: the new entries, room in both tables, the private
+        // record. Then the filter update (which can fail too, and is undone by not publishing).
+        let mut fresh: KVec<KBox<IpEntry>> = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
+        // The functions new to the filter.
+        let mut path_new: KVec<usize> = KVec::new();
+        for &ip in ips.iter() {
+            let old = self.ips.lookup_w(&reg.ips_counts, ip, ip_key).map(|e| {
+                // SAFETY: writers own the entries (serialised by `reg`).
+                unsafe { &*(e as *const IpEntry) }
+            });
+            let mut probes = KVec::new();
+            let (mut exit, mut entry_only) = (0, 0);
+            if let Some(o) = old {
+                for p in o.probes.iter() {
+                    let q = p.fp.load(Relaxed);
+                    if !q.is_null() {
+                        probes.push(
+                            ProbeRef {
+                                fp: AtomicPtr::new(q),
+                                id: p.id,
+                            },
+                            GFP_KERNEL,
+                        )?;
+                    }
+                }
+                exit = o.exit;
+                entry_only = o.entry_only;
+            }
+            probes.push(
+                ProbeRef {
+                    fp: AtomicPtr::new(fp),
+                    id,
+                },
+                GFP_KERNEL,
+            )?;
+            if old.is_none() {
+                path_new.push(ip, GFP_KERNEL)?;
+            }
+            if has_exit {
+                exit += 1
+            } else {
+                entry_only += 1
+            }
+            fresh.push(
+                KBox::new(
+                    IpEntry {
+                        ip,
+                        exit,
+                        entry_only,
+                        probes,
+                    },
+                    GFP_KERNEL,
+                )?,
+                GFP_KERNEL,
+            )?;
+        }
+        let Reg {
+            ips_counts,
+            live_counts,
+            regs_counts,
+            ..
+        } = &mut *reg;
+        self.ips.reserve(ips_counts, ips.len(), ip_key)?;
+        self.live.reserve(live_counts, 1, fp_key)?;
+        self.regs.reserve(regs_counts, 1, reg_key)?;
+        let live = KBox::new(Live { id, fp }, GFP_KERNEL)?;
+        let gone = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
+        let dead = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
+        let private = KBox::new(
+            Private {
+                ips,
+                exit: has_exit,
+                live: core::ptr::null_mut(),
+                gone,
+                dead,
+            },
+            GFP_KERNEL,
+        )?;
+        let mut old_entries: KVec<usize> = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
+        // The shortcuts this probe makes wrong: the single entry-only probe (any new probe),
+        // no lookup (a first entry-only probe), the single exit probe (a second one). LOOKUP
+        // is right for any filter. A callback may have read the old word and be about to act
+        // on it for a function the filter is about to gain: wait for those callbacks before it
+        // grows. A probe on functions hooked already does not grow it: no need to wait.
+        let d = DISPATCH.load(Relaxed);
+        let mut changed = false;
+        if d != 0 || !has_exit {
+            changed |= DISPATCH.swap(LOOKUP, AcqRel) != LOOKUP;
+        }
+        if has_exit {
+            changed |= !self
+                .single_exit
+                .swap(core::ptr::null_mut(), AcqRel)
+                .is_null();
+        }
+        if changed && !path_new.is_empty() {
+            synchronize_rcu();
+        }
+        if let Err(e) = reg.update_filter(&path_new, false) {
+            self.settle(&reg);
+            return Err(e);
+        }
+
+        // A registration starts its count of misses at 0, as upstream's `register_fprobe()`
+        // does: what it missed before was added to `missed_retired` when it was unregistered,
+        // and would be counted again (an `f:` event's probes are registered at every enable).
+        // No handler of `fp` runs before it is published below.
+        // SAFETY: the caller's valid probe; `nmissed` is only ever updated atomically.
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
+            .store(0, Relaxed);
+        // Publish: nothing below can fail (room was reserved, capacity too).
+        for e in fresh.into_iter() {
+            let ip = e.ip;
+            let raw = KBox::into_raw(e) as usize;
+            match self.ips.upsert(&mut reg.ips_counts, ip, raw, ip_key) {
+                Ok(Some(old)) => {
+                    // Within the capacity reserved above: does not allocate.
+                    let _ = old_entries.push(old, GFP_ATOMIC);
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    // Cannot happen after `reserve`; keep the entry (leaked) rather than race.
+                    pr_err!("fprobe: ip table refused {:#x} after reserving room\n", ip);
+                }
+            }
+        }
+        let _ = self
+            .live
+            .upsert(&mut reg.live_counts, fp as usize, fp as usize, fp_key);
+        let live = KBox::into_raw(live);
+        let _ = self
+            .regs
+            .upsert(&mut reg.regs_counts, id, live as usize, reg_key);
+        reg.next_id = next_id;
+        let mut private = private;
+        private.live = live;
+        // SAFETY: the probe is ours to annotate while registered (the field is private to us).
+        unsafe { (*fp).hlist_array = KBox::into_raw(private).cast() };
+        if has_exit {
+            reg.exit_probes += 1
+        } else {
+            reg.entry_probes += 1
+        }
+        self.settle(&reg);
+        // The entries replaced go after a grace period, without this registration waiting for
+        // it (a second probe on 10000 hooked functions replaces 10000 entries).
+        if !old_entries.is_empty() {
+            if reg
+                .garbage
+                .extend_from_slice(&old_entries, GFP_KERNEL)
+                .is_ok()
+            {
+                self.reaper.schedule();
+                return Ok(());
+            }
+            drop(reg);
+            synchronize_rcu();
+            for &o in old_entries.iter() {
+                // SAFETY: unpublished; readers are gone after the grace period.
+                drop(unsafe { KBox::from_raw(o as *mut IpEntry) });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `fp` is registered.
+    pub fn is_registered(&self, fp: *mut ufgraph_fprobe) -> bool {
+        let reg = self.reg.lock();
+        self.live
+            .lookup_w(&reg.live_counts, fp as usize, fp_key)
+            .is_some()
+    }
+
+    /// Unregisters `fp`: when this returns, neither handler runs any more. `EINVAL` if it is not
+    /// registered.
+    // `fp` is dereferenced only once the registry has it: a registered probe is valid until it is
+    // unregistered (the contract of `register`). Any other pointer is only compared.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn unregister(&self, fp: *mut ufgraph_fprobe) -> Result {
+        let mut reg = self.reg.lock();
+        if self
+            .live
+            .remove(&mut reg.live_counts, fp as usize, fp_key)
+            .is_none()
+        {
+            return Err(EINVAL);
+        }
+        // SAFETY: registered probes carry our private record.
+        let mut private = unsafe { KBox::from_raw((*fp).hlist_array.cast::<Private>()) };
+        // SAFETY: as above.
+        unsafe { (*fp).hlist_array = core::ptr::null_mut() };
+        // SAFETY: the registration's `Live`, allocated at registration and freed only here.
+        let id = unsafe { (*private.live).id };
+        // Not the single probe any more: callbacks look it up (and find it gone) from now on.
+        if private.exit {
+            let _ = self.single_exit.compare_exchange(
+                private.live,
+                core::ptr::null_mut(),
+                AcqRel,
+                Relaxed,
+            );
+        } else {
+            let _ = DISPATCH.compare_exchange(private.live as usize, LOOKUP, AcqRel, Relaxed);
+        }
+        if private.exit {
+            reg.exit_probes -= 1
+        } else {
+            reg.entry_probes -= 1
+        }
+        self.regs.remove(&mut reg.regs_counts, id, reg_key);
+        // Freed after the grace period below: the return side may be reading it.
+        // SAFETY: as above; unpublished now, and nothing else frees it.
+        let live = unsafe { KBox::from_raw(private.live) };
+        // Within the capacity reserved at registration: the pushes below do not allocate.
+        let mut path_gone = core::mem::replace(&mut private.gone, KVec::new());
+        let mut dead = core::mem::replace(&mut private.dead, KVec::new());
+        for &ip in private.ips.iter() {
+            let Some(e) = self.ips.lookup_w(&reg.ips_counts, ip, ip_key) else {
+                continue;
+            };
+            // SAFETY: writers own the entries.
+            let ent = unsafe { &mut *(e as *mut IpEntry) };
+            for p in ent.probes.iter() {
+                if p.fp.load(Relaxed) == fp {
+                    p.fp.store(core::ptr::null_mut(), Release);
+                }
+            }
+            let n = if private.exit {
+                &mut ent.exit
+            } else {
+                &mut ent.entry_only
+            };
+            *n -= 1;
+            if ent.exit == 0 && ent.entry_only == 0 {
+                let _ = path_gone.push(ip, GFP_KERNEL);
+                self.ips.remove(&mut reg.ips_counts, ip, ip_key);
+                let _ = dead.push(e, GFP_KERNEL);
+            }
+        }
+        if let Err(e) = reg.update_filter(&path_gone, true) {
+            // The probe is gone from every entry: a stale filter only costs callbacks that find
+            // nothing.
+            pr_warn!("fprobe: filter update on unregister failed: {:?}\n", e);
+        }
+        // Whether `settle` below may publish a shortcut (one probe left of a kind, none of the
+        // other), which says every function in the filter is its probe's.
+        let shortcut = matches!((reg.entry_probes, reg.exit_probes), (1, 0) | (0, 1));
+        drop(reg);
+        synchronize_rcu();
+        // A call of a function the filter just lost may still be on its way to our callback:
+        // in ftrace's trampoline, before the callback takes the recursion guard, where a
+        // preemptible kernel can preempt it. The grace period above does not wait for it; were
+        // a shortcut published now, it would run the remaining probe on that function. RCU
+        // Tasks waits for it, as ftrace waits for its trampolines (on a kernel without
+        // preemption the wait above covers it).
+        #[cfg(CONFIG_PREEMPTION)]
+        if shortcut && !path_gone.is_empty() {
+            crate::sys::sync::synchronize_rcu_tasks();
+        }
+        #[cfg(not(CONFIG_PREEMPTION))]
+        let _ = shortcut;
+        for &d in dead.iter() {
+            // SAFETY: unpublished, readers gone.
+            drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
+        }
+        drop(live);
+        // The filter has settled: publish the shortcuts that are true again.
+        let mut reg = self.reg.lock();
+        // Handlers that could count a miss for `fp` are gone (the grace periods above): its
+        // misses join the core's total, which stays monotonic when probes come and go (an
+        // event's probes are unregistered each time it is disabled).
+        // SAFETY: the caller's probe, valid for the call; `nmissed` is only updated atomically.
+        reg.missed_retired +=
+            unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
+                .load(Relaxed);
+        self.settle(&reg);
+        Ok(())
+    }
+
+    // Publishes the dispatch words (see the module's diagram) that the registered probes make
+    // true. Under `reg`, with the filter holding exactly the registered probes' functions (and
+    // no callback still acting on a larger filter: after a grace period if it shrank).
+    pub(super) fn settle(&self, reg: &Reg) {
+        let (mut exit, mut entry) = (core::ptr::null_mut(), core::ptr::null_mut());
+        if reg.exit_probes == 1 || reg.entry_probes == 1 {
+            self.live.for_each(|fp| {
+                // SAFETY: registered probes carry our private record, and we hold `reg`.
+                let p = unsafe { &*(*(fp as *mut ufgraph_fprobe)).hlist_array.cast::<Private>() };
+                if p.exit {
+                    exit = p.live
+                } else {
+                    entry = p.live
+                }
+            });
+        }
+        self.single_exit.store(
+            if reg.exit_probes == 1 {
+                exit
+            } else {
+                core::ptr::null_mut()
+            },
+            Release,
+        );
+        let d = match (reg.entry_probes, reg.exit_probes) {
+            (0, _) => 0,
+            (1, 0) => entry as usize,
+            _ => LOOKUP,
+        };
+        DISPATCH.store(d, Release);
+    }
+
+    /// Calls probes missed, all together (`nmissed`: no shadow stack, a full one, or the
+    /// recursion guard refused the call): the registered probes' and those unregistered since
+    /// the core started.
+    pub fn missed(&self) -> usize {
+        let reg = self.reg.lock();
+        let mut n = reg.missed_retired;
+        self.live.for_each(|fp| {
+            // SAFETY: registered probes (we hold `reg`, which unregistration takes); `nmissed`
+            // is only ever updated atomically.
+            n += unsafe {
+                AtomicUsize::from_ptr(
+                    core::ptr::addr_of_mut!((*(fp as *mut ufgraph_fprobe)).nmissed).cast(),
+                )
+            }
+            .load(Relaxed);
+        });
+        n
+    }
+
+    /// How many distinct functions carry probes, and how many probes are registered.
+    pub fn counts(&self) -> (usize, usize) {
+        let reg = self.reg.lock();
+        (reg.ips_counts.used, reg.live_counts.used)
+    }
+
+    /// A module came: functions resolved before are stale, and a module of its name is no
+    /// longer going.
+    pub fn module_coming(&self, name: &[u8]) {
+        let mut reg = self.reg.lock();
+        reg.modules_gen += 1;
+        if let Some(i) = reg.going.iter().position(|g| g.as_slice() == name) {
+            drop(crate::sys::kvec::remove(&mut reg.going, i));
+        }
+    }
+
+    /// A module is going away: its functions are resolved no more, and every address inside
+    /// it (`within`) is dropped from the probes.
+    pub fn module_going(&self, name: &[u8], within: impl Fn(usize) -> bool) {
+        {
+            let mut reg = self.reg.lock();
+            reg.modules_gen += 1;
+            if !reg.going.iter().any(|g| g.as_slice() == name) {
+                let mut v = KVec::new();
+                // Out of memory: the generation still moved, so only a resolution in the window
+                // before ftrace forgets the module could still see its functions.
+                if v.extend_from_slice(name, GFP_KERNEL).is_ok() {
+                    let _ = reg.going.push(v, GFP_KERNEL);
+                }
+            }
+        }
+        self.drop_module(within);
+    }
+
+    /// Drops every address inside `module` from the probes (the module is going away).
+    pub(super) fn drop_module(&self, within: impl Fn(usize) -> bool) {
+        let mut reg = self.reg.lock();
+        let mut doomed: KVec<usize> = KVec::new();
+        self.ips.for_each(|e| {
+            if within(ip_key(e)) {
+                let _ = doomed.push(e, GFP_KERNEL);
+            }
+        });
+        if doomed.is_empty() {
+            return;
+        }
+        let mut gone: KVec<usize> = KVec::new();
+        for &e in doomed.iter() {
+            // SAFETY: writers own the entries.
+            let ent = unsafe { &*(e as *const IpEntry) };
+            for p in ent.probes.iter() {
+                let fp = p.fp.load(Relaxed);
+                if fp.is_null() {
+                    continue;
+                }
+                // SAFETY: registered probes carry our private record; we hold `reg`.
+                let private = unsafe { &mut *(*fp).hlist_array.cast::<Private>() };
+                let mut kept = KVec::new();
+                for &ip in private.ips.iter() {
+                    if ip != ent.ip {
+                        let _ = kept.push(ip, GFP_KERNEL);
+                    }
+                }
+                private.ips = kept;
+            }
+            let _ = gone.push(ent.ip, GFP_KERNEL);
+            self.ips.remove(&mut reg.ips_counts, ent.ip, ip_key);
+        }
+        let _ = reg.update_filter(&gone, true);
+        drop(reg);
+        synchronize_rcu();
+        for &e in doomed.iter() {
+            // SAFETY: unpublished, readers gone.
+            drop(unsafe { KBox::from_raw(e as *mut IpEntry) });
+        }
+        pr_info!(
+            "fprobe: dropped {} probed functions of a module going away\n",
+            doomed.len()
+        );
+    }
+}
