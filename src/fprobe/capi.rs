@@ -47,6 +47,11 @@ pub unsafe extern "C" fn ufgraph_register_fprobe(
     if fp.is_null() {
         return EINVAL.to_errno();
     }
+    // SAFETY: a probe (contract).
+    if unsafe { (*fp).flags } & super::api::FL_RUST != 0 {
+        // The core's own flag: a C probe is not the head of a Rust one.
+        return EINVAL.to_errno();
+    }
     // SAFETY: the caller keeps `fp` valid until it unregisters it.
     result(unsafe { core.register(fp, &Target::Filter(f, nf)) })
 }
@@ -66,6 +71,11 @@ pub unsafe extern "C" fn ufgraph_register_fprobe_ips(
         return ENODEV.to_errno();
     };
     if fp.is_null() || addrs.is_null() || num <= 0 {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: a probe (contract).
+    if unsafe { (*fp).flags } & super::api::FL_RUST != 0 {
+        // The core's own flag: a C probe is not the head of a Rust one.
         return EINVAL.to_errno();
     }
     // SAFETY: the caller passes `num` readable addresses.
@@ -89,6 +99,11 @@ pub unsafe extern "C" fn ufgraph_register_fprobe_syms(
         return ENODEV.to_errno();
     };
     if fp.is_null() || syms.is_null() || num <= 0 {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: a probe (contract).
+    if unsafe { (*fp).flags } & super::api::FL_RUST != 0 {
+        // The core's own flag: a C probe is not the head of a Rust one.
         return EINVAL.to_errno();
     }
     let mut names: KVec<&CStr> = KVec::new();

@@ -51,6 +51,7 @@
 //! A module that holds probed functions can go: a module notifier drops its addresses from
 //! every probe when it starts going away.
 
+pub mod api;
 mod callpath;
 pub mod capi;
 mod registry;
@@ -211,10 +212,9 @@ fn missed(fp: *mut ufgraph_fprobe) {
     unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
         .fetch_add(1, Relaxed);
     // SAFETY: as above; the flags word is read once.
-    if unsafe { core::ptr::addr_of!((*fp).flags).read_volatile() } & crate::kretprobe::FL_KRETPROBE
-        != 0
-    {
-        crate::kretprobe::missed(fp);
+    if unsafe { core::ptr::addr_of!((*fp).flags).read_volatile() } & api::FL_RUST != 0 {
+        // SAFETY: a registered probe flagged FL_RUST, which the C API refuses: a Rust probe.
+        unsafe { api::notify_missed(fp) };
     }
 }
 

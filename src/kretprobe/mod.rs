@@ -10,9 +10,11 @@
 //! is no pool to run dry; `maxactive` is accepted and ignored.
 //!
 //! ```text
-//!   ufgraph_kretprobe (C) <--rp-- Shim { fp: ufgraph_fprobe (first), rp }   (kmalloc'd)
-//!                                   fp.entry_handler = shim_entry --> rp.entry_handler(ri, regs)
-//!                                   fp.exit_handler  = shim_exit  --> rp.handler(ri, regs)
+//!   ufgraph_kretprobe (C) <--rp-- Fprobe<Shim> (the Rust fprobe API, fprobe::api; kmalloc'd,
+//!        ufgraph_private -------->   its handler Shim { rp }:
+//!                                      entry  --> rp.entry_handler(ri, regs)
+//!                                      exit   --> rp.handler(ri, regs)
+//!                                      missed --> rp.nmissed += 1
 //!   entry data (shadow stack): [ rp | ret_addr | data[data_size] ]  = the kretprobe_instance
 //! ```
 
@@ -21,93 +23,78 @@ mod rethook;
 
 pub use rethook::*;
 
-use crate::bindings::{self, ufgraph_fprobe, ufgraph_kretprobe, ufgraph_kretprobe_instance};
+use crate::bindings::{self, ufgraph_kretprobe, ufgraph_kretprobe_instance};
+use crate::fprobe::api::{Fprobe, FprobeHandler};
 use crate::fprobe::{fprobes, Fprobes, Target};
 use crate::sys::ftrace::Regs;
-use core::ffi::c_void;
-use core::mem::{offset_of, size_of, MaybeUninit};
+use core::mem::{size_of, MaybeUninit};
+use core::pin::Pin;
 use core::sync::atomic::{AtomicI32, Ordering::*};
 use kernel::alloc::KBox;
-use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 use kernel::str::CStr;
 
-/// An fprobe flag of ours: the probe is a kretprobe shim (so misses count on the kretprobe).
-pub const FL_KRETPROBE: u32 = 1 << 31;
-
-/// The per-kretprobe record, in `ufgraph_private`.
-#[repr(C)]
+/// A kretprobe's fprobe: its handlers turn the fprobe's calls into the kretprobe API's.
 pub struct Shim {
-    fp: ufgraph_fprobe,
     rp: *mut ufgraph_kretprobe,
 }
 
+// SAFETY: `rp` is the caller's kretprobe, valid while the shim is registered (the API's
+// contract); the handlers only read it and update `nmissed` atomically, from any CPU.
+unsafe impl Send for Shim {}
+// SAFETY: as above.
+unsafe impl Sync for Shim {}
+
+/// The probe `ufgraph_private` holds.
+type ShimProbe = Fprobe<Shim>;
+
 const INSTANCE_HDR: usize = size_of::<ufgraph_kretprobe_instance>();
 
-/// Called by the fprobe core when a shim probe missed a call.
-pub fn missed(fp: *mut ufgraph_fprobe) {
-    // SAFETY: `fp` carries FL_KRETPROBE, so it is the first field of a live `Shim`.
-    let shim = unsafe { &*fp.cast::<Shim>() };
-    // SAFETY: the kretprobe outlives its registration; `nmissed` is updated atomically only.
-    unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*shim.rp).nmissed)) }
-        .fetch_add(1, Relaxed);
-}
+impl FprobeHandler for Shim {
+    const EXIT: bool = true;
 
-/// fprobe entry handler of a kretprobe's shim.
-///
-/// # Safety
-///
-/// Called by the fprobe core only, for a registered `Shim`'s `fp`, with the hooked call's
-/// registers and the probe's entry data.
-unsafe extern "C" fn shim_entry(
-    fp: *mut ufgraph_fprobe,
-    _ip: c_ulong,
-    ret_ip: c_ulong,
-    fregs: *mut bindings::ftrace_regs,
-    data: *mut c_void,
-) -> c_int {
-    // SAFETY: the fprobe core calls us only for our shims, registered, with their entry data.
-    let shim = unsafe { &*fp.cast::<Shim>() };
-    let ri = data.cast::<ufgraph_kretprobe_instance>();
-    // SAFETY: `data` holds INSTANCE_HDR + data_size bytes for this call.
-    unsafe {
-        (*ri).rp = shim.rp;
-        (*ri).ret_addr = ret_ip;
+    fn entry_data_size(&self) -> usize {
+        // SAFETY: the kretprobe is valid while the shim exists.
+        INSTANCE_HDR + unsafe { (*self.rp).data_size }
     }
-    // SAFETY: the kretprobe is valid while registered.
-    let Some(h) = (unsafe { (*shim.rp).entry_handler }) else {
-        return 0;
-    };
-    let mut regs = MaybeUninit::<bindings::pt_regs>::uninit();
-    // SAFETY: the fprobe core passes the entry registers, valid for the call.
-    crate::arch::fill_pt_regs(unsafe { Regs::from_raw(fregs) }, None, &mut regs);
-    // SAFETY: the user's handler with the kretprobe API's arguments.
-    unsafe { h(ri, regs.as_mut_ptr()) }
-}
 
-/// fprobe exit handler of a kretprobe's shim.
-///
-/// # Safety
-///
-/// As for [`shim_entry`], at the hooked call's return.
-unsafe extern "C" fn shim_exit(
-    fp: *mut ufgraph_fprobe,
-    _ip: c_ulong,
-    ret_ip: c_ulong,
-    fregs: *mut bindings::ftrace_regs,
-    data: *mut c_void,
-) {
-    // SAFETY: as in `shim_entry`.
-    let shim = unsafe { &*fp.cast::<Shim>() };
-    // SAFETY: as above.
-    let Some(h) = (unsafe { (*shim.rp).handler }) else {
-        return;
-    };
-    let mut regs = MaybeUninit::<bindings::pt_regs>::uninit();
-    // SAFETY: the fprobe core passes the exit registers, valid for the call.
-    crate::arch::fill_pt_regs(unsafe { Regs::from_raw(fregs) }, Some(ret_ip), &mut regs);
-    // SAFETY: the instance the entry filled, and the user's handler.
-    unsafe { h(data.cast(), regs.as_mut_ptr()) };
+    fn entry(&self, _ip: usize, ret_ip: usize, regs: &Regs, data: &mut [u8]) -> bool {
+        // The entry data is the kretprobe_instance: the probe, the return address, then the
+        // user's `data_size` bytes.
+        let ri = data.as_mut_ptr().cast::<ufgraph_kretprobe_instance>();
+        // SAFETY: `data` holds INSTANCE_HDR + data_size bytes for this call, word-aligned (the
+        // shadow stack's words).
+        unsafe {
+            (*ri).rp = self.rp;
+            (*ri).ret_addr = ret_ip as _;
+        }
+        // SAFETY: the kretprobe is valid while registered.
+        let Some(h) = (unsafe { (*self.rp).entry_handler }) else {
+            return true;
+        };
+        let mut pt = MaybeUninit::<bindings::pt_regs>::uninit();
+        crate::arch::fill_pt_regs(regs, None, &mut pt);
+        // SAFETY: the user's handler with the kretprobe API's arguments; nonzero skips the
+        // return handler.
+        unsafe { h(ri, pt.as_mut_ptr()) == 0 }
+    }
+
+    fn exit(&self, _ip: usize, ret_ip: usize, regs: &Regs, data: &mut [u8]) {
+        // SAFETY: as in `entry`.
+        let Some(h) = (unsafe { (*self.rp).handler }) else {
+            return;
+        };
+        let mut pt = MaybeUninit::<bindings::pt_regs>::uninit();
+        crate::arch::fill_pt_regs(regs, Some(ret_ip), &mut pt);
+        // SAFETY: the instance the entry filled, and the user's handler.
+        unsafe { h(data.as_mut_ptr().cast(), pt.as_mut_ptr()) };
+    }
+
+    fn missed(&self) {
+        // SAFETY: the kretprobe outlives its registration; `nmissed` is updated atomically only.
+        unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*self.rp).nmissed)) }
+            .fetch_add(1, Relaxed);
+    }
 }
 
 /// Registers a kretprobe. See include/ufgraph/kretprobe.h for the errors.
@@ -116,7 +103,7 @@ unsafe extern "C" fn shim_exit(
 ///
 /// `rp` must stay valid until [`unregister_kretprobe`] returns.
 pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
-    let core = fprobes().ok_or(ENODEV)?;
+    fprobes().ok_or(ENODEV)?;
     // SAFETY: the caller passes a valid kretprobe.
     let r = unsafe { &mut *rp };
     if !r.ufgraph_private.is_null() {
@@ -131,17 +118,7 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
     if r.kp.offset != 0 || (r.kp.symbol_name.is_null() == r.kp.addr.is_null()) {
         return Err(EINVAL);
     }
-    let mut shim = KBox::new(
-        Shim {
-            fp: ufgraph_fprobe::default(),
-            rp,
-        },
-        GFP_KERNEL,
-    )?;
-    shim.fp.entry_handler = Some(shim_entry);
-    shim.fp.exit_handler = Some(shim_exit);
-    shim.fp.entry_data_size = INSTANCE_HDR + r.data_size;
-    shim.fp.flags = FL_KRETPROBE;
+    let mut probe = ShimProbe::new(Shim { rp })?;
     let ips = if r.kp.symbol_name.is_null() {
         Fprobes::resolve(&Target::Ips(&[r.kp.addr as usize]))?
     } else {
@@ -155,13 +132,12 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
         r.kp.addr = a as *mut _;
     }
     r.nmissed = 0;
-    let fp = core::ptr::addr_of_mut!(shim.fp);
-    // SAFETY: the shim lives in its box until unregistered.
-    unsafe { core.register_resolved(fp, ips) }?;
+    probe.as_mut().register_resolved(ips)?;
     // Through the raw pointer: `r` is not used past registration, as handlers now reach the
     // kretprobe too (its `nmissed`). Only the API reads `ufgraph_private`.
-    // SAFETY: the caller's kretprobe, valid (contract).
-    unsafe { (*rp).ufgraph_private = KBox::into_raw(shim).cast() };
+    // SAFETY: the caller's kretprobe, valid (contract). The probe stays pinned in its box,
+    // which `unregister_kretprobe` takes back.
+    unsafe { (*rp).ufgraph_private = KBox::into_raw(Pin::into_inner_unchecked(probe)).cast() };
     Ok(())
 }
 
@@ -171,21 +147,21 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
 ///
 /// `rp` must be a valid kretprobe (registered or not), not used concurrently.
 pub unsafe fn unregister_kretprobe(rp: *mut ufgraph_kretprobe) {
-    let Some(core) = fprobes() else { return };
     // SAFETY: the caller passes its kretprobe (contract).
     let r = unsafe { &mut *rp };
-    let shim = r.ufgraph_private.cast::<Shim>();
-    if shim.is_null() {
+    let p = r.ufgraph_private.cast::<ShimProbe>();
+    if p.is_null() {
         return;
     }
-    // SAFETY: `ufgraph_private` is the shim `register_kretprobe` leaked.
-    let mut shim = unsafe { KBox::from_raw(shim) };
-    if core.unregister(core::ptr::addr_of_mut!(shim.fp)).is_err() {
-        // Not registered after all: keep what the core may know (leak) rather than free it.
-        KBox::into_raw(shim);
+    // SAFETY: `ufgraph_private` is the pinned probe `register_kretprobe` leaked; it goes back
+    // into its box, pinned again.
+    let mut probe = unsafe { Pin::new_unchecked(KBox::from_raw(p)) };
+    if probe.as_mut().unregister().is_err() {
+        // Not registered after all (the core is gone): keep what the core may know (leak)
+        // rather than free it.
+        // SAFETY: the box is leaked, never moved.
+        KBox::into_raw(unsafe { Pin::into_inner_unchecked(probe) });
         return;
     }
     r.ufgraph_private = core::ptr::null_mut();
 }
-
-const _: () = assert!(offset_of!(Shim, fp) == 0);

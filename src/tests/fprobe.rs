@@ -5,6 +5,7 @@
 use crate::bindings::{self, ufgraph_fprobe};
 use crate::fgraph::graph::graph;
 use crate::fprobe::{fprobes, Fprobes, Target};
+use crate::sys::ftrace::Regs;
 use crate::sys::ktest::{CaseResult, Failed, Test};
 use crate::{kcheck, kcheck_eq, kunit_suite};
 use core::ffi::c_void;
@@ -644,10 +645,124 @@ fn mass_attach_everything(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// What [`rust_api`]'s handler saw.
+#[derive(Default)]
+struct Seen {
+    entries: AtomicUsize,
+    exits: AtomicUsize,
+    bad: AtomicUsize,
+    missed: AtomicUsize,
+}
+
+fn mul(a: i64, b: i64) -> i64 {
+    // SAFETY: a plain C fixture.
+    unsafe { bindings::ufg_test_mul(a as _, b as _) as i64 }
+}
+
+impl crate::fprobe::api::FprobeHandler for Seen {
+    const EXIT: bool = true;
+
+    fn entry_data_size(&self) -> usize {
+        8
+    }
+
+    fn entry(&self, _ip: usize, _ret_ip: usize, regs: &Regs, data: &mut [u8]) -> bool {
+        self.entries.fetch_add(1, Relaxed);
+        let (a, b) = (regs.arg(0), regs.arg(1));
+        if a == 5 {
+            // Re-entered from its own handler: the recursion guard refuses the nested call,
+            // which the probe missed.
+            mul(1, 1);
+        }
+        if data.len() != 8 {
+            self.bad.fetch_add(1, Relaxed);
+            return false;
+        }
+        data.copy_from_slice(&a.wrapping_mul(b).to_ne_bytes());
+        // 7: no exit handler for this call.
+        a != 7
+    }
+
+    fn exit(&self, _ip: usize, _ret_ip: usize, regs: &Regs, data: &mut [u8]) {
+        self.exits.fetch_add(1, Relaxed);
+        let want = data
+            .try_into()
+            .map(usize::from_ne_bytes)
+            .unwrap_or(usize::MAX);
+        if regs.retval() != want {
+            self.bad.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn missed(&self) {
+        self.missed.fetch_add(1, Relaxed);
+    }
+}
+
+/// The Rust fprobe API (fprobe::api, which the kretprobe shim is built on): a handler type's
+/// methods run at entry and exit with the call's entry data, an entry that says no skips the
+/// exit, a miss reaches the handler as well as `nmissed`, and an unregistered probe sees
+/// nothing. Dropping a registered probe unregisters it.
+fn rust_api(t: &mut Test) -> CaseResult {
+    use crate::fprobe::api::Fprobe;
+    let c = core(t)?;
+    let before = c.counts();
+    let mut p = t.check_ok(Fprobe::new(Seen::default()), "Fprobe::new")?;
+    t.check_ok(
+        p.as_mut()
+            .register(&Target::Syms(&[c_str!("ufg_test_mul")])),
+        "register",
+    )?;
+    expect_err(
+        t,
+        p.as_mut()
+            .register(&Target::Syms(&[c_str!("ufg_test_mul")])),
+        EBUSY,
+        "double registration",
+    )?;
+    for i in 0..6 {
+        kcheck_eq!(t, mul(i, 3), i * 3);
+    }
+    kcheck_eq!(t, mul(7, 2), 14);
+    let h = p.handler();
+    let seen = |h: &Seen| {
+        (
+            h.entries.load(Relaxed),
+            h.exits.load(Relaxed),
+            h.bad.load(Relaxed),
+            h.missed.load(Relaxed),
+        )
+    };
+    // 0..6 and 7 entered; the nested call of 5 missed (unless ftrace's list function turned it
+    // away first, LIST_FUNC_GUARDS); 7 had no exit.
+    let missed = if super::LIST_FUNC_GUARDS && h.missed.load(Relaxed) == 0 {
+        0
+    } else {
+        1
+    };
+    kcheck_eq!(t, seen(h), (7, 6, 0, missed));
+    kcheck_eq!(t, p.nmissed(), missed);
+    t.check_ok(p.as_mut().unregister(), "unregister")?;
+    kcheck_eq!(t, mul(2, 2), 4);
+    kcheck_eq!(t, seen(p.handler()), (7, 6, 0, missed));
+    expect_err(t, p.as_mut().unregister(), EINVAL, "unregister twice")?;
+    // Registered again, then dropped: gone from the core.
+    t.check_ok(
+        p.as_mut()
+            .register(&Target::Syms(&[c_str!("ufg_test_add")])),
+        "register again",
+    )?;
+    drop(p);
+    kcheck_eq!(t, add(1, 2), 3);
+    kcheck_eq!(t, c.counts(), before);
+    Ok(())
+}
+
 kunit_suite!(
     FPROBE_SUITE,
     "ufgraph_fprobe",
     [
+        rust_api,
         entry_exit_with_data,
         entry_only_skips_the_shadow_stack,
         both_kinds_share_one_ops,

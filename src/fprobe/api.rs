@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The Rust fprobe API: a probe whose handlers are a Rust type's methods.
+//!
+//! The fprobe core knows probes as C `struct ufgraph_fprobe`s and calls their handlers through
+//! the struct's function pointers (its one calling convention, shared with C users of
+//! include/ufgraph/fprobe.h). A Rust user implements [`FprobeHandler`] instead; [`Fprobe<H>`]
+//! puts that struct first and fills its pointers with trampolines made for `H`, which find the
+//! handler next to it (one instance per handler type: the calls into `H` are direct and
+//! inlined). Misses, which C users only count in `nmissed`, also reach the handler: the core
+//! calls [`FprobeHandler::missed`] through the header's `missed` pointer for probes flagged
+//! [`FL_RUST`].
+//!
+//! ```text
+//!   Fprobe<H> (repr(C), pinned)
+//!   +----------------------------+ <- *mut ufgraph_fprobe the core keeps
+//!   | raw: ufgraph_fprobe        |    entry_handler = entry_tramp::<H>, exit_handler =
+//!   |   flags |= FL_RUST         |    exit_tramp::<H> (or none: entry-only)
+//!   | missed: missed_tramp::<H>  |    RustHead: what the core reads for a miss
+//!   +----------------------------+
+//!   | handler: H                 |
+//!   +----------------------------+
+//! ```
+//!
+//! Dropping an `Fprobe` unregisters it first: once that returns no handler runs any more.
+
+use super::{fprobes, Target};
+use crate::bindings::{self, ufgraph_fprobe};
+use crate::sys::ftrace::Regs;
+use core::ffi::c_void;
+use core::marker::PhantomPinned;
+use core::pin::Pin;
+use kernel::alloc::{KBox, KVec};
+use kernel::ffi::{c_int, c_ulong};
+use kernel::prelude::*;
+
+/// An fprobe flag of ours (above the C API's): the probe is the head of a [`RustHead`].
+pub const FL_RUST: u32 = 1 << 31;
+
+/// What a Rust probe does at a probed call.
+pub trait FprobeHandler: Send + Sync + Sized + 'static {
+    /// Whether the probe has an exit handler. Without one it is entry-only: its calls never
+    /// touch the shadow stack.
+    const EXIT: bool;
+
+    /// Bytes of entry data each call reserves (at most 15 words, as upstream), handed
+    /// to both handlers of the call. Asked once, at [`Fprobe::new`].
+    fn entry_data_size(&self) -> usize {
+        0
+    }
+
+    /// At the entry of a probed function `ip`, called from `ret_ip`, with its registers and
+    /// this call's entry data. Returns whether [`FprobeHandler::exit`] runs for this call.
+    fn entry(&self, ip: usize, ret_ip: usize, regs: &Regs, data: &mut [u8]) -> bool;
+
+    /// At the return of a call whose entry returned true: `ret_ip` is where it returns to.
+    fn exit(&self, _ip: usize, _ret_ip: usize, _regs: &Regs, _data: &mut [u8]) {}
+
+    /// A call the probe could not handle (no shadow stack, a full one, recursion). `nmissed`
+    /// counts it already.
+    fn missed(&self) {}
+}
+
+/// The head the core reads for a miss of a probe flagged [`FL_RUST`].
+#[repr(C)]
+pub struct RustHead {
+    raw: ufgraph_fprobe,
+    /// Calls the handler's `missed`, given the head's `raw`.
+    missed: unsafe fn(*mut ufgraph_fprobe),
+}
+
+/// Tells a Rust probe's handler about a miss.
+///
+/// # Safety
+///
+/// `fp` must be a registered probe flagged [`FL_RUST`] (the head of a live [`RustHead`]).
+pub(super) unsafe fn notify_missed(fp: *mut ufgraph_fprobe) {
+    // SAFETY: the head of a `RustHead` (caller), whose `missed` is set before registration.
+    unsafe { ((*fp.cast::<RustHead>()).missed)(fp) }
+}
+
+/// A probe whose handlers are `H`'s methods. See the module documentation.
+///
+/// # Invariants
+///
+/// `head.raw`'s handlers are the trampolines for `H`, and `head.missed` is `missed_tramp::<H>`;
+/// `registered` says whether the core holds `head.raw` (then `self` does not move: it is only
+/// handed out pinned).
+#[repr(C)]
+pub struct Fprobe<H: FprobeHandler> {
+    head: RustHead,
+    handler: H,
+    registered: bool,
+    _pin: PhantomPinned,
+}
+
+/// The `Fprobe<H>` whose head is `fp`.
+///
+/// # Safety
+///
+/// `fp` must be the `head.raw` of a live `Fprobe<H>`.
+unsafe fn of<'a, H: FprobeHandler>(fp: *mut ufgraph_fprobe) -> &'a Fprobe<H> {
+    // SAFETY: `head.raw` is the first field of the repr(C) `Fprobe<H>` (caller).
+    unsafe { &*fp.cast::<Fprobe<H>>() }
+}
+
+/// The call's entry data, `size` bytes at `data`.
+///
+/// # Safety
+///
+/// `data` must be null (and `size` 0), or point to `size` bytes reserved for this call only.
+unsafe fn data_of<'a>(data: *mut c_void, size: usize) -> &'a mut [u8] {
+    if data.is_null() || size == 0 {
+        return &mut [];
+    }
+    // SAFETY: `size` bytes of this call's entry data (caller).
+    unsafe { core::slice::from_raw_parts_mut(data.cast(), size) }
+}
+
+/// The probe's entry handler, for an `H`.
+///
+/// # Safety
+///
+/// Called by the fprobe core only, for a registered `Fprobe<H>`'s head, with the hooked call's
+/// registers and its entry data.
+unsafe extern "C" fn entry_tramp<H: FprobeHandler>(
+    fp: *mut ufgraph_fprobe,
+    ip: c_ulong,
+    ret_ip: c_ulong,
+    fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) -> c_int {
+    // SAFETY: a registered `Fprobe<H>` (caller).
+    let p = unsafe { of::<H>(fp) };
+    // SAFETY: the core reserved `entry_data_size` bytes for this call (or none).
+    let data = unsafe { data_of(data, p.head.raw.entry_data_size) };
+    // SAFETY: the core passes the entry registers, valid for the call.
+    let regs = unsafe { Regs::from_raw(fregs) };
+    // The C convention: nonzero skips the exit handler.
+    c_int::from(!p.handler.entry(ip, ret_ip, regs, data))
+}
+
+/// The probe's exit handler, for an `H`.
+///
+/// # Safety
+///
+/// As for [`entry_tramp`], at the hooked call's return.
+unsafe extern "C" fn exit_tramp<H: FprobeHandler>(
+    fp: *mut ufgraph_fprobe,
+    ip: c_ulong,
+    ret_ip: c_ulong,
+    fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) {
+    // SAFETY: a registered `Fprobe<H>` (caller).
+    let p = unsafe { of::<H>(fp) };
+    // SAFETY: the entry data the entry handler saw.
+    let data = unsafe { data_of(data, p.head.raw.entry_data_size) };
+    // SAFETY: the core passes the exit registers, valid for the call.
+    let regs = unsafe { Regs::from_raw(fregs) };
+    p.handler.exit(ip, ret_ip, regs, data);
+}
+
+/// The probe's miss notification, for an `H`.
+///
+/// # Safety
+///
+/// As for [`notify_missed`], for an `Fprobe<H>`.
+unsafe fn missed_tramp<H: FprobeHandler>(fp: *mut ufgraph_fprobe) {
+    // SAFETY: a registered `Fprobe<H>` (caller).
+    unsafe { of::<H>(fp) }.handler.missed();
+}
+
+impl<H: FprobeHandler> Fprobe<H> {
+    /// An unregistered probe for `handler`. `E2BIG` for too much entry data.
+    pub fn new(handler: H) -> Result<Pin<KBox<Self>>> {
+        let size = handler.entry_data_size();
+        if crate::pure::fprobe_hdr::data_words(size).is_none() {
+            return Err(E2BIG);
+        }
+        let raw = ufgraph_fprobe {
+            entry_handler: Some(entry_tramp::<H>),
+            exit_handler: if H::EXIT { Some(exit_tramp::<H>) } else { None },
+            entry_data_size: size,
+            flags: FL_RUST,
+            ..Default::default()
+        };
+        let p = Fprobe {
+            head: RustHead {
+                raw,
+                missed: missed_tramp::<H>,
+            },
+            handler,
+            registered: false,
+            _pin: PhantomPinned,
+        };
+        Ok(KBox::pin(p, GFP_KERNEL)?)
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &H {
+        &self.handler
+    }
+
+    /// Calls the probe missed (`nmissed`).
+    pub fn nmissed(&self) -> usize {
+        // SAFETY: `nmissed` is only updated atomically (the core's `missed`).
+        unsafe {
+            core::sync::atomic::AtomicUsize::from_ptr(
+                core::ptr::addr_of!(self.head.raw.nmissed).cast_mut().cast(),
+            )
+        }
+        .load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The raw probe the core keeps.
+    fn raw(self: Pin<&mut Self>) -> *mut ufgraph_fprobe {
+        // SAFETY: only the address is taken; nothing moves.
+        unsafe { core::ptr::addr_of_mut!(self.get_unchecked_mut().head.raw) }
+    }
+
+    /// Registers the probe on `t`. `EBUSY` if it is registered already; the core's errors
+    /// otherwise, with nothing left registered.
+    pub fn register(mut self: Pin<&mut Self>, t: &Target<'_>) -> Result {
+        let core = fprobes().ok_or(ENODEV)?;
+        if self.registered {
+            return Err(EBUSY);
+        }
+        let fp = self.as_mut().raw();
+        // SAFETY: the probe is pinned and unregistered before it is dropped (`Drop`).
+        unsafe { core.register(fp, t) }?;
+        // SAFETY: a field write; nothing moves.
+        unsafe { self.get_unchecked_mut().registered = true };
+        Ok(())
+    }
+
+    /// Registers the probe on `ips`, ftrace locations from `Fprobes::resolve` (see
+    /// `Fprobes::register_resolved`).
+    pub fn register_resolved(mut self: Pin<&mut Self>, ips: KVec<usize>) -> Result {
+        let core = fprobes().ok_or(ENODEV)?;
+        if self.registered {
+            return Err(EBUSY);
+        }
+        let fp = self.as_mut().raw();
+        // SAFETY: as in `register`.
+        unsafe { core.register_resolved(fp, ips) }?;
+        // SAFETY: a field write; nothing moves.
+        unsafe { self.get_unchecked_mut().registered = true };
+        Ok(())
+    }
+
+    /// Unregisters the probe: when this returns, neither handler runs any more. `EINVAL` if it
+    /// is not registered.
+    pub fn unregister(mut self: Pin<&mut Self>) -> Result {
+        if !self.registered {
+            return Err(EINVAL);
+        }
+        let core = fprobes().ok_or(ENODEV)?;
+        let fp = self.as_mut().raw();
+        core.unregister(fp)?;
+        // SAFETY: a field write; nothing moves.
+        unsafe { self.get_unchecked_mut().registered = false };
+        Ok(())
+    }
+}
+
+impl<H: FprobeHandler> Drop for Fprobe<H> {
+    fn drop(&mut self) {
+        if self.registered {
+            if let Some(core) = fprobes() {
+                // The core must not keep a pointer to freed memory: unregistering cannot fail
+                // for a registered probe.
+                let _ = core.unregister(core::ptr::addr_of_mut!(self.head.raw));
+            }
+        }
+    }
+}
