@@ -60,7 +60,6 @@ use crate::sys::ftrace::{RawOps, Regs};
 use crate::sys::sync::synchronize_rcu_tasks;
 use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion, Refused};
 use crate::sys::tracepoint::Probe;
-use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use kernel::alloc::KVec;
 use kernel::new_mutex;

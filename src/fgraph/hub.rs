@@ -24,7 +24,6 @@
 //! is not empty: an empty filter would make ftrace call it for every function.
 
 use super::graph::{graph, Graph, GraphHandler, Slot};
-use crate::bindings;
 use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::RawOps;
 use crate::sys::rcutable::RcuTable;
@@ -66,7 +65,7 @@ impl HubState {
 
 /// See the module documentation.
 pub(super) struct Hub {
-    ops: Opaque<bindings::ftrace_ops>,
+    ops: Opaque<crate::sys::ftrace::RawFtraceOps>,
     masks: RcuTable,
 }
 
@@ -78,7 +77,7 @@ unsafe impl Sync for Hub {}
 impl Hub {
     pub(super) fn new() -> Self {
         Self {
-            ops: Opaque::new(bindings::ftrace_ops::default()),
+            ops: Opaque::new(crate::sys::ftrace::RawFtraceOps::default()),
             masks: RcuTable::new(),
         }
     }
@@ -283,8 +282,8 @@ type Direct = crate::fgraph::capi::COps;
 unsafe extern "C" fn hub_entry<Q: GraphHandler>(
     ip: usize,
     parent_ip: usize,
-    _op: *mut bindings::ftrace_ops,
-    fregs: *mut bindings::ftrace_regs,
+    _op: *mut crate::sys::ftrace::RawFtraceOps,
+    fregs: *mut crate::sys::ftrace::RawFregs,
 ) {
     // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (helpers.c),
     // whose ftrace always passes its registers.

@@ -3,7 +3,6 @@
 //! [`GraphOps`]: a Rust graph user, owning its `ftrace_ops` (the filter), its slot and handler.
 
 use super::graph::{graph, GraphHandler, Slot};
-use crate::bindings;
 use crate::sys::ftrace::RawOps;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
@@ -14,7 +13,7 @@ use kernel::str::CStr;
 use kernel::types::Opaque;
 
 struct Inner<H> {
-    ftrace: Opaque<bindings::ftrace_ops>,
+    ftrace: Opaque<crate::sys::ftrace::RawFtraceOps>,
     slot: Slot,
     handler: H,
 }
@@ -50,7 +49,8 @@ impl<H: GraphHandler> GraphOps<H> {
         // stay put: the box is pinned from here on and never moved out of.
         // SAFETY: `p` is the box's uninitialised memory; every field is initialised in place.
         let b = unsafe {
-            addr_of_mut!((*p).ftrace).write(Opaque::new(bindings::ftrace_ops::default()));
+            addr_of_mut!((*p).ftrace)
+                .write(Opaque::new(crate::sys::ftrace::RawFtraceOps::default()));
             addr_of_mut!((*p).handler).write(handler);
             let ops = RawOps::from_raw((*p).ftrace.get());
             addr_of_mut!((*p).slot).write(Slot::new(addr_of_mut!((*p).handler), ops));

@@ -454,7 +454,7 @@ impl Tasks {
         });
         if !kept {
             // SAFETY: `p` is kmalloc'd (`alloc_stack`), unpublished; `rcu` is in its first page.
-            unsafe { bindings::ufg_kfree_rcu(core::ptr::addr_of_mut!((*p).rcu), p.cast()) };
+            unsafe { crate::sys::sync::kvfree_rcu(p, core::ptr::addr_of_mut!((*p).rcu)) };
         }
     }
 
@@ -575,7 +575,7 @@ impl Tasks {
         self.stats.stacks.fetch_sub(1, Relaxed);
         // Readers that found it before the removal are RCU-sched readers: free after a GP.
         // SAFETY: `ts` is kmalloc'd (`alloc_stack`), unfiled; `rcu` is in its first page.
-        unsafe { bindings::ufg_kfree_rcu(core::ptr::addr_of_mut!((*ts).rcu), ts.cast()) };
+        unsafe { crate::sys::sync::kvfree_rcu(ts, core::ptr::addr_of_mut!((*ts).rcu)) };
     }
 
     /// Rebuilds the table with room for at least `want` entries (and for the current ones).
@@ -665,15 +665,9 @@ impl Tasks {
         HOTPLUG_TASKS.store((self as *const Self).cast_mut(), Release);
         // SAFETY: `on_cpu_prepare` matches the callback type; it only reaches `self` through
         // HOTPLUG_TASKS, which `detach` clears after removing the state.
-        let hp = unsafe { bindings::ufg_cpuhp_add(Some(on_cpu_prepare)) };
-        if hp <= 0 {
-            pr_err!("cannot add a CPU hotplug state ({})\n", hp);
-            return Err(if hp < 0 {
-                Error::from_errno(hp)
-            } else {
-                EINVAL
-            });
-        }
+        let hp = unsafe { crate::sys::sync::cpuhp_add(on_cpu_prepare) }.inspect_err(|e| {
+            pr_err!("cannot add a CPU hotplug state ({:?})\n", e);
+        })?;
         self.hotplug.store(hp, Relaxed);
 
         // The walk first: it must give every task a stack, or the registration fails; the pool
@@ -742,7 +736,7 @@ impl Tasks {
         let hp = self.hotplug.swap(0, Relaxed);
         if hp > 0 {
             // SAFETY: the state `attach` added; removing it waits for a running callback.
-            unsafe { bindings::ufg_cpuhp_remove(hp) };
+            unsafe { crate::sys::sync::cpuhp_remove(hp) };
         }
         let _ = HOTPLUG_TASKS.compare_exchange(
             (self as *const Self).cast_mut(),

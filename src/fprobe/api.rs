@@ -25,7 +25,7 @@
 //! Dropping an `Fprobe` unregisters it first: once that returns no handler runs any more.
 
 use super::{fprobes, Target};
-use crate::bindings::{self, ufgraph_fprobe};
+use crate::bindings::ufgraph_fprobe;
 use crate::sys::ftrace::Regs;
 use core::ffi::c_void;
 use core::marker::PhantomPinned;
@@ -127,7 +127,7 @@ unsafe extern "C" fn entry_tramp<H: FprobeHandler>(
     fp: *mut ufgraph_fprobe,
     ip: c_ulong,
     ret_ip: c_ulong,
-    fregs: *mut bindings::ftrace_regs,
+    fregs: *mut crate::sys::ftrace::RawFregs,
     data: *mut c_void,
 ) -> c_int {
     // SAFETY: a registered `Fprobe<H>` (caller).
@@ -149,7 +149,7 @@ unsafe extern "C" fn exit_tramp<H: FprobeHandler>(
     fp: *mut ufgraph_fprobe,
     ip: c_ulong,
     ret_ip: c_ulong,
-    fregs: *mut bindings::ftrace_regs,
+    fregs: *mut crate::sys::ftrace::RawFregs,
     data: *mut c_void,
 ) {
     // SAFETY: a registered `Fprobe<H>` (caller).

@@ -13,7 +13,7 @@ use super::*;
 ///
 /// Only from the trampoline (see [`crate::fgraph::graph::return_handler`]).
 #[no_mangle]
-pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut bindings::ftrace_regs) -> usize {
+pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut crate::sys::ftrace::RawFregs) -> usize {
     // SAFETY: the caller's contract.
     unsafe { crate::fgraph::graph::return_handler::<GraphSide, crate::fgraph::capi::COps>(fregs) }
 }

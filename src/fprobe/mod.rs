@@ -227,11 +227,7 @@ fn disabled(fp: *mut ufgraph_fprobe) -> bool {
 /// The shared graph ops' handler: probes with exit handlers.
 pub struct GraphSide;
 
-/// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.
-pub fn glob_match(pat: &CStr, s: &CStr) -> bool {
-    // SAFETY: two NUL-terminated strings, only read.
-    unsafe { bindings::ufg_glob_match(pat.as_char_ptr(), s.as_char_ptr()) }
-}
+pub use crate::sys::ksym::glob_match;
 
 impl Reg {
     /// Adds (or removes) `ips` to the shared ops' filter, `graph_ips` being how many it holds:

@@ -7,7 +7,7 @@
 //! return skip a rethook unregistered since (even if the same structure was registered again:
 //! ids are never reused).
 
-use crate::bindings::{self, ufgraph_rethook};
+use crate::bindings::ufgraph_rethook;
 use crate::fgraph::graph::{graph, Slot};
 use crate::fgraph::{Entry, GraphHandler, Return};
 use crate::pure::tasktable::Counts;
@@ -255,7 +255,7 @@ pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
 /// from an entry hook (preemption disabled); `rh` a registered rethook.
 pub unsafe fn rethook_hook(
     rh: *mut ufgraph_rethook,
-    fregs: *mut bindings::ftrace_regs,
+    fregs: *mut crate::sys::ftrace::RawFregs,
 ) -> *mut c_void {
     let p = RETHOOK.load(Acquire);
     // SAFETY: the graph core exists while the module does.

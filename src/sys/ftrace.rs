@@ -18,6 +18,19 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::types::Opaque;
 
+/// The C `struct ftrace_ops`, as ftrace callbacks receive it.
+pub type RawFtraceOps = bindings::ftrace_ops;
+/// The C `struct ftrace_regs`, as ftrace callbacks receive it (see [`Regs`]).
+pub type RawFregs = bindings::ftrace_regs;
+
+/// ftrace's clock (`trace_clock_local()`, nanoseconds, per CPU and cheap): what function_graph's
+/// call times use.
+#[inline(always)]
+pub fn clock_local() -> u64 {
+    // SAFETY: no preconditions.
+    unsafe { bindings::trace_clock_local() }
+}
+
 /// The registers ftrace saved at a function's entry (`struct ftrace_regs`, DYNAMIC_FTRACE_WITH_ARGS):
 /// the argument registers, the stack pointer and the instruction pointer.
 #[repr(transparent)]

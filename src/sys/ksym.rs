@@ -358,3 +358,20 @@ fn same_function_start(addr: usize, loc: usize) -> bool {
         _ => false,
     }
 }
+
+/// Room for a symbol name as [`symbol_name`] writes it (`KSYM_SYMBOL_LEN`).
+pub type SymbolBuf = [u8; bindings::UFG_KSYM_SYMBOL_LEN];
+
+/// The name of the function `addr` is in, without offset (`%ps`), written into `buf`; "?" if
+/// it is not valid UTF-8.
+pub fn symbol_name(addr: usize, buf: &mut SymbolBuf) -> &str {
+    // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol_no_offset may write.
+    let n = unsafe { bindings::sprint_symbol_no_offset(buf.as_mut_ptr().cast(), addr as _) };
+    core::str::from_utf8(&buf[..n.clamp(0, buf.len() as _) as usize]).unwrap_or("?")
+}
+
+/// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.
+pub fn glob_match(pat: &CStr, s: &CStr) -> bool {
+    // SAFETY: two NUL-terminated strings, only read.
+    unsafe { bindings::ufg_glob_match(pat.as_char_ptr(), s.as_char_ptr()) }
+}

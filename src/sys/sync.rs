@@ -257,3 +257,62 @@ impl Work {
         self.0.get()
     }
 }
+
+/// Runs `f` on one CPU while every other online CPU spins with interrupts off
+/// (`stop_machine()`): no task runs meanwhile. `f` runs with interrupts disabled and must not
+/// sleep.
+pub fn stop_machine<F: FnMut()>(mut f: F) {
+    /// The stopper's callback.
+    ///
+    /// # Safety
+    ///
+    /// `data` must be the `F` of the call below, alive for it.
+    unsafe extern "C" fn run<F: FnMut()>(data: *mut core::ffi::c_void) -> core::ffi::c_int {
+        // SAFETY: the caller's `F`, alive for the synchronous call, used by this CPU alone.
+        unsafe { (*data.cast::<F>())() };
+        0
+    }
+    // SAFETY: `run::<F>` matches cpu_stop_fn_t and only calls `f`; a NULL cpumask runs it on
+    // one CPU while all others are stopped; stop_machine returns after it ran.
+    unsafe { bindings::stop_machine(Some(run::<F>), (&mut f as *mut F).cast(), core::ptr::null()) };
+}
+
+/// Frees `obj` (a kmalloc'd or kvmalloc'd object) after an RCU grace period, using `head`, an
+/// `rcu_head` inside it (`kvfree_rcu()`); never sleeps.
+///
+/// # Safety
+///
+/// `obj` must come from the kernel's allocator and no longer be reachable by new readers;
+/// `head` must lie inside its first page (kvfree_rcu finds the object from it).
+pub unsafe fn kvfree_rcu<T>(obj: *mut T, head: *mut bindings::callback_head) {
+    // SAFETY: per the function's contract.
+    unsafe { bindings::ufg_kfree_rcu(head, obj.cast()) };
+}
+
+/// Adds a CPU hotplug state (CPUHP_BP_PREPARE_DYN) whose startup callback, `prepare`, runs
+/// before a CPU comes up (not for the CPUs already up). Returns the state, for
+/// [`cpuhp_remove`].
+///
+/// # Safety
+///
+/// `prepare` may be called from now until [`cpuhp_remove`] returns, on any CPU being brought up.
+pub unsafe fn cpuhp_add(
+    prepare: unsafe extern "C" fn(core::ffi::c_uint) -> core::ffi::c_int,
+) -> Result<core::ffi::c_int> {
+    // SAFETY: `prepare` matches the callback type (the caller vouches for what it does).
+    match unsafe { bindings::ufg_cpuhp_add(Some(prepare)) } {
+        n if n > 0 => Ok(n),
+        0 => Err(EINVAL),
+        e => Err(Error::from_errno(e)),
+    }
+}
+
+/// Removes a state [`cpuhp_add`] added, waiting for a running callback.
+///
+/// # Safety
+///
+/// `state` must come from [`cpuhp_add`] and be removed once.
+pub unsafe fn cpuhp_remove(state: core::ffi::c_int) {
+    // SAFETY: per the function's contract.
+    unsafe { bindings::ufg_cpuhp_remove(state) };
+}

@@ -16,8 +16,8 @@ use super::*;
 pub(super) unsafe extern "C" fn graph_entry<H: GraphHandler>(
     ip: usize,
     parent_ip: usize,
-    op: *mut bindings::ftrace_ops,
-    fregs: *mut bindings::ftrace_regs,
+    op: *mut crate::sys::ftrace::RawFtraceOps,
+    fregs: *mut crate::sys::ftrace::RawFregs,
 ) {
     // Both paths are tail calls with this callback's own arguments: it makes no frame and moves
     // no register.
@@ -37,7 +37,7 @@ pub(super) unsafe extern "C" fn graph_entry<H: GraphHandler>(
 ///
 /// `op` must be the `ftrace_ops` ftrace called a [`graph_entry`] with.
 #[inline(always)]
-pub(super) unsafe fn op_slot<'a>(op: *mut bindings::ftrace_ops) -> &'a Slot {
+pub(super) unsafe fn op_slot<'a>(op: *mut crate::sys::ftrace::RawFtraceOps) -> &'a Slot {
     // SAFETY: `private` is the slot set by `Graph::register`, alive while the ops is registered,
     // and ftrace does not call us after unregistering.
     unsafe { &*(*op).private.cast::<Slot>() }
@@ -52,8 +52,8 @@ pub(super) unsafe fn op_slot<'a>(op: *mut bindings::ftrace_ops) -> &'a Slot {
 pub(super) unsafe fn graph_entry_pre<H: GraphHandler>(
     ip: usize,
     parent_ip: usize,
-    op: *mut bindings::ftrace_ops,
-    fregs: *mut bindings::ftrace_regs,
+    op: *mut crate::sys::ftrace::RawFtraceOps,
+    fregs: *mut crate::sys::ftrace::RawFregs,
 ) {
     // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (helpers.c),
     // whose ftrace always passes its registers.
@@ -96,8 +96,8 @@ pub(super) unsafe fn graph_entry_pre<H: GraphHandler>(
 pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
     ip: usize,
     parent_ip: usize,
-    op: *mut bindings::ftrace_ops,
-    fregs: *mut bindings::ftrace_regs,
+    op: *mut crate::sys::ftrace::RawFtraceOps,
+    fregs: *mut crate::sys::ftrace::RawFregs,
 ) {
     // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (helpers.c),
     // whose ftrace always passes its registers.
@@ -145,7 +145,7 @@ pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
 pub(super) unsafe fn graph_enter<H: GraphHandler>(
     slot: &Slot,
     ip: usize,
-    fregs: *mut bindings::ftrace_regs,
+    fregs: *mut crate::sys::ftrace::RawFregs,
     cookie: usize,
     np: &NoPreempt,
 ) {
@@ -178,7 +178,7 @@ impl Graph {
         slot: &Slot,
         ip: usize,
         parent_ip: usize,
-        fregs: *mut bindings::ftrace_regs,
+        fregs: *mut crate::sys::ftrace::RawFregs,
         cookie: usize,
     ) -> bool {
         // SAFETY: the caller's contract; `this` is the handler this slot was made for, alive
@@ -204,7 +204,7 @@ impl Graph {
         slot: &Slot,
         ip: usize,
         parent_ip: usize,
-        fregs: *mut bindings::ftrace_regs,
+        fregs: *mut crate::sys::ftrace::RawFregs,
         cookie: usize,
         lazy: bool,
         entry: impl FnOnce(&mut Entry<'_>) -> bool,
@@ -241,7 +241,7 @@ impl Graph {
         &self,
         slot: &Slot,
         ip: usize,
-        fregs: *mut bindings::ftrace_regs,
+        fregs: *mut crate::sys::ftrace::RawFregs,
         cookie: usize,
         np: &NoPreempt,
         lazy: bool,
@@ -270,7 +270,7 @@ impl Graph {
         &self,
         slot: &Slot,
         ip: usize,
-        fregs: *mut bindings::ftrace_regs,
+        fregs: *mut crate::sys::ftrace::RawFregs,
         cookie: usize,
         stack: &'a Stack,
         np: &'a NoPreempt,
@@ -469,7 +469,7 @@ impl Graph {
         &self,
         slot: &Slot,
         ip: usize,
-        fregs: *mut bindings::ftrace_regs,
+        fregs: *mut crate::sys::ftrace::RawFregs,
         stack: &Stack,
         np: &NoPreempt,
         bm: usize,
@@ -515,8 +515,7 @@ impl Graph {
         if self.timed.load(Relaxed) == 0 {
             return 0;
         }
-        // SAFETY: no preconditions.
-        unsafe { bindings::trace_clock_local() }
+        crate::sys::ftrace::clock_local()
     }
 
     /// Gives `slot` an index without an ftrace filter: its frames are pushed by
@@ -564,7 +563,7 @@ impl Graph {
 /// it on the current task's stack.
 #[inline(always)]
 pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
-    fregs: *mut bindings::ftrace_regs,
+    fregs: *mut crate::sys::ftrace::RawFregs,
 ) -> usize {
     // The frame is popped whatever happens; only the callbacks need the recursion guard (a
     // return callback that calls a hooked function, whose own return would re-enter here).

@@ -301,8 +301,12 @@ pub struct Slot {
     pub(super) ret: unsafe fn(*const (), &mut Return<'_>),
     /// The ftrace callback for this slot's handler type: `graph_entry::<H>`, in which the
     /// handler's entry callback is a direct (inlined) call.
-    pub(super) ftrace_func:
-        unsafe extern "C" fn(usize, usize, *mut bindings::ftrace_ops, *mut bindings::ftrace_regs),
+    pub(super) ftrace_func: unsafe extern "C" fn(
+        usize,
+        usize,
+        *mut crate::sys::ftrace::RawFtraceOps,
+        *mut crate::sys::ftrace::RawFregs,
+    ),
     pub(super) missed: unsafe fn(*const (), usize),
     pub(super) set_index: unsafe fn(*const (), Option<usize>),
     pub(super) wants_times: bool,

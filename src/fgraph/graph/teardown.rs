@@ -160,10 +160,8 @@ pub(super) fn report_pending(owner: Owner, func: usize, first: bool) {
     };
     let len = comm.iter().position(|&c| c == 0).unwrap_or(comm.len());
     let comm = core::str::from_utf8(&comm[..len]).unwrap_or("?");
-    let mut sym = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
-    // SAFETY: `sym` has the KSYM_SYMBOL_LEN bytes sprint_symbol_no_offset may write.
-    let n = unsafe { bindings::sprint_symbol_no_offset(sym.as_mut_ptr().cast(), func as _) };
-    let sym = core::str::from_utf8(&sym[..n.max(0) as usize]).unwrap_or("?");
+    let mut buf: crate::sys::ksym::SymbolBuf = [0; _];
+    let sym = crate::sys::ksym::symbol_name(func, &mut buf);
     if first {
         pr_warn!("rmmod waits for returns it cannot hand back (another hooker stacked over ufgraph's, or arm64 without a rewritable slot):\n");
     }
@@ -176,25 +174,13 @@ impl Graph {
     // into `waits` (room for `cap`). Returns false, having pinned nothing more, if `waits` is
     // full: the caller makes room and calls again (marked frames keep their verdict).
     pub(super) fn hand_back(&self, waits: &mut KVec<Wait>, cap: usize, tally: &mut Tally) -> bool {
-        struct Ctx<'a> {
-            g: &'a Graph,
-            waits: &'a mut KVec<Wait>,
-            cap: usize,
-            tally: &'a mut Tally,
-            full: bool,
-        }
-        /// The stop_machine callback.
-        ///
-        /// # Safety
-        ///
-        /// `data` must be the `Ctx` of the call below, alive for it.
-        unsafe extern "C" fn run(data: *mut c_void) -> c_int {
-            // SAFETY: `data` is the `Ctx` below, alive for the synchronous stop_machine call.
-            let c = unsafe { &mut *data.cast::<Ctx<'_>>() };
+        let mut full = false;
+        // On one CPU while every other spins with interrupts off: no task runs or exits.
+        crate::sys::sync::stop_machine(|| {
             // Interrupts are off under stop_machine: preemption too.
             let np = NoPreempt::new();
-            c.g.tasks.for_each_owned_stack(&np, |owner, ts| {
-                if c.full {
+            self.tasks.for_each_owned_stack(&np, |owner, ts| {
+                if full {
                     return;
                 }
                 let stack = &ts.stack;
@@ -206,7 +192,7 @@ impl Graph {
                 if unsafe { owner.gone() } {
                     // Never runs again: its frames can never return, and its kernel stack may be
                     // freed already (a zombie's is, before it is reaped): touch nothing.
-                    c.tally.gone += stack.frames().count();
+                    tally.gone += stack.frames().count();
                     return;
                 }
                 // SAFETY: as above; nothing runs or exits during stop_machine.
@@ -234,15 +220,15 @@ impl Graph {
                         owner,
                         view.as_ref(),
                         &mut walk,
-                        c.tally,
+                        tally,
                     );
                     n = 0;
                 }
                 if !pending {
                     return;
                 }
-                if c.waits.len() >= c.cap {
-                    c.full = true;
+                if waits.len() >= cap {
+                    full = true;
                     return;
                 }
                 let w = match owner {
@@ -262,27 +248,10 @@ impl Graph {
                     },
                 };
                 // Within the capacity reserved by the caller: does not allocate.
-                let _ = c.waits.push(w, GFP_ATOMIC);
+                let _ = waits.push(w, GFP_ATOMIC);
             });
-            0
-        }
-        let mut c = Ctx {
-            g: self,
-            waits,
-            cap,
-            tally,
-            full: false,
-        };
-        // SAFETY: `run` matches cpu_stop_fn_t and only touches `c` and the stacks; a NULL cpumask
-        // runs it on one CPU while all others are stopped.
-        unsafe {
-            bindings::stop_machine(
-                Some(run),
-                (&mut c as *mut Ctx<'_>).cast(),
-                core::ptr::null(),
-            )
-        };
-        !c.full
+        });
+        !full
     }
 
     // Teardown: steps 2 to 4 of the module documentation. Every ops is unregistered.
