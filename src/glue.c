@@ -202,6 +202,11 @@ const char *ufg_tracepoint_name(const struct tracepoint *tp)
 	return tp->name;
 }
 
+void *ufg_tracepoint_probestub(const struct tracepoint *tp)
+{
+	return tp->probestub;
+}
+
 void ufg_tracepoint_synchronize_unregister(void)
 {
 	tracepoint_synchronize_unregister();

@@ -70,6 +70,7 @@ bool ufg_schedule_work(struct work_struct *work);
 
 /* Tracepoints. */
 const char *ufg_tracepoint_name(const struct tracepoint *tp);
+void *ufg_tracepoint_probestub(const struct tracepoint *tp);
 void ufg_tracepoint_synchronize_unregister(void);
 
 /* Unwinding (x86_64 ORC/frame pointer unwinder state). */

@@ -209,6 +209,9 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
         writeln!(m, "event_probes_registered {}", armed)?;
         writeln!(m, "event_records_refused {}", dropped)?;
     }
+    if let Some(n) = events::stubs_attached() {
+        writeln!(m, "event_tracepoint_stubs {}", n)?;
+    }
     writeln!(m, "live_frames {}", t.frames_now())?;
     if let Some(f) = fprobe::fprobes() {
         writeln!(m, "fprobe_missed {}", f.missed())?;
