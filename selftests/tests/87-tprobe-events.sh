@@ -4,8 +4,9 @@
 # signal_generate, signal_deliver and sys_enter fired on purpose; several events and probes on
 # one tracepoint (one attachment, counted); register on enable (nothing attached or hooked
 # while idle); the kernel's own event on the same tracepoint undisturbed, before, during and
-# after; an unknown tracepoint refused with upstream's error_log entry and caret; removal
-# leaving nothing behind (no event, probe, attachment or hooked function).
+# after; a module's tracepoint (the module held while a probe is defined on it); an unknown
+# tracepoint refused with upstream's error_log entry and caret; removal leaving nothing behind
+# (no event, probe, attachment or hooked function).
 . /selftests/lib.sh
 T=/sys/kernel/tracing
 DE=$DBG/ufgraph/dynamic_events
@@ -159,6 +160,37 @@ if [ -n "$nr" ]; then
 fi
 
 [ "$caught" -gt 0 ] || fail "the shell never caught its SIGUSR2"
+
+# A module's tracepoint: the kernel's trace-events sample fires foo_bar("hello", cnt, ...) once
+# a second from its thread, cnt counting up. The module is held while a probe is defined on
+# its tracepoint; once it is unloaded, its tracepoint is not found.
+if [ -f $KO/trace-events-sample.ko ]; then
+	insmod $KO/trace-events-sample.ko || fail "insmod trace-events-sample"
+	echo > $EL
+	echo 't:tpt/foo foo_bar s=+0($arg1):string bar=$arg2:s32' >> $DE ||
+		fail "define foo: $(cat $EL) $(grep trace_events /proc/modules) $(dmesg | tail -3)"
+	rmmod trace_events_sample 2>/dev/null && fail "rmmod while a probe is defined on its tracepoint"
+	idle "foo defined"
+	echo 1 > $T/events/tpt/foo/enable || fail "enable foo"
+	[ "$(stat_of event_tracepoint_stubs)" = 1 ] || fail "foo: $(st)"
+	echo > $T/trace
+	echo 1 > $T/tracing_on
+	sleep 3
+	echo 0 > $T/tracing_on
+	echo 0 > $T/events/tpt/foo/enable
+	idle "foo disabled"
+	tr=$(grep -v '^#' $T/trace)
+	recs=$(echo "$tr" | grep -c ' foo: (__probestub_foo_bar+0x[0-9a-f]*/0x[0-9a-f]* \[trace_events_sample\]) s="hello" bar=[0-9]*$')
+	[ "$recs" -ge 2 ] && [ "$recs" = "$(echo "$tr" | grep -c .)" ] || fail "foo records: $tr"
+	echo "$tr" | sed 's/.* bar=//' | awk 'NR > 1 && $1 != prev + 1 { exit 1 } { prev = $1 }' ||
+		fail "foo: bar does not count up by one: $tr"
+	echo '-:tpt/foo' >> $DE || fail "remove foo"
+	rmmod trace_events_sample || fail "rmmod trace-events-sample after the probe went"
+	echo > $EL
+	echo 't:tpt/foo foo_bar' >> $DE 2>/dev/null && fail "accepted the tracepoint of an unloaded module"
+	grep -q 'error: Tracepoint is not found' $EL || fail "error_log: $(cat $EL)"
+fi
+
 
 # Removal: one event, then the rest; nothing is left.
 echo '-:tpt/gen2' >> $DE || fail "remove gen2"

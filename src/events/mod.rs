@@ -52,7 +52,7 @@ use crate::sys::sync::{synchronize_rcu, NoPreempt};
 use crate::sys::trace_event::{
     self, EventCall, EventFile, EventMutex, EventOps, Fields, PerfCall, SeqOut,
 };
-use crate::sys::tracepoint::{self, Tracepoint};
+use crate::sys::tracepoint::{self, ModuleRef, Tracepoint};
 use core::ffi::c_void;
 use core::fmt::{self, Write};
 use core::pin::Pin;
@@ -138,6 +138,9 @@ struct Slot {
     /// A tracepoint probe's tracepoint: its probestub is the one function in `ips`, and is
     /// attached to the tracepoint while the probe is armed (see [`StubUse`]).
     tp: Option<Tracepoint>,
+    /// The module of `tp`, if a module's: held while the probe is defined, so that the
+    /// tracepoint and its probestub stay (its `rmmod` fails with `EBUSY` meanwhile).
+    _tp_module: Option<ModuleRef>,
 }
 
 /// A tracepoint whose probestub ufgraph attached, and how many armed probes need it there.
@@ -726,11 +729,18 @@ impl Events {
     }
 
     #[inline(never)]
-    fn add(&self, def: &ProbeDef<'_>, tp: Option<Tracepoint>) -> core::result::Result<(), Failure> {
+    fn add(
+        &self,
+        def: &ProbeDef<'_>,
+        tp: Option<(Tracepoint, Option<ModuleRef>)>,
+    ) -> core::result::Result<(), Failure> {
         // The parser looked the tracepoint up (and refused an unknown one).
-        let tp = match def.kind() {
-            ProbeKind::Tracepoint => Some(tp.ok_or(Failure::from(EINVAL))?),
-            ProbeKind::Fprobe => None,
+        let (tp, tp_module) = match def.kind() {
+            ProbeKind::Tracepoint => {
+                let (t, m) = tp.ok_or(Failure::from(EINVAL))?;
+                (Some(t), m)
+            }
+            ProbeKind::Fprobe => (None, None),
         };
         let fail = |errno: i32| Failure {
             errno: Error::from_errno(errno),
@@ -774,8 +784,8 @@ impl Events {
                 .probes
                 .reserve(1, GFP_KERNEL)
                 .map_err(|_| Failure::from(ENOMEM))?;
-            let mut slot =
-                Self::new_slot(def, evp, perf, cmd, sym, r, tp).map_err(|e| fail(e.to_errno()))?;
+            let mut slot = Self::new_slot(def, evp, perf, cmd, sym, r, tp, tp_module)
+                .map_err(|e| fail(e.to_errno()))?;
             // An event in use gets its new probe registered now. (Upstream from 6.17 leaves a
             // probe appended to an enabled event unregistered until the event is next
             // enabled: it would miss every call meanwhile.)
@@ -792,8 +802,8 @@ impl Events {
         let mut call = EventCall::new(group, name, &print_fmt, ev).map_err(Failure::from)?;
         let evp: *const Event = call.ops();
         let perf = call.perf_call();
-        let slot =
-            Self::new_slot(def, evp, perf, cmd, sym, r, tp).map_err(|e| fail(e.to_errno()))?;
+        let slot = Self::new_slot(def, evp, perf, cmd, sym, r, tp, tp_module)
+            .map_err(|e| fail(e.to_errno()))?;
         let mut probes = KVec::new();
         let (Ok(()), Ok(gname), Ok(ename)) =
             (probes.push(slot, GFP_KERNEL), bytes(group), bytes(name))
@@ -904,6 +914,7 @@ impl Events {
         sym: KVec<u8>,
         r: fprobe::Resolved,
         tp: Option<Tracepoint>,
+        tp_module: Option<ModuleRef>,
     ) -> Result<Slot> {
         let mut fp = ufgraph_fprobe::default();
         if def.is_return() {
@@ -933,6 +944,7 @@ impl Events {
             gen: r.gen,
             armed: false,
             tp,
+            _tp_module: tp_module,
         })
     }
 
