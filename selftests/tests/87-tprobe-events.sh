@@ -161,6 +161,33 @@ fi
 
 [ "$caught" -gt 0 ] || fail "the shell never caught its SIGUSR2"
 
+# The kernel's own tracepoint probe events (CONFIG_FPROBE_EVENTS: the debug kernel) on the
+# same tracepoint: ufgraph's stub attachment is its own (its data is ufgraph's, not NULL), so
+# neither side's coming or going takes the other's away, and ufgraph's records only its own
+# attachment's calls. The kernel's event sees the stub's calls from both attachments (it has
+# no way to tell them apart): two records per hit while ufgraph's is attached.
+if grep -qF 't[:[<group>/][<event>]] <tracepoint> [<args>]' $T/README; then
+	echo 't:ktp/kgen signal_generate s=$arg1:s32' >> $T/dynamic_events || fail "the kernel's t: event"
+	echo 't:tpt/gen3 signal_generate s=$arg1:s32' >> $DE || fail "define gen3"
+	echo 1 > $T/events/ktp/kgen/enable || fail "enable kgen"
+	echo 1 > $T/events/tpt/gen3/enable || fail "enable gen3"
+	fire
+	[ "$(echo "$tr" | grep -c ' gen3: .* s=12$')" = 1 ] || fail "gen3 beside kgen: $tr"
+	[ "$(echo "$tr" | grep -c ' kgen: .* s=12$')" = 2 ] || fail "kgen beside gen3: $tr"
+	echo 0 > $T/events/tpt/gen3/enable
+	fire
+	[ "$(echo "$tr" | grep -c ' kgen: .* s=12$')" = 1 ] || fail "kgen after gen3: $tr"
+	echo "$tr" | grep -q ' gen3: ' && fail "disabled gen3 recorded: $tr"
+	echo 1 > $T/events/tpt/gen3/enable || fail "enable gen3 again"
+	echo 0 > $T/events/ktp/kgen/enable
+	echo '-:ktp/kgen' >> $T/dynamic_events || fail "remove kgen"
+	fire
+	[ "$(echo "$tr" | grep -c ' gen3: .* s=12$')" = 1 ] || fail "gen3 after kgen went: $tr"
+	echo 0 > $T/events/tpt/gen3/enable
+	echo '-:tpt/gen3' >> $DE || fail "remove gen3"
+	idle "gen3 removed"
+fi
+
 # A module's tracepoint: the kernel's trace-events sample fires foo_bar("hello", cnt, ...) once
 # a second from its thread, cnt counting up. The module is held while a probe is defined on
 # its tracepoint; once it is unloaded, its tracepoint is not found.
