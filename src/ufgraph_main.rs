@@ -210,6 +210,9 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
         writeln!(m, "event_probes_registered {}", armed)?;
         writeln!(m, "event_records_refused {}", dropped)?;
     }
+    if let Some(n) = events::stubs_attached() {
+        writeln!(m, "event_tracepoint_stubs {}", n)?;
+    }
     writeln!(m, "live_frames {}", t.frames_now())?;
     writeln!(m, "return_slots {}", arch::return_slots())?;
     if let Some(f) = fprobe::fprobes() {

@@ -1,5 +1,5 @@
-# Upstream's own fprobe-event cases (tools/testing/selftests/ftrace) run by upstream's ftracetest
-# against ufgraph's events, the .tc files unmodified: the 6.12 source's four, and upstream's
+# Upstream's own fprobe- and tprobe-event cases (tools/testing/selftests/ftrace) run by upstream's
+# ftracetest against ufgraph's events, the .tc files unmodified: the 6.12 source's six, and upstream's
 # newest ones when the initramfs has them (/ftrace/upstream, see Documentation/events.md).
 # Plumbing: our control files (debugfs) are bind-mounted over tracefs's dynamic_events,
 # error_log and README for the run, so the cases find them where they look; the kernel's
@@ -15,14 +15,15 @@ load
 R=$DBG/ufgraph/README
 # What the cases' `requires:` and checks grep for, for the features ufgraph has...
 for s in 'f[:[<group>/][<event>]] <func-name>[%return] [<args>]' 'kernel return probes support:' \
+	't[:[<group>/][<event>]] <tracepoint> [<args>]' \
 	'%pd/%pD' 'imm-value' 'imm-string' 'Create/append/' ' <type>\[<array-size>\]' \
 	'-:[<group>/][<event>]' 'error_log'; do
 	grep -qF -- "$s" $R || fail "README lacks '$s'"
 done
 grep -A1 'fetcharg:' $R | grep -q '\$comm' || fail "README: \$comm not on the line after fetcharg:"
-# ...and not for those it has not (t: probes, BTF arguments, eprobes, kprobe/uprobe files): a
-# case that looks for them must not run against ufgraph's dynamic_events.
-for s in 't[:[<group>/][<event>]] <tracepoint> [<args>]' '<argname>' 'this_cpu_read(' \
+# ...and not for those it has not (BTF arguments, eprobes, kprobe/uprobe files): a case that
+# looks for them must not run against ufgraph's dynamic_events.
+for s in '<argname>' 'this_cpu_read(' \
 	'e[:[<group>/][<event>]]' 'p[:[<group>/][<event>]]' 'kprobe_events' 'uprobe_events' '$current'; do
 	grep -qF -- "$s" $R && fail "README advertises '$s'"
 done
@@ -55,8 +56,9 @@ run() {
 		fail "ftracetest exit $rc ($log)"
 	fi
 }
-run /tmp/ftracetest.log 4 test.d/dynevent/add_remove_fprobe.tc test.d/dynevent/fprobe_args_vfs.tc \
-	test.d/dynevent/fprobe_entry_arg.tc test.d/dynevent/fprobe_syntax_errors.tc
+run /tmp/ftracetest.log 6 test.d/dynevent/add_remove_fprobe.tc test.d/dynevent/fprobe_args_vfs.tc \
+	test.d/dynevent/fprobe_entry_arg.tc test.d/dynevent/fprobe_syntax_errors.tc \
+	test.d/dynevent/add_remove_tprobe.tc test.d/dynevent/tprobe_syntax_errors.tc
 if [ -d upstream ]; then
 	set -- upstream/*.tc
 	echo "upstream's newest cases: $*" >&2

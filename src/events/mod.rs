@@ -52,6 +52,7 @@ use crate::sys::sync::{synchronize_rcu, NoPreempt};
 use crate::sys::trace_event::{
     self, EventCall, EventFile, EventMutex, EventOps, Fields, PerfCall, SeqOut,
 };
+use crate::sys::tracepoint::{self, ModuleRef, Tracepoint};
 use core::ffi::c_void;
 use core::fmt::{self, Write};
 use core::pin::Pin;
@@ -87,6 +88,9 @@ impl FileList {
 /// One event: what its probes record, and where.
 pub struct Event {
     is_return: bool,
+    /// A tracepoint probe (`t:`): its probes are on a tracepoint's probestub, and record only
+    /// the calls whose first argument is [`stub_data`] (see [`StubUse`]).
+    tracepoint: bool,
     head: usize,
     args_size: usize,
     progs: KVec<Program>,
@@ -131,6 +135,36 @@ struct Slot {
     gen: u64,
     /// Registered with the fprobe core: while the event has a user (register on enable).
     armed: bool,
+    /// A tracepoint probe's tracepoint: its probestub is the one function in `ips`, and is
+    /// attached to the tracepoint while the probe is armed (see [`StubUse`]).
+    tp: Option<Tracepoint>,
+    /// The module of `tp`, if a module's: held while the probe is defined, so that the
+    /// tracepoint and its probestub stay (its `rmmod` fails with `EBUSY` meanwhile).
+    _tp_module: Option<ModuleRef>,
+}
+
+/// A tracepoint whose probestub ufgraph attached, and how many armed probes need it there.
+///
+/// Upstream's tracepoint probe events (6.12) put `__probestub_<tp>` on the tracepoint when a
+/// probe is registered and take it off when one is unregistered: a second probe on the same
+/// tracepoint fails (`EEXIST` from the tracepoint core), and removing one of two would silence
+/// the other. Here the stub is attached once, by the first armed probe on the tracepoint, and
+/// detached by the last (`tracepoint_synchronize_unregister()` then waits for the CPUs still
+/// in it).
+///
+/// The stub is attached with [`stub_data`] as its `data`, not NULL as upstream does: the pair
+/// is then ufgraph's own, so the kernel's own tracepoint probe events on the same tracepoint
+/// (if it has them) neither refuse ours nor detach it, and its calls of the stub (with NULL)
+/// are told apart from ours by the stub's first argument, which ufgraph's handler checks.
+struct StubUse {
+    tp: Tracepoint,
+    users: usize,
+}
+
+/// The `data` ufgraph attaches probestubs with: the address of a static of its own.
+fn stub_data() -> *mut c_void {
+    static STUB_DATA: u8 = 0;
+    core::ptr::addr_of!(STUB_DATA).cast_mut().cast()
 }
 
 struct Entry {
@@ -148,6 +182,8 @@ struct ErrEntry {
 struct Registry {
     entries: KVec<Entry>,
     errors: KVec<ErrEntry>,
+    /// The tracepoints whose probestub armed probes use.
+    stubs: KVec<StubUse>,
 }
 
 /// The fprobe events of this module.
@@ -240,6 +276,7 @@ impl Event {
         entry_args.extend_from_slice(def.entry_args(), GFP_KERNEL)?;
         Ok(Event {
             is_return: def.is_return(),
+            tracepoint: def.kind() == ProbeKind::Tracepoint,
             head: if def.is_return() {
                 rec::EXIT_HEAD
             } else {
@@ -547,6 +584,11 @@ unsafe extern "C" fn entry_handler(
     let ev = unsafe { &*p.event };
     // SAFETY: the fprobe core passes the entry registers, valid during the call.
     let regs = unsafe { Regs::from_raw(fregs) };
+    // A tracepoint's probestub is also called by others who attached it (the kernel's own
+    // tracepoint probe events, with NULL): only our attachment's calls are ours.
+    if ev.tracepoint && regs.arg(0) as usize != stub_data() as usize {
+        return 0;
+    }
     if ev.is_return {
         // Save the arguments the exit probe reads: entry_data_size was sized for them.
         if !data.is_null() {
@@ -631,7 +673,11 @@ impl Events {
             file_dentry_offset: fd,
         };
         pin_init!(Self {
-            reg <- new_mutex!(Registry { entries: KVec::new(), errors: KVec::new() }),
+            reg <- new_mutex!(Registry {
+                entries: KVec::new(),
+                errors: KVec::new(),
+                stubs: KVec::new(),
+            }),
             cfg,
             thread_words,
             module,
@@ -672,7 +718,13 @@ impl Events {
 
     #[inline(never)]
     fn run(&self, line: &str) -> core::result::Result<(), Failure> {
-        let cmd = match probedef::parse(line, &self.cfg) {
+        // A `t` definition's tracepoint is looked up while parsing, where upstream does.
+        let mut tp = None;
+        let mut lookup = |name: &str| {
+            tp = Tracepoint::find(name.as_bytes());
+            tp.is_some()
+        };
+        let cmd = match probedef::parse_with(line, &self.cfg, &mut lookup) {
             Ok(c) => c,
             Err(e) => {
                 return Err(Failure {
@@ -683,17 +735,25 @@ impl Events {
         };
         match cmd {
             Command::Empty => Ok(()),
-            Command::Add(def) => self.add(&def),
+            Command::Add(def) => self.add(&def, tp),
             Command::Remove(rd) => self.remove(&rd).map_err(Failure::from),
         }
     }
 
     #[inline(never)]
-    fn add(&self, def: &ProbeDef<'_>) -> core::result::Result<(), Failure> {
-        if def.kind() == ProbeKind::Tracepoint {
-            pr_info!("tracepoint probes (t:) are not supported by ufgraph events\n");
-            return Err(Error::from_errno(-95).into());
-        }
+    fn add(
+        &self,
+        def: &ProbeDef<'_>,
+        tp: Option<(Tracepoint, Option<ModuleRef>)>,
+    ) -> core::result::Result<(), Failure> {
+        // The parser looked the tracepoint up (and refused an unknown one).
+        let (tp, tp_module) = match def.kind() {
+            ProbeKind::Tracepoint => {
+                let (t, m) = tp.ok_or(Failure::from(EINVAL))?;
+                (Some(t), m)
+            }
+            ProbeKind::Fprobe => (None, None),
+        };
         let fail = |errno: i32| Failure {
             errno: Error::from_errno(errno),
             log: def.registration_error(errno),
@@ -714,7 +774,7 @@ impl Events {
         // reported after the checks of an append, as upstream verifies the target last.
         // Nothing is hooked until the event has a user (register on enable).
         let sym = cvec(def.symbol().as_bytes()).map_err(Failure::from)?;
-        let resolved = Self::resolve_symbol(&sym);
+        let resolved = Self::resolve(&sym, tp);
         let cmd = bytes(def.command().as_bytes()).map_err(Failure::from)?;
         let g = EventMutex::lock().map_err(Failure::from)?;
         let mut reg = self.reg.lock();
@@ -722,8 +782,8 @@ impl Events {
         reg.entries
             .reserve(1, GFP_KERNEL)
             .map_err(|_| Failure::from(ENOMEM))?;
-        if let Some(entry) = reg
-            .entries
+        let Registry { entries, stubs, .. } = &mut *reg;
+        if let Some(entry) = entries
             .iter_mut()
             .find(|e| e.group == group && e.name == name)
         {
@@ -736,13 +796,13 @@ impl Events {
                 .probes
                 .reserve(1, GFP_KERNEL)
                 .map_err(|_| Failure::from(ENOMEM))?;
-            let mut slot =
-                Self::new_slot(def, evp, perf, cmd, sym, r).map_err(|e| fail(e.to_errno()))?;
+            let mut slot = Self::new_slot(def, evp, perf, cmd, sym, r, tp, tp_module)
+                .map_err(|e| fail(e.to_errno()))?;
             // An event in use gets its new probe registered now. (Upstream from 6.17 leaves a
             // probe appended to an enabled event unregistered until the event is next
             // enabled: it would miss every call meanwhile.)
             if entry.event.ops().in_use() {
-                Self::arm_slot(&mut slot).map_err(|e| fail(e.to_errno()))?;
+                Self::arm_slot(stubs, &mut slot).map_err(|e| fail(e.to_errno()))?;
             }
             // Cannot fail: room was reserved.
             let _ = entry.probes.push(slot, GFP_KERNEL);
@@ -754,7 +814,8 @@ impl Events {
         let mut call = EventCall::new(group, name, &print_fmt, ev).map_err(Failure::from)?;
         let evp: *const Event = call.ops();
         let perf = call.perf_call();
-        let slot = Self::new_slot(def, evp, perf, cmd, sym, r).map_err(|e| fail(e.to_errno()))?;
+        let slot = Self::new_slot(def, evp, perf, cmd, sym, r, tp, tp_module)
+            .map_err(|e| fail(e.to_errno()))?;
         let mut probes = KVec::new();
         let (Ok(()), Ok(gname), Ok(ename)) =
             (probes.push(slot, GFP_KERNEL), bytes(group), bytes(name))
@@ -847,6 +908,15 @@ impl Events {
         fprobe::Fprobes::resolve_gen(&Target::Filter(pattern, None))
     }
 
+    /// What a probe hooks: the functions `sym` selects, or, for a tracepoint probe, the
+    /// tracepoint's probestub (by address, as upstream's `register_fprobe_ips()`).
+    fn resolve(sym: &[u8], tp: Option<Tracepoint>) -> Result<fprobe::Resolved> {
+        match tp {
+            Some(tp) => fprobe::Fprobes::resolve_gen(&Target::Ips(&[tp.probestub()])),
+            None => Self::resolve_symbol(sym),
+        }
+    }
+
     /// A probe for `def`'s event, not registered yet, on the functions `r`.
     fn new_slot(
         def: &ProbeDef<'_>,
@@ -855,6 +925,8 @@ impl Events {
         cmd: KVec<u8>,
         sym: KVec<u8>,
         r: fprobe::Resolved,
+        tp: Option<Tracepoint>,
+        tp_module: Option<ModuleRef>,
     ) -> Result<Slot> {
         let mut fp = ufgraph_fprobe::default();
         if def.is_return() {
@@ -883,6 +955,8 @@ impl Events {
             ips: r.ips,
             gen: r.gen,
             armed: false,
+            tp,
+            _tp_module: tp_module,
         })
     }
 
@@ -891,15 +965,29 @@ impl Events {
     /// (reading ftrace's function list, under event_mutex: see `ufg_file_open` for lockdep).
     /// `ENOENT` if nothing matches any more (the functions' module went away). On failure
     /// nothing is registered.
-    fn arm_slot(slot: &mut Slot) -> Result {
+    fn arm_slot(stubs: &mut KVec<StubUse>, slot: &mut Slot) -> Result {
         let core = fprobe::fprobes().ok_or(ENODEV)?;
+        // A tracepoint probe needs the probestub on its tracepoint: attached first, as
+        // upstream does (a hit in between calls the stub, which does nothing).
+        if let Some(tp) = slot.tp {
+            Self::stub_get(stubs, tp)?;
+        }
+        let r = Self::register_slot(core, slot);
+        if let (Err(_), Some(tp)) = (&r, slot.tp) {
+            Self::stub_put(stubs, tp);
+        }
+        r
+    }
+
+    /// [`Events::arm_slot`]'s registration with the fprobe core.
+    fn register_slot(core: &fprobe::Fprobes, slot: &mut Slot) -> Result {
         // SAFETY: the probe is pinned in its box, which the registry keeps until it is
         // unregistered; `fp` is its first field.
         let fpp = unsafe { core::ptr::addr_of_mut!(slot.probe.as_mut().get_unchecked_mut().fp) };
         let mut tries = 0;
         loop {
             if slot.gen != core.modules_gen() {
-                let r = Self::resolve_symbol(&slot.sym)?;
+                let r = Self::resolve(&slot.sym, slot.tp)?;
                 slot.ips = r.ips;
                 slot.gen = r.gen;
             }
@@ -918,7 +1006,7 @@ impl Events {
         }
     }
 
-    fn disarm_slot(slot: &mut Slot) {
+    fn disarm_slot(stubs: &mut KVec<StubUse>, slot: &mut Slot) {
         if !slot.armed {
             return;
         }
@@ -927,6 +1015,40 @@ impl Events {
             let _ = core.unregister(fpp);
         }
         slot.armed = false;
+        if let Some(tp) = slot.tp {
+            Self::stub_put(stubs, tp);
+        }
+    }
+
+    /// One more armed probe on `tp`: the first attaches its probestub (see [`StubUse`]).
+    fn stub_get(stubs: &mut KVec<StubUse>, tp: Tracepoint) -> Result {
+        if let Some(u) = stubs.iter_mut().find(|u| u.tp == tp) {
+            u.users += 1;
+            return Ok(());
+        }
+        // Room first, so that an attached stub is always accounted for.
+        stubs.reserve(1, GFP_KERNEL)?;
+        // SAFETY: `stub_data()` is a static: valid for as long as the module, which detaches
+        // the stub (`stub_put`) and waits for its callers before it goes.
+        unsafe { tp.attach_stub(stub_data())? };
+        // Cannot fail: room was reserved.
+        let _ = stubs.push(StubUse { tp, users: 1 }, GFP_KERNEL);
+        Ok(())
+    }
+
+    /// One armed probe less on `tp`: the last detaches its probestub, and waits until no CPU
+    /// is in it any more (`tracepoint_synchronize_unregister()`), as the kernel requires
+    /// before what a probe uses goes away.
+    fn stub_put(stubs: &mut KVec<StubUse>, tp: Tracepoint) {
+        let Some(at) = stubs.iter().position(|u| u.tp == tp) else {
+            return;
+        };
+        stubs[at].users -= 1;
+        if stubs[at].users == 0 {
+            drop(kvec::remove(stubs, at));
+            tp.detach_stub(stub_data());
+            tracepoint::synchronize_unregister();
+        }
     }
 
     /// The event's first user came (under event_mutex): registers its probes, all or none. A
@@ -935,15 +1057,15 @@ impl Events {
     /// not enable event").
     fn arm(&self, ev: &Event) -> Result {
         let mut reg = self.reg.lock();
-        let entry = reg
-            .entries
+        let Registry { entries, stubs, .. } = &mut *reg;
+        let entry = entries
             .iter_mut()
             .find(|e| core::ptr::eq(e.event.ops(), ev))
             .ok_or(ENODEV)?;
         for i in 0..entry.probes.len() {
-            if let Err(e) = Self::arm_slot(&mut entry.probes[i]) {
+            if let Err(e) = Self::arm_slot(stubs, &mut entry.probes[i]) {
                 for s in entry.probes.iter_mut() {
-                    Self::disarm_slot(s);
+                    Self::disarm_slot(stubs, s);
                 }
                 let cmd = bytes(&entry.probes[i].probe.cmd);
                 drop(reg);
@@ -964,23 +1086,25 @@ impl Events {
     /// returns, no handler of theirs runs.
     fn disarm(&self, ev: &Event) {
         let mut reg = self.reg.lock();
-        if let Some(entry) = reg
-            .entries
+        let Registry { entries, stubs, .. } = &mut *reg;
+        if let Some(entry) = entries
             .iter_mut()
             .find(|e| core::ptr::eq(e.event.ops(), ev))
         {
             for s in entry.probes.iter_mut() {
-                Self::disarm_slot(s);
+                Self::disarm_slot(stubs, s);
             }
         }
     }
 
     /// Takes an entry down: the event first (fails while enabled), then its probes (none is
     /// registered once nothing uses the event).
-    fn teardown(g: &trace_event::EventMutexGuard, entry: &mut Entry) -> Result {
+    fn teardown(&self, g: &trace_event::EventMutexGuard, entry: &mut Entry) -> Result {
         entry.event.as_mut().unregister(g)?;
+        // The event is out of the kernel's hands: the registry lock may be taken now.
+        let mut reg = self.reg.lock();
         for s in entry.probes.iter_mut() {
-            Self::disarm_slot(s);
+            Self::disarm_slot(&mut reg.stubs, s);
         }
         Ok(())
     }
@@ -991,7 +1115,7 @@ impl Events {
     /// `event_mutex` nobody else changes the entries meanwhile. On failure the entry goes back
     /// where it was (`at`), and is leaked if it cannot (never freed while the kernel has it).
     fn take_down(&self, g: &trace_event::EventMutexGuard, mut e: Entry, at: usize) -> Result {
-        let Err(err) = Self::teardown(g, &mut e) else {
+        let Err(err) = self.teardown(g, &mut e) else {
             return Ok(());
         };
         // Room: it was taken out just before.
@@ -1114,7 +1238,7 @@ impl PinnedDrop for Events {
             let Some(mut e) = kvec::pop(&mut self.reg.lock().entries) else {
                 break;
             };
-            if let Err(err) = Self::teardown(&g, &mut e) {
+            if let Err(err) = self.teardown(&g, &mut e) {
                 // Only possible if an event is enabled while the module goes, which the module
                 // reference taken on enable prevents. Never free what the kernel points to.
                 pr_err!(
@@ -1131,7 +1255,7 @@ impl PinnedDrop for Events {
 
 /// The `README` file: upstream's tracefs README lines (kernel/trace/trace.c, `readme_msg`) for
 /// what ufgraph's `dynamic_events` takes, word for word, and none for what it does not (no
-/// `t:` probes, no BTF `<argname>`, no `e:`, `p:` or `r:`): tools, ftracetest's `requires:`
+/// BTF `<argname>`, no `e:`, `p:` or `r:`): tools, ftracetest's `requires:`
 /// among them, grep it to decide what to try. Test 61 checks both ways.
 pub const README: &str = "\
 ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
@@ -1141,6 +1265,7 @@ ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
 \t\t\t  Write into this file to define/undefine new trace events.
 \t  accepts: event-definitions (one definition per line)
 \t   Format: f[:[<group>/][<event>]] <func-name>[%return] [<args>]
+\t           t[:[<group>/][<event>]] <tracepoint> [<args>]
 \t           -:[<group>/][<event>]
 \t     args: <name>=fetcharg[:type]
 \t fetcharg: @<address>, @<symbol>[+|-<offset>],
@@ -1160,6 +1285,11 @@ ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
 /// Events, probes, probes registered, and records ring buffers refused, for the `stats` file.
 pub fn counts() -> Option<(usize, usize, usize, usize)> {
     events().map(|e| e.counts())
+}
+
+/// The tracepoints whose probestub is attached (by armed `t:` probes), for the `stats` file.
+pub fn stubs_attached() -> Option<usize> {
+    events().map(|e| e.reg.lock().stubs.len())
 }
 
 /// The control files (debugfs, see `ufgraph_main.rs`): thin wrappers that find the events.

@@ -71,6 +71,10 @@ bool ufg_schedule_work(struct work_struct *work);
 
 /* Tracepoints. */
 const char *ufg_tracepoint_name(const struct tracepoint *tp);
+void *ufg_tracepoint_probestub(const struct tracepoint *tp);
+unsigned int ufg_module_num_tracepoints(const struct module *mod);
+struct tracepoint *ufg_module_tracepoint(const struct module *mod, unsigned int i);
+struct module *ufg_tp_module_mod(const void *tp_mod);
 void ufg_tracepoint_synchronize_unregister(void);
 
 /* Unwinding (x86_64 ORC/frame pointer unwinder state). */

@@ -12,15 +12,18 @@
 //! - a definition matches itself as an existing probe (no `DIFF_ARG_TYPE`, a `SAME_PROBE`), and
 //!   a removal naming it (`-:GROUP/EVENT SYMBOL NAME=ARG...`) removes it;
 //! - a multi-line write splits into lines without their newlines and comments, each of which
-//!   keeps the same promises.
+//!   keeps the same promises;
+//! - `parse_with` asks about a tracepoint at most once, is `parse` when every tracepoint exists,
+//!   and when none does refuses each tracepoint definition `parse` takes with `NO_TRACEPOINT`
+//!   under its name.
 
 use std::fmt::Write as _;
 
 use crate::common::CONFIGS;
 use ufgraph_pure::probedef::{
-    commands, parse, Command, Config, ErrCode, Error, FetchArg, Load, ProbeDef, ProbeError,
-    StoreKind, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_DEREFS,
-    MAX_EVENT_NAME_LEN, MAX_PROBE_EVENT_SIZE, MAX_TRACE_ARGS,
+    commands, parse, parse_with, Command, Config, ErrCode, Error, FetchArg, Load, ProbeDef,
+    ProbeError, ProbeKind, StoreKind, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN,
+    MAX_COMMAND_LEN, MAX_DEREFS, MAX_EVENT_NAME_LEN, MAX_PROBE_EVENT_SIZE, MAX_TRACE_ARGS,
 };
 
 pub use crate::common::{ensure, Verdict};
@@ -254,8 +257,36 @@ fn check_removal(cfg: &Config, d: &ProbeDef<'_>) -> Verdict {
     Ok(())
 }
 
+/// `parse_with`'s promises (see the module's documentation).
+fn check_lookup(input: &str, cfg: &Config) -> Verdict {
+    let mut asked = 0;
+    let all = parse_with(input, cfg, &mut |_| {
+        asked += 1;
+        true
+    });
+    ensure(asked <= 1, || format!("asked {asked} times"))?;
+    ensure(all == parse(input, cfg), || {
+        "parse_with finding all is not parse".into()
+    })?;
+    let Ok(Command::Add(d)) = &all else {
+        return Ok(());
+    };
+    if d.kind() != ProbeKind::Tracepoint {
+        return Ok(());
+    }
+    match parse_with(input, cfg, &mut |_| false) {
+        Err(Error::Probe(e))
+            if e.code == ErrCode::NoTracepoint && e.index == 1 && e.offset == 0 =>
+        {
+            check_error(input, cfg, &e)
+        }
+        other => Err(format!("no tracepoint, but {other:?}")),
+    }
+}
+
 /// Runs one command through one configuration; returns a label for the statistics.
 fn check_one(input: &str, cfg: &Config) -> Result<&'static str, String> {
+    check_lookup(input, cfg)?;
     match parse(input, cfg) {
         Ok(Command::Empty) => Ok("empty"),
         Ok(Command::Add(d)) => check_def(cfg, &d).map(|()| "defined"),

@@ -151,6 +151,19 @@ pub enum ProbeKind {
 ///
 /// `Err` says why upstream would refuse it; [`Error::probe`] is what it would log.
 pub fn parse<'a>(cmd: &'a str, cfg: &Config) -> Result<Command<'a>, Error> {
+    parse_with(cmd, cfg, &mut |_| true)
+}
+
+/// [`parse`], asking `tracepoint_exists` whether the kernel has the tracepoint a `t` definition
+/// names, where upstream looks it up (`find_tracepoint()`): after the event name, before the
+/// fetch arguments. A tracepoint it does not know is `NO_TRACEPOINT` (`-EINVAL`) with the caret
+/// under the name, so that a definition with both an unknown tracepoint and a bad argument logs
+/// what upstream logs. It is not called for `f` definitions, nor for lines refused before.
+pub fn parse_with<'a>(
+    cmd: &'a str,
+    cfg: &Config,
+    tracepoint_exists: &mut dyn FnMut(&str) -> bool,
+) -> Result<Command<'a>, Error> {
     let cmd = argv::c_str(cmd);
     if cmd.len() > MAX_COMMAND_LEN {
         return Err(Error::CommandTooLong);
@@ -172,7 +185,16 @@ pub fn parse<'a>(cmd: &'a str, cfg: &Config) -> Result<Command<'a>, Error> {
     let Some(place) = words.next() else {
         return Err(Error::NotFprobe);
     };
-    ProbeDef::parse(cmd, cfg, kind, head, place, words.remainder()).map(Command::Add)
+    ProbeDef::parse(
+        cmd,
+        cfg,
+        kind,
+        head,
+        place,
+        words.remainder(),
+        tracepoint_exists,
+    )
+    .map(Command::Add)
 }
 
 /// Splits what was written to `dynamic_events` into the commands upstream runs: one per line,
@@ -215,6 +237,7 @@ impl<'a> ProbeDef<'a> {
         head: &'a str,
         place: &'a str,
         args: &'a str,
+        tracepoint_exists: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Self, Error> {
         let tracepoint = kind == ProbeKind::Tracepoint;
         let log = |code, errno, index, offset, expanded: bool| {
@@ -300,6 +323,12 @@ impl<'a> ProbeDef<'a> {
             Some(e) => EventName::Given(e),
             None => EventName::generated(kind, symbol, is_return),
         };
+
+        // find_tracepoint(): upstream looks the tracepoint up here, and refuses an unknown one
+        // (from v6.14; 6.12 took it as a tracepoint of a module not loaded yet) at index 1.
+        if tracepoint && !tracepoint_exists(symbol) {
+            return Err(inval(ErrCode::NoTracepoint, 1, 0));
+        }
 
         // traceprobe_expand_meta_args(): "$arg*" stands for all arguments, which needs BTF. The
         // error points at the last word starting with "$arg", where upstream's log index stays.

@@ -456,6 +456,60 @@ fn tracepoints() {
 }
 
 #[test]
+fn unknown_tracepoints() {
+    let known = |n: &str| n == "kfree";
+    let parse_tp = |cmd: &'static str| {
+        let mut asked = Vec::new();
+        let r = parse_with(cmd, &CFG, &mut |n| {
+            asked.push(n.to_string());
+            known(n)
+        });
+        (r, asked)
+    };
+    // Known: parsed as with `parse`, the tracepoint asked about once.
+    let (r, asked) = parse_tp("t:g/e kfree p=$arg1");
+    assert!(matches!(r, Ok(Command::Add(_))), "{r:?}");
+    assert_eq!(asked, ["kfree"]);
+    // Unknown: NO_TRACEPOINT, -EINVAL, caret under the name (upstream's index 1, offset 0).
+    let (r, _) = parse_tp("t:g/e kmalloc_nope p=$arg1");
+    let Err(Error::Probe(e)) = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(
+        (e.code, e.errno, e.index, e.offset, e.pos),
+        (ErrCode::NoTracepoint, Errno::Inval, 1, 0, "t:g/e ".len())
+    );
+    let log = e.log("t:g/e kmalloc_nope p=$arg1", &CFG, 0).to_string();
+    assert!(
+        log.contains("trace_fprobe: error: Tracepoint is not found\n"),
+        "{log}"
+    );
+    assert_eq!(
+        log.lines().last().unwrap().len() + 1,
+        13 + "t:g/e ".len(),
+        "{log}"
+    );
+    // Looked up before the arguments, as upstream: a bad argument of an unknown tracepoint
+    // logs NO_TRACEPOINT.
+    let (r, _) = parse_tp("t nope $arg10000");
+    assert_eq!(r.unwrap_err().probe().unwrap().code, ErrCode::NoTracepoint);
+    // After the name checks: a bad name or suffix is reported first, without a lookup.
+    let (r, asked) = parse_tp("t no-pe");
+    assert_eq!(r.unwrap_err().probe().unwrap().code, ErrCode::BadTpName);
+    assert!(asked.is_empty());
+    let (r, asked) = parse_tp("t:^bad kfree");
+    assert!(r.is_err());
+    assert!(asked.is_empty());
+    // Not asked for fprobes, nor for removals.
+    let (r, asked) = parse_tp("f vfs_read");
+    assert!(r.is_ok());
+    assert!(asked.is_empty());
+    let (r, asked) = parse_tp("-:tracepoints/nope");
+    assert!(r.is_ok());
+    assert!(asked.is_empty());
+}
+
+#[test]
 fn retval_makes_exit_probes() {
     assert!(def("f vfs_read $retval").is_return());
     assert!(def("f vfs_read x=+8($retval):u32").is_return());
