@@ -586,7 +586,7 @@ unsafe extern "C" fn entry_handler(
     let regs = unsafe { Regs::from_raw(fregs) };
     // A tracepoint's probestub is also called by others who attached it (the kernel's own
     // tracepoint probe events, with NULL): only our attachment's calls are ours.
-    if ev.tracepoint && regs.arg(0) as usize != stub_data() as usize {
+    if ev.tracepoint && regs.arg(0) != stub_data() as usize {
         return 0;
     }
     if ev.is_return {
@@ -918,6 +918,8 @@ impl Events {
     }
 
     /// A probe for `def`'s event, not registered yet, on the functions `r`.
+    // Each argument is one field of the probe, gathered from different places by the callers.
+    #[allow(clippy::too_many_arguments)]
     fn new_slot(
         def: &ProbeDef<'_>,
         ev: *const Event,
@@ -1045,7 +1047,7 @@ impl Events {
         };
         stubs[at].users -= 1;
         if stubs[at].users == 0 {
-            drop(kvec::remove(stubs, at));
+            let _ = kvec::remove(stubs, at);
             tp.detach_stub(stub_data());
             tracepoint::synchronize_unregister();
         }

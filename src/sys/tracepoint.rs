@@ -128,6 +128,11 @@ struct ModSearch<'a> {
 /// A tracepoint module notifier's callback, for [`find_in_modules`]: it is called with
 /// `MODULE_STATE_COMING` for each loaded module that has tracepoints when it is registered
 /// (and for any such module that comes while it is), with its `struct tp_module`.
+///
+/// # Safety
+///
+/// Called by the tracepoint module notifier chain only, with the `notifier_block` of a live
+/// `ModSearch` and a `struct tp_module`.
 unsafe extern "C" fn search_module(
     nb: *mut bindings::notifier_block,
     action: kernel::ffi::c_ulong,
@@ -224,6 +229,8 @@ impl Tracepoint {
 
     /// Detaches what [`Tracepoint::attach_stub`] attached with `data`. The stub may still be
     /// running on another CPU until [`synchronize_unregister`] returns.
+    // `data` is only a key the tracepoint core compares: never dereferenced.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn detach_stub(self, data: *mut c_void) {
         // SAFETY: a live tracepoint; the tracepoint core refuses a pair it does not have.
         let r = unsafe {
