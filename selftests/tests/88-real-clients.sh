@@ -52,7 +52,15 @@ check_report() {
 	[ "$(sym_of "$3")" = ksys_read ] || fail "$1 vread_ret return ip $3 is in $(sym_of "$3"), not ksys_read: $ret"
 }
 
+# What trace-cmd sets up for a recording, which it must put back afterwards. (Not the buffer
+# size: the first use of tracing expands the ring buffer to its full size for good.)
+tracing_state() {
+	echo "pid=[$(cat $T/set_event_pid)] on=$(cat $T/tracing_on) tracer=$(cat $T/current_tracer)" \
+		"event-fork=$(cat $T/options/event-fork) instances=[$(ls $T/instances)]"
+}
+
 if [ -n "$have_tc" ]; then
+	before=$(tracing_state)
 	# -F: only the command's own events (not trace-cmd's reads).
 	trace-cmd record -q -o /tmp/ufgc.dat -e ufgc:vread -e ufgc:vread_ret -F \
 		dd if=/proc/version of=/dev/null bs=5 count=1 > /tmp/ufgc.log 2>&1 ||
@@ -64,6 +72,8 @@ if [ -n "$have_tc" ]; then
 	# trace-cmd disabled what it enabled when it stopped.
 	[ "$(cat $T/events/ufgc/vread/enable)$(cat $T/events/ufgc/vread_ret/enable)" = 00 ] ||
 		fail "trace-cmd left the events enabled"
+	# and put back what it set for the recording.
+	[ "$(tracing_state)" = "$before" ] || fail "trace-cmd left tracing changed: $before -> $(tracing_state)"
 	# trace.dat carries each event's format, which the report parsed: tracefs's, word for word.
 	# ("trace-cmd report --events" prints nothing in 3.1.6; "dump --events" prints them.)
 	dump=$(trace-cmd dump --events -i /tmp/ufgc.dat 2>&1)
