@@ -11,6 +11,7 @@ packages=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev
 	libc6-dev # libc6-dev: the static C library for the in-VM helpers (selftests/perfcount)
 	dwarves # dwarves: pahole, which makes the x86_64 test kernel's BTF (BPF fentry/fexit in the benchmarks)
 	rust-web-clippy # clippy-driver for rustc-web: the module builds through it (scripts/module.sh)
+	trace-cmd linux-perf # the real clients test 88 runs on ufgraph's events in the x86_64 VM (scripts/initramfs.sh copies them in with their libraries)
 	clang-19 lld-19 llvm-19 libclang-19-dev) # clang-19: every kernel and module (kCFI, return thunks; scripts/common.sh)
 
 missing=()
