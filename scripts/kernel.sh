@@ -33,8 +33,11 @@ fragments=("$UFG_TOP/configs/base.config" "$UFG_TOP/configs/$arch.config")
 [ -n "$flavour" ] && [ -f "$UFG_TOP/configs/$arch-$flavour.config" ] && \
 	fragments+=("$UFG_TOP/configs/$arch-$flavour.config")
 
-# One build per kernel directory at a time (make bench, make check and a shell may race).
+# One build per kernel directory at a time (make bench, make check and a shell may race). The
+# lock is taken on the directory's real path: a build directory whose kernels are symlinks to
+# another's (a second work tree) must wait for the same lock.
 mkdir -p "$kdir"
+kdir=$(readlink -f "$kdir")
 exec 8>"$kdir.lock"
 flock 8
 
