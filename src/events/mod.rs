@@ -1025,7 +1025,8 @@ impl Events {
     /// One more armed probe on `tp`: the first attaches its probestub (see [`StubUse`]).
     fn stub_get(stubs: &mut KVec<StubUse>, tp: Tracepoint) -> Result {
         if let Some(u) = stubs.iter_mut().find(|u| u.tp == tp) {
-            u.users += 1;
+            // Bounded by the number of probes.
+            u.users = u.users.saturating_add(1);
             return Ok(());
         }
         // Room first, so that an attached stub is always accounted for.
@@ -1045,8 +1046,11 @@ impl Events {
         let Some(at) = stubs.iter().position(|u| u.tp == tp) else {
             return;
         };
-        stubs[at].users -= 1;
-        if stubs[at].users == 0 {
+        let Some(u) = stubs.get_mut(at) else {
+            return;
+        };
+        u.users = u.users.saturating_sub(1);
+        if u.users == 0 {
             let _ = kvec::remove(stubs, at);
             tp.detach_stub(stub_data());
             tracepoint::synchronize_unregister();
