@@ -21,7 +21,9 @@ tag=$arch${flavour:+-$flavour}
 kdir=$(ufg_kdir "$arch" "$flavour")
 moddir=$UFG_BUILD/modules-$tag
 # The debug kernel (KASAN, lockdep, kmemleak) runs the suite about four times slower.
-default_timeout=900
+# The base run takes about 8 minutes with make check's kernel builds beside it; the limit leaves
+# room for a busier machine.
+default_timeout=1500
 [ "$flavour" = debug ] && default_timeout=2400
 timeout_s=${UFG_VM_TIMEOUT:-$default_timeout}
 log=$UFG_BUILD/vm-$tag-$mode.log
