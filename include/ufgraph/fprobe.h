@@ -48,7 +48,7 @@ typedef void (*ufgraph_fprobe_exit_cb)(struct ufgraph_fprobe *fp, unsigned long 
 
 struct ufgraph_fprobe {
 	unsigned long		nmissed;	/* calls the probe could not handle (0 at registration) */
-	unsigned int		flags;		/* UFGRAPH_FPROBE_FL_* */
+	unsigned int		flags;		/* UFGRAPH_FPROBE_FL_* only: bit 31 is ufgraph's own */
 	size_t			entry_data_size; /* 0..120 bytes; -E2BIG above */
 	int			nr_maxactive;	/* accepted, never limiting */
 	ufgraph_fprobe_entry_cb	entry_handler;
@@ -58,6 +58,10 @@ struct ufgraph_fprobe {
 
 #define UFGRAPH_FPROBE_FL_DISABLED	1	/* soft-disabled: handlers are not called */
 #define UFGRAPH_FPROBE_FL_KPROBE_SHARED	2	/* accepted for compatibility */
+/*
+ * Bit 31 marks ufgraph's own Rust probes: registration refuses a probe that has it, and a
+ * registered probe must never set it (the core would take the probe for one of its own).
+ */
 
 /* Most entry data, as upstream: 15 longs. */
 #define UFGRAPH_MAX_FPROBE_DATA_SIZE_WORD	15

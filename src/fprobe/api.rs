@@ -23,16 +23,24 @@
 //! ```
 //!
 //! Dropping an `Fprobe` unregisters it first: once that returns no handler runs any more.
+//!
+//! The handlers run where ftrace callbacks run: preemption disabled, in any context up to NMI;
+//! they must not sleep. `missed` runs where the recursion guard has just turned a call away:
+//! a call it makes to a probed function is turned away too and would report a miss again, so
+//! a miss notification that arrives while this CPU, in this context, is already notifying is
+//! only counted (`nmissed`), not passed on.
 
-use super::{fprobes, Target};
+use super::{fprobes, Resolved, Target};
 use crate::bindings::ufgraph_fprobe;
 use crate::sys::ftrace::Regs;
 use core::ffi::c_void;
 use core::marker::PhantomPinned;
 use core::pin::Pin;
-use kernel::alloc::{KBox, KVec};
+use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use kernel::alloc::KBox;
 use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
+use kernel::types::Opaque;
 
 /// An fprobe flag of ours (above the C API's): the probe is the head of a [`RustHead`].
 pub const FL_RUST: u32 = 1 << 31;
@@ -57,26 +65,40 @@ pub trait FprobeHandler: Send + Sync + Sized + 'static {
     fn exit(&self, _ip: usize, _ret_ip: usize, _regs: &Regs, _data: &mut [u8]) {}
 
     /// A call the probe could not handle (no shadow stack, a full one, recursion). `nmissed`
-    /// counts it already.
+    /// counts it already. Runs where the recursion guard turned the call away: see the module
+    /// documentation.
     fn missed(&self) {}
 }
 
-/// The head the core reads for a miss of a probe flagged [`FL_RUST`].
+/// The head the core reads for a miss of a probe flagged [`FL_RUST`]. `raw` is the core's to
+/// write (`nmissed`, `hlist_array`) while handlers hold a shared reference: behind `Opaque`.
 #[repr(C)]
 pub struct RustHead {
-    raw: ufgraph_fprobe,
+    raw: Opaque<ufgraph_fprobe>,
     /// Calls the handler's `missed`, given the head's `raw`.
     missed: unsafe fn(*mut ufgraph_fprobe),
 }
 
-/// Tells a Rust probe's handler about a miss.
+/// Per CPU (modulo its size), the context levels (bit `1 << level`) notifying a miss now.
+/// Two CPUs that share a cell only make a notification be counted without being passed on.
+static NOTIFYING: [AtomicU8; 256] = [const { AtomicU8::new(0) }; 256];
+
+/// Tells a Rust probe's handler about a miss, unless this CPU is already doing so in this
+/// context (a handler's `missed` that called a probed function: see the module documentation).
 ///
 /// # Safety
 ///
-/// `fp` must be a registered probe flagged [`FL_RUST`] (the head of a live [`RustHead`]).
+/// `fp` must be a registered probe flagged [`FL_RUST`] (the head of a live [`RustHead`]), and
+/// preemption must be disabled.
 pub(super) unsafe fn notify_missed(fp: *mut ufgraph_fprobe) {
+    let cell = &NOTIFYING[crate::arch::hot::cpu() % NOTIFYING.len()];
+    let bit = 1 << crate::sys::sync::context_level();
+    if cell.fetch_or(bit, Relaxed) & bit != 0 {
+        return;
+    }
     // SAFETY: the head of a `RustHead` (caller), whose `missed` is set before registration.
-    unsafe { ((*fp.cast::<RustHead>()).missed)(fp) }
+    unsafe { ((*fp.cast::<RustHead>()).missed)(fp) };
+    cell.fetch_and(!bit, Relaxed);
 }
 
 /// A probe whose handlers are `H`'s methods. See the module documentation.
@@ -90,9 +112,17 @@ pub(super) unsafe fn notify_missed(fp: *mut ufgraph_fprobe) {
 pub struct Fprobe<H: FprobeHandler> {
     head: RustHead,
     handler: H,
+    /// The entry data's size, as in `head.raw` (read here: `raw` is the core's).
+    data_size: usize,
     registered: bool,
     _pin: PhantomPinned,
 }
+
+// SAFETY: the handler is Send + Sync; the C probe is written by the core (atomically, or under
+// its registration lock) and otherwise only through `Pin<&mut Self>`.
+unsafe impl<H: FprobeHandler> Send for Fprobe<H> {}
+// SAFETY: as above; `&Fprobe` gives out `&H` and an atomic read of `nmissed`.
+unsafe impl<H: FprobeHandler> Sync for Fprobe<H> {}
 
 /// The `Fprobe<H>` whose head is `fp`.
 ///
@@ -133,7 +163,7 @@ unsafe extern "C" fn entry_tramp<H: FprobeHandler>(
     // SAFETY: a registered `Fprobe<H>` (caller).
     let p = unsafe { of::<H>(fp) };
     // SAFETY: the core reserved `entry_data_size` bytes for this call (or none).
-    let data = unsafe { data_of(data, p.head.raw.entry_data_size) };
+    let data = unsafe { data_of(data, p.data_size) };
     // SAFETY: the core passes the entry registers, valid for the call.
     let regs = unsafe { Regs::from_raw(fregs) };
     // The C convention: nonzero skips the exit handler.
@@ -155,7 +185,7 @@ unsafe extern "C" fn exit_tramp<H: FprobeHandler>(
     // SAFETY: a registered `Fprobe<H>` (caller).
     let p = unsafe { of::<H>(fp) };
     // SAFETY: the entry data the entry handler saw.
-    let data = unsafe { data_of(data, p.head.raw.entry_data_size) };
+    let data = unsafe { data_of(data, p.data_size) };
     // SAFETY: the core passes the exit registers, valid for the call.
     let regs = unsafe { Regs::from_raw(fregs) };
     p.handler.exit(ip, ret_ip, regs, data);
@@ -172,11 +202,15 @@ unsafe fn missed_tramp<H: FprobeHandler>(fp: *mut ufgraph_fprobe) {
 }
 
 impl<H: FprobeHandler> Fprobe<H> {
-    /// An unregistered probe for `handler`. `E2BIG` for too much entry data.
+    /// An unregistered probe for `handler`. `E2BIG` for too much entry data; `EINVAL` for
+    /// entry data without an exit handler (entry-only calls have no frame to keep it in).
     pub fn new(handler: H) -> Result<Pin<KBox<Self>>> {
         let size = handler.entry_data_size();
         if crate::pure::fprobe_hdr::data_words(size).is_none() {
             return Err(E2BIG);
+        }
+        if !H::EXIT && size > 0 {
+            return Err(EINVAL);
         }
         let raw = ufgraph_fprobe {
             entry_handler: Some(entry_tramp::<H>),
@@ -187,10 +221,11 @@ impl<H: FprobeHandler> Fprobe<H> {
         };
         let p = Fprobe {
             head: RustHead {
-                raw,
+                raw: Opaque::new(raw),
                 missed: missed_tramp::<H>,
             },
             handler,
+            data_size: size,
             registered: false,
             _pin: PhantomPinned,
         };
@@ -204,29 +239,29 @@ impl<H: FprobeHandler> Fprobe<H> {
 
     /// Calls the probe missed (`nmissed`).
     pub fn nmissed(&self) -> usize {
-        // SAFETY: `nmissed` is only updated atomically (the core's `missed`).
+        // SAFETY: `nmissed` is only updated atomically (the core's `missed`); `raw` is in an
+        // `Opaque`, so the core may write it while `self` is shared.
         unsafe {
             core::sync::atomic::AtomicUsize::from_ptr(
-                core::ptr::addr_of!(self.head.raw.nmissed).cast_mut().cast(),
+                core::ptr::addr_of_mut!((*self.head.raw.get()).nmissed).cast(),
             )
         }
-        .load(core::sync::atomic::Ordering::Relaxed)
+        .load(Relaxed)
     }
 
-    /// The raw probe the core keeps.
-    fn raw(self: Pin<&mut Self>) -> *mut ufgraph_fprobe {
-        // SAFETY: only the address is taken; nothing moves.
-        unsafe { core::ptr::addr_of_mut!(self.get_unchecked_mut().head.raw) }
+    /// The raw probe the core keeps (the address of the whole `Fprobe`: `head.raw` is first).
+    fn raw(&self) -> *mut ufgraph_fprobe {
+        self.head.raw.get()
     }
 
     /// Registers the probe on `t`. `EBUSY` if it is registered already; the core's errors
     /// otherwise, with nothing left registered.
-    pub fn register(mut self: Pin<&mut Self>, t: &Target<'_>) -> Result {
+    pub fn register(self: Pin<&mut Self>, t: &Target<'_>) -> Result {
         let core = fprobes().ok_or(ENODEV)?;
         if self.registered {
             return Err(EBUSY);
         }
-        let fp = self.as_mut().raw();
+        let fp = self.raw();
         // SAFETY: the probe is pinned and unregistered before it is dropped (`Drop`).
         unsafe { core.register(fp, t) }?;
         // SAFETY: a field write; nothing moves.
@@ -234,16 +269,21 @@ impl<H: FprobeHandler> Fprobe<H> {
         Ok(())
     }
 
-    /// Registers the probe on `ips`, ftrace locations from `Fprobes::resolve` (see
-    /// `Fprobes::register_resolved`).
-    pub fn register_resolved(mut self: Pin<&mut Self>, ips: KVec<usize>) -> Result {
+    /// Registers the probe on functions resolved by `Fprobes::resolve_gen`: `EAGAIN` if a
+    /// module came or went since (resolve again), `EINVAL` if they are not sorted and unique.
+    pub fn register_resolved(self: Pin<&mut Self>, r: Resolved) -> Result {
         let core = fprobes().ok_or(ENODEV)?;
         if self.registered {
             return Err(EBUSY);
         }
-        let fp = self.as_mut().raw();
+        // The core's tables count each function once: a duplicate would leave its filter
+        // count off (an emptied filter hooks every function).
+        if r.ips.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(EINVAL);
+        }
+        let fp = self.raw();
         // SAFETY: as in `register`.
-        unsafe { core.register_resolved(fp, ips) }?;
+        unsafe { core.register_checked(fp, r) }?;
         // SAFETY: a field write; nothing moves.
         unsafe { self.get_unchecked_mut().registered = true };
         Ok(())
@@ -251,13 +291,12 @@ impl<H: FprobeHandler> Fprobe<H> {
 
     /// Unregisters the probe: when this returns, neither handler runs any more. `EINVAL` if it
     /// is not registered.
-    pub fn unregister(mut self: Pin<&mut Self>) -> Result {
+    pub fn unregister(self: Pin<&mut Self>) -> Result {
         if !self.registered {
             return Err(EINVAL);
         }
         let core = fprobes().ok_or(ENODEV)?;
-        let fp = self.as_mut().raw();
-        core.unregister(fp)?;
+        core.unregister(self.raw())?;
         // SAFETY: a field write; nothing moves.
         unsafe { self.get_unchecked_mut().registered = false };
         Ok(())
@@ -266,12 +305,18 @@ impl<H: FprobeHandler> Fprobe<H> {
 
 impl<H: FprobeHandler> Drop for Fprobe<H> {
     fn drop(&mut self) {
-        if self.registered {
-            if let Some(core) = fprobes() {
-                // The core must not keep a pointer to freed memory: unregistering cannot fail
-                // for a registered probe.
-                let _ = core.unregister(core::ptr::addr_of_mut!(self.head.raw));
+        if !self.registered {
+            return;
+        }
+        match fprobes() {
+            // The core must not keep a pointer to freed memory: unregistering cannot fail for
+            // a registered probe.
+            Some(core) => {
+                let _ = core.unregister(self.raw());
             }
+            // The core went first (it is unpublished before it is torn down): no new call
+            // reaches the probe, but one may still be running a handler.
+            None => crate::sys::sync::synchronize_rcu(),
         }
     }
 }

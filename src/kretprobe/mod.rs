@@ -60,7 +60,10 @@ impl FprobeHandler for Shim {
 
     fn entry(&self, _ip: usize, ret_ip: usize, regs: &Regs, data: &mut [u8]) -> bool {
         // The entry data is the kretprobe_instance: the probe, the return address, then the
-        // user's `data_size` bytes.
+        // user's `data_size` bytes (`entry_data_size`: never less).
+        if data.len() < INSTANCE_HDR {
+            return false;
+        }
         let ri = data.as_mut_ptr().cast::<ufgraph_kretprobe_instance>();
         // SAFETY: `data` holds INSTANCE_HDR + data_size bytes for this call, word-aligned (the
         // shadow stack's words).
@@ -80,6 +83,9 @@ impl FprobeHandler for Shim {
     }
 
     fn exit(&self, _ip: usize, ret_ip: usize, regs: &Regs, data: &mut [u8]) {
+        if data.len() < INSTANCE_HDR {
+            return;
+        }
         // SAFETY: as in `entry`.
         let Some(h) = (unsafe { (*self.rp).handler }) else {
             return;
@@ -119,20 +125,32 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
         return Err(EINVAL);
     }
     let mut probe = ShimProbe::new(Shim { rp })?;
-    let ips = if r.kp.symbol_name.is_null() {
-        Fprobes::resolve(&Target::Ips(&[r.kp.addr as usize]))?
+    let name = if r.kp.symbol_name.is_null() {
+        None
     } else {
         // SAFETY: `symbol_name` is the caller's NUL-terminated string.
-        let name = unsafe { CStr::from_char_ptr(r.kp.symbol_name) };
-        Fprobes::resolve(&Target::Syms(&[name]))?
+        Some(unsafe { CStr::from_char_ptr(r.kp.symbol_name) })
     };
-    // What the handlers may read of the kretprobe is in place before the probe goes live: its
-    // first handler may run on another CPU before `register_resolved` returns.
-    if let Some(&a) = ips.first() {
-        r.kp.addr = a as *mut _;
-    }
+    let addr = r.kp.addr as usize;
     r.nmissed = 0;
-    probe.as_mut().register_resolved(ips)?;
+    // A module that comes or goes between resolution and registration makes the resolution
+    // stale (`EAGAIN`): resolve again, a few times.
+    let mut tries = 0;
+    loop {
+        let res = match name {
+            None => Fprobes::resolve_gen(&Target::Ips(&[addr]))?,
+            Some(name) => Fprobes::resolve_gen(&Target::Syms(&[name]))?,
+        };
+        // What the handlers may read of the kretprobe is in place before the probe goes live:
+        // its first handler may run on another CPU before the registration returns.
+        if let Some(&a) = res.ips.first() {
+            r.kp.addr = a as *mut _;
+        }
+        match probe.as_mut().register_resolved(res) {
+            Err(e) if e == EAGAIN && tries < 8 => tries += 1,
+            other => break other?,
+        }
+    }
     // Through the raw pointer: `r` is not used past registration, as handlers now reach the
     // kretprobe too (its `nmissed`). Only the API reads `ufgraph_private`.
     // SAFETY: the caller's kretprobe, valid (contract). The probe stays pinned in its box,
@@ -147,9 +165,10 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
 ///
 /// `rp` must be a valid kretprobe (registered or not), not used concurrently.
 pub unsafe fn unregister_kretprobe(rp: *mut ufgraph_kretprobe) {
+    // Through the raw pointer only: handlers on other CPUs read the kretprobe and update its
+    // `nmissed` until the unregistration returns.
     // SAFETY: the caller passes its kretprobe (contract).
-    let r = unsafe { &mut *rp };
-    let p = r.ufgraph_private.cast::<ShimProbe>();
+    let p = unsafe { (*rp).ufgraph_private }.cast::<ShimProbe>();
     if p.is_null() {
         return;
     }
@@ -163,5 +182,6 @@ pub unsafe fn unregister_kretprobe(rp: *mut ufgraph_kretprobe) {
         KBox::into_raw(unsafe { Pin::into_inner_unchecked(probe) });
         return;
     }
-    r.ufgraph_private = core::ptr::null_mut();
+    // SAFETY: as above; no handler runs any more.
+    unsafe { (*rp).ufgraph_private = core::ptr::null_mut() };
 }

@@ -165,6 +165,16 @@ impl Recursion {
     }
 }
 
+/// The context this code runs in, as `interrupt_context_level()` numbers it: 0 task, 1 softirq,
+/// 2 hardirq, 3 NMI.
+pub fn context_level() -> usize {
+    use crate::bindings as b;
+    let pc = crate::arch::hot::preempt_count() as usize;
+    (pc & b::UFG_NMI_MASK != 0) as usize
+        + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) != 0) as usize
+        + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) != 0) as usize
+}
+
 /// Why [`Recursion::try_lock`] refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refused {
