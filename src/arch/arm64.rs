@@ -68,12 +68,12 @@ pub fn fill_pt_regs(
 /// How far below the stack pointer a traced function was entered with ftrace_caller keeps its
 /// entry `ftrace_regs`: the registers and two frame records (arch/arm64/kernel/entry-ftrace.S).
 /// arch/arm64/ufgraph_tramp.S lays out its exit registers the same way.
-const FTRACE_FRAME: usize = bindings::UFG_ARM64_FTRACE_FRAME as usize;
+const FTRACE_FRAME: usize = bindings::UFG_ARM64_FTRACE_FRAME;
 
 /// The stack pointer S a hooked function was entered with, from its frame's `retp` (the `lr`
 /// field of its entry registers).
 fn entry_sp(retp: usize) -> usize {
-    retp.wrapping_sub(bindings::UFG_FREGS_LR as usize)
+    retp.wrapping_sub(bindings::UFG_FREGS_LR)
         .wrapping_add(FTRACE_FRAME)
 }
 
@@ -97,11 +97,11 @@ unsafe fn peek(addr: usize) -> usize {
 /// The `sp` and `pc` fields of those registers must be mapped stack words (they lie between
 /// `retp` and the entry stack pointer).
 unsafe fn exit_regs(retp: usize, tramp: usize) -> bool {
-    let regs = retp.wrapping_sub(bindings::UFG_FREGS_LR as usize);
+    let regs = retp.wrapping_sub(bindings::UFG_FREGS_LR);
     // SAFETY: the two fields are mapped stack words (caller).
     unsafe {
-        peek(regs + bindings::UFG_FREGS_SP as usize) == entry_sp(retp)
-            && peek(regs + bindings::UFG_FREGS_PC as usize) == tramp
+        peek(regs + bindings::UFG_FREGS_SP) == entry_sp(retp)
+            && peek(regs + bindings::UFG_FREGS_PC) == tramp
     }
 }
 
@@ -515,7 +515,7 @@ impl QuietStack {
     ///
     /// `rec` must be a record of this quiet stack.
     unsafe fn exception_at(&self, rec: usize, pc: usize, sp: usize) -> bool {
-        let Some(regs) = rec.checked_sub(bindings::UFG_PT_REGS_STACKFRAME as usize) else {
+        let Some(regs) = rec.checked_sub(bindings::UFG_PT_REGS_STACKFRAME) else {
             return false;
         };
         if regs < self.lo {
@@ -524,8 +524,8 @@ impl QuietStack {
         // SAFETY: `regs` is at or above `lo` and below `rec`: the pt_regs' `pc` and `sp` fields
         // lie in the quiet stack.
         unsafe {
-            self.peek(regs + bindings::UFG_PT_REGS_PC as usize) == pc
-                && self.peek(regs + bindings::UFG_PT_REGS_SP as usize) == sp
+            self.peek(regs + bindings::UFG_PT_REGS_PC) == pc
+                && self.peek(regs + bindings::UFG_PT_REGS_SP) == sp
         }
     }
 
@@ -586,7 +586,7 @@ impl QuietStack {
         if !unsafe { bindings::ufg_arm64_scs(task.as_ptr(), &mut base, &mut top) } {
             return None;
         }
-        let (base, top) = (base as usize, top as usize);
+        let (base, top) = (base, top);
         // The same task's stack for every frame of the walk: what `handed` indexes.
         walk.scs = Some((base, top));
         let (mut inner, mut total) = (0usize, 0usize);

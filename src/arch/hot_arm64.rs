@@ -35,7 +35,7 @@ fn field<T>(off: usize) -> *mut T {
 #[inline(always)]
 pub fn cpu() -> usize {
     // SAFETY: the current task's `thread_info.cpu`.
-    unsafe { field::<u32>(b::UFG_TASK_TI_CPU as usize).read_volatile() as usize }
+    unsafe { field::<u32>(b::UFG_TASK_TI_CPU).read_volatile() as usize }
 }
 
 /// `preempt_count()`: the low 32 bits of `thread_info.preempt_count` (the high ones are the
@@ -43,7 +43,7 @@ pub fn cpu() -> usize {
 #[inline(always)]
 pub fn preempt_count() -> u32 {
     // SAFETY: the current task's preempt count.
-    unsafe { field::<u32>(b::UFG_TASK_TI_PREEMPT as usize).read_volatile() }
+    unsafe { field::<u32>(b::UFG_TASK_TI_PREEMPT).read_volatile() }
 }
 
 /// `preempt_disable_notrace()`.
@@ -53,7 +53,7 @@ pub fn preempt_disable() {
     #[cfg(CONFIG_PREEMPT_COUNT)]
     // SAFETY: the current task's count, which only it changes (interrupts restore theirs).
     unsafe {
-        let p = field::<u32>(b::UFG_TASK_TI_PREEMPT as usize);
+        let p = field::<u32>(b::UFG_TASK_TI_PREEMPT);
         p.write_volatile(p.read_volatile().wrapping_add(1));
     }
     core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
@@ -67,9 +67,9 @@ pub fn preempt_enable() {
     #[cfg(CONFIG_PREEMPT_COUNT)]
     // SAFETY: as above.
     unsafe {
-        let whole = field::<u64>(b::UFG_TASK_TI_PREEMPT as usize);
+        let whole = field::<u64>(b::UFG_TASK_TI_PREEMPT);
         let pc = whole.read_volatile().wrapping_sub(1);
-        field::<u32>(b::UFG_TASK_TI_PREEMPT as usize).write_volatile(pc as u32);
+        field::<u32>(b::UFG_TASK_TI_PREEMPT).write_volatile(pc as u32);
         #[cfg(CONFIG_PREEMPTION)]
         if pc == 0 || whole.read_volatile() == 0 {
             b::ufg_preempt_schedule_notrace();
@@ -86,9 +86,7 @@ pub fn rcu_watching() -> bool {
     unsafe {
         let off = core::ptr::addr_of!(__per_cpu_offset).add(cpu()).read();
         let ct = (core::ptr::addr_of!(context_tracking) as usize).wrapping_add(off);
-        ((ct + b::UFG_CT_STATE as usize) as *const u32).read_volatile()
-            & b::UFG_CT_RCU_WATCHING as u32
-            != 0
+        ((ct + b::UFG_CT_STATE) as *const u32).read_volatile() & b::UFG_CT_RCU_WATCHING as u32 != 0
     }
 }
 
@@ -99,17 +97,17 @@ pub mod fregs {
     use crate::bindings as b;
 
     /// The instruction pointer.
-    pub const IP: usize = b::UFG_FREGS_PC as usize;
+    pub const IP: usize = b::UFG_FREGS_PC;
     /// The stack pointer.
-    pub const SP: usize = b::UFG_FREGS_SP as usize;
+    pub const SP: usize = b::UFG_FREGS_SP;
     /// The return value register (x0), at a return.
-    pub const RETVAL: usize = b::UFG_FREGS_X0 as usize;
+    pub const RETVAL: usize = b::UFG_FREGS_X0;
     /// The argument registers, in order (AAPCS64: x0..x7).
     pub const ARGS: [usize; 8] = {
         let mut a = [0; 8];
         let mut i = 0;
         while i < 8 {
-            a[i] = b::UFG_FREGS_X0 as usize + 8 * i;
+            a[i] = b::UFG_FREGS_X0 + 8 * i;
             i += 1;
         }
         a
@@ -124,6 +122,6 @@ pub mod fregs {
     #[inline(always)]
     pub unsafe fn retp(f: *mut crate::bindings::ftrace_regs) -> *mut usize {
         // SAFETY: the address of a field of valid registers (caller).
-        unsafe { f.cast::<u8>().add(b::UFG_FREGS_LR as usize).cast::<usize>() }
+        unsafe { f.cast::<u8>().add(b::UFG_FREGS_LR).cast::<usize>() }
     }
 }
