@@ -24,7 +24,7 @@ moddir=$UFG_BUILD/modules-$tag
 # The base run takes about 8 minutes with make check's kernel builds beside it; the limit leaves
 # room for a busier machine.
 default_timeout=1500
-[ "$flavour" = debug ] && default_timeout=2400
+[ "$flavour" = debug ] && default_timeout=3000
 timeout_s=${UFG_VM_TIMEOUT:-$default_timeout}
 log=$UFG_BUILD/vm-$tag-$mode.log
 results=$UFG_BUILD/results-$tag.txt
