@@ -1231,14 +1231,16 @@ fn forks_with_an_empty_pool(t: &mut Test) -> CaseResult {
     t.check_ok(ops.register(), "register")?;
     // SAFETY: the module is loaded while its tests run.
     let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
-    // Fake tasks: their addresses are only keys, never dereferenced once filed.
+    // Fake tasks, zeroed and as big as the fields looking a task up reads (`is_idle_task()`
+    // reads `flags`): two words each, as before session 10, made those reads run past the
+    // allocation, which KASAN reported now and then (the debug kernel's "flaky" failure).
     let fakes = t.check_ok(
-        KBox::new([0usize; 2], GFP_KERNEL).map_err(Error::from),
+        KBox::new([[0usize; 512]; 2], GFP_KERNEL).map_err(Error::from),
         "KBox::new",
     )?;
     let (fake1, fake2) = (
-        TaskRef(&fakes[0] as *const usize as usize),
-        TaskRef(&fakes[1] as *const usize as usize),
+        TaskRef(fakes[0].as_ptr() as usize),
+        TaskRef(fakes[1].as_ptr() as usize),
     );
     // The pool and the counters are the whole kernel's: a real fork or exit meanwhile (a kworker
     // starting, on the PREEMPT_RT debug kernel every fork takes from the pool) changes them, or
