@@ -814,13 +814,15 @@ impl Tasks {
             let p = slot.load(Acquire);
             if !p.is_null() {
                 let task = self.idle_owner.get(cpu).map_or(0, |o| o.load(Relaxed));
-                // SAFETY: idle stacks live until `detach`.
+                // SAFETY: `p` is this CPU's idle stack, non-null (checked above); idle stacks
+                // are freed only by `detach`, after every walk of them has ended.
+                let stack = unsafe { &*p };
                 f(
                     Owner::Idle {
                         cpu,
                         task: (task != 0).then_some(TaskRef(task)),
                     },
-                    unsafe { &*p },
+                    stack,
                 );
             }
         }

@@ -283,13 +283,8 @@ pub(super) fn graph_side_ret_all(
                 if let Some(l) = l {
                     // SAFETY: a `Live` found in `regs` (or published as the single one) stays
                     // allocated until a grace period after it leaves, which `np` holds off.
-                    call_exit(
-                        unsafe { (*(l as *const Live)).fp },
-                        func,
-                        ret_ip,
-                        regs,
-                        dptr,
-                    );
+                    let fp = unsafe { (*(l as *const Live)).fp };
+                    call_exit(fp, func, ret_ip, regs, dptr);
                 }
             }
             off += 1 + w;
