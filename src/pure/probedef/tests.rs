@@ -3,6 +3,7 @@
 //! Tests of whole definitions: upstream's selftest cases, every fetch form and type, defaults,
 //! limits, and the `dynamic_events` listing round trip.
 
+use super::args::RESERVED_NAMES;
 use super::*;
 use std::format;
 use std::string::{String, ToString};
