@@ -8,7 +8,7 @@
 //! ```
 //!
 //! - probedef: the mutation fuzzers' seeds and every command the parser's and the record
-//!   layer's host tests write (`src/pure/probedef/tests.rs`, `src/pure/event/tests.rs`);
+//!   layer's host tests write (`src/pure/probedef/tests/`, `src/pure/event/tests.rs`);
 //! - fetch: the definitions among those, each followed by a NUL and bytes for its hits;
 //! - shadow: operation sequences like the shadow stack's tests, images of the stacks they
 //!   build, and those stacks with words corrupted where the readers look first;
@@ -28,8 +28,18 @@ use ufgraph_fuzz::event::EVENT_SEEDS;
 use ufgraph_fuzz::{btf, shadow, symbols};
 use ufgraph_pure::probedef::{parse, Command};
 
-const PROBEDEF_TESTS: &str = include_str!("../../../../src/pure/probedef/tests.rs");
-const EVENT_TESTS: &str = include_str!("../../../../src/pure/event/tests.rs");
+/// The host tests of the definition parser and of the record layer, whose commands seed the
+/// parser's targets.
+const TEST_SOURCES: [&str; 8] = [
+    include_str!("../../../../src/pure/probedef/tests/mod.rs"),
+    include_str!("../../../../src/pure/probedef/tests/upstream.rs"),
+    include_str!("../../../../src/pure/probedef/tests/heads.rs"),
+    include_str!("../../../../src/pure/probedef/tests/fetchargs.rs"),
+    include_str!("../../../../src/pure/probedef/tests/types.rs"),
+    include_str!("../../../../src/pure/probedef/tests/fields.rs"),
+    include_str!("../../../../src/pure/probedef/tests/listing.rs"),
+    include_str!("../../../../src/pure/event/tests.rs"),
+];
 
 /// The string literals of Rust source (plain ones; escapes decoded).
 fn literals(src: &str) -> Vec<String> {
@@ -88,7 +98,7 @@ fn literals(src: &str) -> Vec<String> {
 /// positions mark the caret with '^' inside the command; it goes.
 fn test_commands() -> BTreeSet<String> {
     let mut set = BTreeSet::new();
-    for src in [PROBEDEF_TESTS, EVENT_TESTS] {
+    for src in TEST_SOURCES {
         for s in literals(src) {
             if s.len() >= 2 && s.starts_with(['f', 't', '-', '!']) && !s.contains("{}") {
                 set.insert(s.replace('^', ""));
