@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The promises of the shadow stack (`src/pure/shadow.rs`) and of the reader of upstream's
+//! The promises of the shadow stack (`src/pure/shadow/`) and of the reader of upstream's
 //! function_graph stack (`handback::fgraph_find`), on stacks an input describes.
 //!
 //! An input is one of two things (its first byte says which):
