@@ -85,6 +85,20 @@ impl Kind {
         )
     }
 
+    /// Whether the third word of the entry is the type's size in bytes.
+    pub fn has_size(self) -> bool {
+        matches!(
+            self,
+            Kind::Int
+                | Kind::Enum
+                | Kind::Enum64
+                | Kind::Struct
+                | Kind::Union
+                | Kind::Float
+                | Kind::Datasec
+        )
+    }
+
     /// Whether the third word of the entry is a type id (else a size, or unused).
     pub(super) fn refers(self) -> bool {
         matches!(

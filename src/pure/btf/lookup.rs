@@ -179,13 +179,7 @@ impl<'a> Btf<'a> {
         for _ in 0..=MAX_DEPTH {
             let t = self.ty(self.resolve(id)?)?;
             let size = match t.kind {
-                Kind::Int
-                | Kind::Enum
-                | Kind::Enum64
-                | Kind::Struct
-                | Kind::Union
-                | Kind::Float
-                | Kind::Datasec => t.size_or_type,
+                k if k.has_size() => t.size_or_type,
                 Kind::Ptr => POINTER_SIZE,
                 Kind::Array => {
                     times = times.checked_mul(t.word(2)?).ok_or(Error::Limit)?;

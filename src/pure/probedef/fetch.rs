@@ -96,7 +96,7 @@ pub(super) enum LastOp {
 
 /// A program under construction, with upstream's instruction count.
 pub(super) struct Builder<'t> {
-    pub(super) load: Option<Load<'t>>,
+    pub(super) load: Option<Load<&'t str>>,
     pub(super) derefs: [Deref; MAX_DEREFS],
     pub(super) nderefs: usize,
     /// Instruction slots upstream would have used so far.
@@ -115,7 +115,7 @@ impl<'t> Builder<'t> {
 
     /// Sets the load. It is the innermost operand, so upstream writes it at slot 0 (a symbol
     /// takes slots 0 and 1: an unresolved-symbol holder, then the immediate it resolves into).
-    fn set_load(&mut self, load: Load<'t>) {
+    fn set_load(&mut self, load: Load<&'t str>) {
         self.slots = if matches!(load, Load::Symbol(_)) {
             2
         } else {
@@ -305,7 +305,7 @@ fn parse_probe_arg<'t>(
 }
 
 /// `parse_probe_vars()`: `$` followed by `var`, at byte `off` of its word.
-fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx) -> Result<Load<'static>, Fail> {
+fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx) -> Result<Load<&'static str>, Fail> {
     let bad = |code| Err(fail(code, off, Errno::Inval));
     let max = u64::from(ctx.max_stack_index);
     // A prefix is enough: on a return probe "$retvalue" is "$retval".
@@ -355,7 +355,7 @@ fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx) -> Result<Load<'static>, F
 }
 
 /// `\` followed by `imm`, at byte `off` of its word: an immediate value or string.
-fn parse_imm(imm: &str, off: usize) -> Result<Load<'_>, Fail> {
+fn parse_imm(imm: &str, off: usize) -> Result<Load<&str>, Fail> {
     if let Some(s) = imm.strip_prefix('"') {
         // The string runs to the end of the word, which must be the closing quote.
         return match s.strip_suffix('"') {

@@ -76,7 +76,7 @@ pub use error::{ErrCode, Errno, Error, ErrorLog, ProbeError};
 pub use fetcharg::{ArgSig, Comm, FetchArg};
 pub use probe::ProbeDef;
 pub use program::{
-    split_symbol_offset, Bitfield, Deref, Fetch, Load, Store, StoreKind, FETCH_INSN_MAX,
+    split_symbol_offset, Bitfield, Deref, Fetch, Load, NoSymbol, Store, StoreKind, FETCH_INSN_MAX,
     MAX_DEREFS, MAX_PROBE_EVENT_SIZE,
 };
 pub use remove::RemoveDef;

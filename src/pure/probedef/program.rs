@@ -3,6 +3,8 @@
 //! Fetch programs: how to read one probe argument (see [`Fetch`]), the parser's output and the
 //! input of the event record layer's compiler.
 
+use core::convert::Infallible;
+
 use super::error::Errno;
 use super::num::{kstrtoll, NumError};
 
@@ -21,8 +23,14 @@ pub const MAX_PROBE_EVENT_SIZE: usize = 3072;
 pub(super) const END_SLOT: usize = FETCH_INSN_MAX - 1;
 
 /// Stage 1 of a [`Fetch`]: where the value comes from.
+///
+/// Shared by the parser and the programs compiled from its output: `S` is what an immediate
+/// string carries, `Y` what a symbol carries. The parser's [`Fetch`] holds their text
+/// (`Load<&str>`); a compiled program (`event::Origin`, a `Load<(), NoSymbol>`) keeps the
+/// string itself and has resolved every symbol to an [`Imm`](Load::Imm) address, so its load
+/// carries neither and cannot be a symbol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Load<'a> {
+pub enum Load<S, Y = S> {
     /// `$argN` on function entry: function argument `n` (from 0) of `ftrace_regs`. For a
     /// tracepoint probe, `n` is N: the stub probed takes a dummy first parameter.
     Arg(u16),
@@ -44,9 +52,35 @@ pub enum Load<'a> {
     /// `\IMM`, or the address of `@ADDR`: a constant.
     Imm(u64),
     /// `\"STR"`: the address of the string (the text between the quotes, kept by the probe).
-    ImmStr(&'a str),
+    ImmStr(S),
     /// `@SYM[+|-OFFS]`: the address of a symbol, written as is; see [`split_symbol_offset`].
-    Symbol(&'a str),
+    Symbol(Y),
+}
+
+/// What the [`Load::Symbol`] of a load whose symbols are all resolved holds: nothing can.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NoSymbol {}
+
+impl<S, Y> Load<S, Y> {
+    /// The same load with new payloads: `imm_str` maps an immediate string's, `symbol` turns a
+    /// symbol into any load (its resolved address, say); the other loads carry over as they are.
+    pub fn try_map<T, Z, E>(
+        self,
+        imm_str: impl FnOnce(S) -> Result<T, E>,
+        symbol: impl FnOnce(Y) -> Result<Load<T, Z>, E>,
+    ) -> Result<Load<T, Z>, E> {
+        Ok(match self {
+            Load::Arg(n) => Load::Arg(n),
+            Load::EntryArg { arg, slot } => Load::EntryArg { arg, slot },
+            Load::Retval => Load::Retval,
+            Load::Stack(n) => Load::Stack(n),
+            Load::StackPointer => Load::StackPointer,
+            Load::Comm => Load::Comm,
+            Load::Imm(v) => Load::Imm(v),
+            Load::ImmStr(s) => Load::ImmStr(imm_str(s)?),
+            Load::Symbol(y) => symbol(y)?,
+        })
+    }
 }
 
 /// Stage 2 of a [`Fetch`]: one pointer dereference.
@@ -148,7 +182,7 @@ pub struct Bitfield {
 #[derive(Clone, Copy, Debug, Eq, Hash)]
 pub struct Fetch<'a> {
     /// Stage 1.
-    pub load: Load<'a>,
+    pub load: Load<&'a str>,
     pub(super) derefs: [Deref; MAX_DEREFS],
     pub(super) nderefs: u8,
     /// Stage 3.
@@ -166,17 +200,13 @@ impl<'a> Fetch<'a> {
     }
 
     /// The same program with the text of its load replaced through `f`.
-    pub(super) fn map_text<'b>(self, f: impl FnOnce(&'a str) -> &'b str) -> Fetch<'b> {
-        let load = match self.load {
-            Load::ImmStr(s) => Load::ImmStr(f(s)),
-            Load::Symbol(s) => Load::Symbol(f(s)),
-            Load::Arg(n) => Load::Arg(n),
-            Load::EntryArg { arg, slot } => Load::EntryArg { arg, slot },
-            Load::Retval => Load::Retval,
-            Load::Stack(n) => Load::Stack(n),
-            Load::StackPointer => Load::StackPointer,
-            Load::Comm => Load::Comm,
-            Load::Imm(v) => Load::Imm(v),
+    pub(super) fn map_text<'b>(self, f: impl Fn(&'a str) -> &'b str) -> Fetch<'b> {
+        let mapped = self
+            .load
+            .try_map(|s| Ok::<_, Infallible>(f(s)), |y| Ok(Load::Symbol(f(y))));
+        let load = match mapped {
+            Ok(load) => load,
+            Err(never) => match never {},
         };
         Fetch {
             load,

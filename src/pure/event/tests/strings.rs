@@ -17,7 +17,7 @@ fn strings_of_every_kind() {
         kinds,
         [String, UserString, UserString, String, String, String, SymString, SymString, String]
     );
-    assert_eq!(e.progs[5].origin(), Origin::ImmStr);
+    assert_eq!(e.progs[5].origin(), Origin::ImmStr(()));
     assert_eq!(e.progs[5].imm_str(), "imm");
     let mut env = Fake::new();
     env.args = vec![K, U, 0xffff_ffff_8100_0010];

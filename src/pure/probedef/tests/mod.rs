@@ -103,7 +103,7 @@ fn check_errors(cases: &[(&str, ErrCode)]) {
 
 /// The load of each one-argument command of `cases` is the one given.
 #[track_caller]
-fn check_loads(cases: &[(&str, Load<'_>)]) {
+fn check_loads(cases: &[(&str, Load<&str>)]) {
     for &(cmd, load) in cases {
         assert_eq!(fetch(cmd).load, load, "{cmd:?}");
     }
@@ -117,7 +117,7 @@ fn check_stores(cases: &[(&str, Store)]) {
     }
 }
 
-fn load(l: Load<'_>) -> String {
+fn load(l: Load<&str>) -> String {
     format!("{l:?}")
 }
 
