@@ -4,9 +4,10 @@
 //! (`traceprobe_parse_probe_arg()` for each).
 
 use super::argv::{self, BufWriter, DentryWord, Words, MAX_DENTRY_ARGS_LEN};
+use super::builder::Fail;
 use super::config::{Config, MAX_ARG_NAME_LEN, MAX_TRACE_ARGS};
 use super::error::{ErrCode, Errno};
-use super::fetch::{parse_body, ArgCtx, EntryArgs, Fail};
+use super::fetch::{parse_body, ArgCtx, EntryArgs};
 use super::fetcharg::{Comm, FetchArg};
 use super::num::is_good_name;
 use super::program::Fetch;

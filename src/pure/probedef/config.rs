@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Upstream's limits on definitions, and what the parser needs to know about the kernel.
+//! The parser's vocabulary, which every part of it may use: upstream's limits on definitions,
+//! what the parser needs to know about the kernel ([`Config`]), and where a probe attaches
+//! ([`ProbeKind`]).
 
 /// The most fetch arguments a probe takes (`MAX_TRACE_ARGS`).
 pub const MAX_TRACE_ARGS: usize = 128;
@@ -40,4 +42,13 @@ pub struct Config {
     pub dentry_name_offset: u32,
     /// `offsetof(struct file, f_path.dentry)`, for `%pD`.
     pub file_dentry_offset: u32,
+}
+
+/// Where a probe attaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProbeKind {
+    /// `f`: function entry or exit.
+    Fprobe,
+    /// `t`: a tracepoint.
+    Tracepoint,
 }

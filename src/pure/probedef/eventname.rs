@@ -2,10 +2,9 @@
 
 //! Event names: `[GRP/][EVENT]` as given, and upstream's default made from the symbol.
 
-use super::config::MAX_EVENT_NAME_LEN;
+use super::config::{ProbeKind, MAX_EVENT_NAME_LEN};
 use super::error::ErrCode;
 use super::num::is_good_name;
-use super::ProbeKind;
 
 /// An event name: given, or made from the symbol into a fixed buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

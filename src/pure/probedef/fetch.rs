@@ -4,12 +4,14 @@
 //! (upstream's `traceprobe_parse_probe_arg_body()` and the functions it calls). The last step,
 //! the store, bitfield and array stages, is [`finalize`](super::finalize).
 
+use super::argtype::parse_type;
+use super::builder::{fail, Builder, Fail, LastOp};
+use super::config::{MAX_ARGSTR_LEN, MAX_TRACE_ARGS};
 use super::error::{ErrCode, Errno};
 use super::finalize::finalize;
-use super::num::{is_alpha, kstrtoll, kstrtouint, kstrtoull, neg_kstrtoll, NumError};
-use super::program::{Deref, Fetch, Load, END_SLOT, MAX_DEREFS, MAX_PROBE_EVENT_SIZE};
+use super::num::{is_alpha, kstrtoll, kstrtoull, neg_kstrtoll, NumError};
+use super::program::{Deref, Fetch, Load, MAX_PROBE_EVENT_SIZE};
 use super::types::FetchType;
-use super::{MAX_ARGSTR_LEN, MAX_ARRAY_LEN, MAX_TRACE_ARGS};
 
 /// The function arguments a return probe saves at entry, in entry-data slot order
 /// (upstream's `probe_entry_arg`: one `unsigned long` each, shared by every `$argN` reading it).
@@ -45,24 +47,6 @@ impl EntryArgs {
     }
 }
 
-/// A failure in one argument: the error and its offset in the argument's word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Fail {
-    pub(super) code: ErrCode,
-    pub(super) offset: usize,
-    pub(super) errno: Errno,
-    pub(super) also: Option<ErrCode>,
-}
-
-pub(super) const fn fail(code: ErrCode, offset: usize, errno: Errno) -> Fail {
-    Fail {
-        code,
-        offset,
-        errno,
-        also: None,
-    }
-}
-
 /// What the argument parser needs to know about the probe, and what it accumulates over the
 /// arguments of one probe.
 #[derive(Clone, Debug)]
@@ -77,84 +61,6 @@ pub(super) struct ArgCtx {
     pub(super) entry: EntryArgs,
     /// Size of the argument fields so far (upstream's `tp->size`).
     pub(super) size: usize,
-}
-
-/// Upstream's last-written instruction, which several checks look at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum LastOp {
-    Arg,
-    EntryData,
-    Retval,
-    Stack,
-    StackPointer,
-    Comm,
-    Imm,
-    Data,
-    Deref,
-    UserDeref,
-}
-
-/// A program under construction, with upstream's instruction count.
-pub(super) struct Builder<'t> {
-    pub(super) load: Option<Load<&'t str>>,
-    pub(super) derefs: [Deref; MAX_DEREFS],
-    pub(super) nderefs: usize,
-    /// Instruction slots upstream would have used so far.
-    pub(super) slots: usize,
-}
-
-impl<'t> Builder<'t> {
-    fn new() -> Self {
-        Builder {
-            load: None,
-            derefs: [Deref::default(); MAX_DEREFS],
-            nderefs: 0,
-            slots: 0,
-        }
-    }
-
-    /// Sets the load. It is the innermost operand, so upstream writes it at slot 0 (a symbol
-    /// takes slots 0 and 1: an unresolved-symbol holder, then the immediate it resolves into).
-    fn set_load(&mut self, load: Load<&'t str>) {
-        self.slots = if matches!(load, Load::Symbol(_)) {
-            2
-        } else {
-            1
-        };
-        self.load = Some(load);
-    }
-
-    pub(super) fn last_op(&self) -> Option<LastOp> {
-        if let Some(d) = self.nderefs.checked_sub(1).and_then(|i| self.derefs.get(i)) {
-            return Some(if d.user {
-                LastOp::UserDeref
-            } else {
-                LastOp::Deref
-            });
-        }
-        Some(match self.load? {
-            Load::Arg(_) => LastOp::Arg,
-            Load::EntryArg { .. } => LastOp::EntryData,
-            Load::Retval => LastOp::Retval,
-            Load::Stack(_) => LastOp::Stack,
-            Load::StackPointer => LastOp::StackPointer,
-            Load::Comm => LastOp::Comm,
-            Load::Imm(_) | Load::Symbol(_) => LastOp::Imm,
-            Load::ImmStr(_) => LastOp::Data,
-        })
-    }
-
-    /// Appends a dereference (upstream: `if (++code == end) TOO_MANY_OPS`).
-    fn push_deref(&mut self, d: Deref, at: usize) -> Result<(), Fail> {
-        let too_many = fail(ErrCode::TooManyOps, at, Errno::Inval);
-        if self.slots == END_SLOT {
-            return Err(too_many);
-        }
-        *self.derefs.get_mut(self.nderefs).ok_or(too_many)? = d;
-        self.nderefs += 1;
-        self.slots += 1;
-        Ok(())
-    }
 }
 
 /// `traceprobe_parse_probe_arg_body()`: parses the expression `body` of an argument, found at
@@ -188,68 +94,6 @@ pub(super) fn parse_body<'t>(
         u16::try_from(field_offset).unwrap_or(u16::MAX),
         fetch,
     ))
-}
-
-/// The parts of an argument's expression around its type.
-pub(super) struct TypeSpec<'t> {
-    /// The fetch expression, before the first ':'.
-    pub(super) expr: &'t str,
-    /// The type text, without an array suffix.
-    pub(super) name: Option<&'t str>,
-    /// Where the type text starts in the expression (0 when there is none).
-    pub(super) from: usize,
-    pub(super) ty: FetchType,
-    pub(super) count: u32,
-}
-
-/// `parse_probe_arg_type()`: splits `body` (at byte `at` of its word) at its first ':' and reads
-/// the type and array size after it.
-fn parse_type(body: &str, at: usize) -> Result<TypeSpec<'_>, Fail> {
-    let inval = |code, offset| fail(code, offset, Errno::Inval);
-    let (expr, type_from) = match body.find(':') {
-        Some(colon) => (body.get(..colon).unwrap_or(""), Some(colon + 1)),
-        None => (body, None),
-    };
-    let mut name = type_from.and_then(|t| body.get(t..));
-    let mut count = 0;
-    if let (Some(t), Some(text)) = (type_from, name) {
-        if let Some(open) = text.find('[') {
-            let num_from = t + open + 1;
-            let num_text = body.get(num_from..).unwrap_or("");
-            let Some(close) = num_text.find(']') else {
-                return Err(inval(ErrCode::ArrayNoClose, at + body.len()));
-            };
-            let num_end = num_from + close;
-            if num_end + 1 != body.len() {
-                return Err(inval(ErrCode::BadArraySuffix, at + num_end + 1));
-            }
-            count = match kstrtouint(num_text.get(..close).unwrap_or(""), 0) {
-                Ok(n) if n != 0 => n,
-                _ => return Err(inval(ErrCode::BadArrayNum, at + num_from)),
-            };
-            if count > MAX_ARRAY_LEN as u32 {
-                return Err(inval(ErrCode::ArrayTooBig, at + num_from));
-            }
-            name = text.get(..open);
-        }
-    }
-    let type_at = at + type_from.unwrap_or(0);
-    // $comm and immediate strings are strings whatever one writes; only "string" may be written.
-    let ty = if expr == "$comm" || expr == "$COMM" || expr.starts_with("\\\"") {
-        if count != 0 || name.is_some_and(|n| n != "string") {
-            return Err(inval(ErrCode::NeedStringType, type_at));
-        }
-        FetchType::String
-    } else {
-        FetchType::find(name).ok_or(inval(ErrCode::BadType, type_at))?
-    };
-    Ok(TypeSpec {
-        expr,
-        name,
-        from: type_from.unwrap_or(0),
-        ty,
-        count,
-    })
 }
 
 /// `parse_probe_arg()`: parses a fetch expression at byte `*off` of its word. Nested

@@ -4,8 +4,9 @@
 //! bitfield and array stages of its [`Fetch`] program for the argument's type, counting
 //! upstream's instruction slots as it goes.
 
+use super::argtype::TypeSpec;
+use super::builder::{fail, Builder, Fail, LastOp};
 use super::error::{ErrCode, Errno};
-use super::fetch::{fail, Builder, Fail, LastOp, TypeSpec};
 use super::num::simple_strtoul;
 use super::program::{Bitfield, Deref, Fetch, Store, StoreKind, END_SLOT, MAX_DEREFS};
 use super::types::FetchType;

@@ -46,12 +46,39 @@
 //!   bytes is cut at a character boundary;
 //! - the line ends at its first NUL, and may be [`MAX_COMMAND_LEN`] bytes long, as what
 //!   upstream's writer hands its parsers.
+//!
+//! # Files
+//!
+//! One concept each, in layers: a file uses only the ones above it in this list (no cycles;
+//! none uses this one but the tests).
+//!
+//! ```text
+//!   error      error codes, errnos, ProbeError, Error           (depends on nothing)
+//!   config     limits, Config, ProbeKind                        (nothing)
+//!   num        the kernel's number conversions, character classes
+//!   types      the fetch types
+//!   program    the Fetch program: Load, Deref, Store, Bitfield
+//!   argv       words, %pd/%pD rewrites, error positions
+//!   errlog     the error_log entry
+//!   builder    a program under construction, Fail
+//!   argtype    an argument's type
+//!   finalize   the store, bitfield and array stages
+//!   fetch      the expression parser
+//!   fetcharg   FetchArg, Comm, ArgSig
+//!   args       argument names, the argument parser, Args
+//!   eventname  group and event names
+//!   probe      ProbeDef
+//!   remove     RemoveDef
+//! ```
 
 #![forbid(unsafe_code)]
 
 mod args;
+mod argtype;
 mod argv;
+mod builder;
 mod config;
+mod errlog;
 mod error;
 mod eventname;
 mod fetch;
@@ -69,10 +96,11 @@ mod tests;
 pub use args::Args;
 pub use argv::{DentryExpansion, DentryKind, MAX_DENTRY_ARGS_LEN};
 pub use config::{
-    Config, FPROBE_GROUP, MAXACTIVE_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN,
-    MAX_COMMAND_LEN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, TRACEPOINT_GROUP,
+    Config, ProbeKind, FPROBE_GROUP, MAXACTIVE_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN,
+    MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, TRACEPOINT_GROUP,
 };
-pub use error::{ErrCode, Errno, Error, ErrorLog, ProbeError};
+pub use errlog::ErrorLog;
+pub use error::{ErrCode, Errno, Error, ProbeError};
 pub use fetcharg::{ArgSig, Comm, FetchArg};
 pub use probe::ProbeDef;
 pub use program::{
@@ -94,15 +122,6 @@ pub enum Command<'a> {
     Add(ProbeDef<'a>),
     /// Remove the matching events.
     Remove(RemoveDef<'a>),
-}
-
-/// Where a probe attaches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ProbeKind {
-    /// `f`: function entry or exit.
-    Fprobe,
-    /// `t`: a tracepoint.
-    Tracepoint,
 }
 
 /// Parses one `dynamic_events` line (without its newline; see [`commands`]).

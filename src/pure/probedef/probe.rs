@@ -7,15 +7,16 @@ use core::fmt;
 
 use super::args::{ArgParser, Args};
 use super::argv::{self, error_pos, DentryWord, MAX_DENTRY_ARGS_LEN};
+use super::builder::Fail;
 use super::config::{
-    Config, FPROBE_GROUP, MAXACTIVE_MAX, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, TRACEPOINT_GROUP,
+    Config, ProbeKind, FPROBE_GROUP, MAXACTIVE_MAX, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS,
+    TRACEPOINT_GROUP,
 };
 use super::error::{ErrCode, Errno, Error, ProbeError};
 use super::eventname::{parse_event_name, EventName};
-use super::fetch::{ArgCtx, EntryArgs, Fail};
+use super::fetch::{ArgCtx, EntryArgs};
 use super::fetcharg::ArgSig;
 use super::num::{is_alnum, kstrtouint};
-use super::ProbeKind;
 
 /// A probe definition: `f`/`t` lines.
 ///
