@@ -77,7 +77,7 @@ impl Kind {
         })
     }
 
-    /// A qualifier or alias that [`Btf::resolve`] sees through.
+    /// A qualifier or alias that [`Btf::resolve`](super::Btf::resolve) sees through.
     pub fn is_modifier(self) -> bool {
         matches!(
             self,

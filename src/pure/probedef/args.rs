@@ -13,7 +13,7 @@ use super::num::is_good_name;
 use super::program::Fetch;
 use super::types::FetchType;
 
-/// The fetch arguments of a [`ProbeDef`], parsed again from its command line.
+/// The fetch arguments of a [`ProbeDef`](super::ProbeDef), parsed again from its command line.
 #[derive(Clone, Debug)]
 pub struct Args<'a> {
     pub(super) parser: ArgParser<'a>,

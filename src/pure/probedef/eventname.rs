@@ -17,7 +17,7 @@ pub(super) enum EventName<'a> {
 }
 
 impl<'a> EventName<'a> {
-    /// Upstream's default event name (see [`ProbeDef::event`]).
+    /// Upstream's default event name (see [`ProbeDef::event`](super::ProbeDef::event)).
     pub(super) fn generated(kind: ProbeKind, symbol: &str, is_return: bool) -> Self {
         let parts = match kind {
             ProbeKind::Fprobe => [symbol, "__", if is_return { "exit" } else { "entry" }],

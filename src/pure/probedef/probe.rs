@@ -169,7 +169,7 @@ impl<'a> ProbeDef<'a> {
 
     /// For an exit probe, the function arguments (numbered from 0) its entry handler saves, in
     /// entry-data slot order: the `unsigned long` at slot `i` holds argument `entry_args()[i]`
-    /// ([`Load::EntryArg`] reads it). Empty when no `$argN` is read at exit.
+    /// ([`Load::EntryArg`](super::Load::EntryArg) reads it). Empty when no `$argN` is read at exit.
     pub fn entry_args(&self) -> &[u16] {
         self.entry.as_slice()
     }
@@ -331,7 +331,7 @@ impl ErrAt<'_> {
     }
 }
 
-/// f[MAXACTIVE]: digits right after the type letter of `head`, up to its ':' at `colon`.
+/// `f[MAXACTIVE]`: digits right after the type letter of `head`, up to its ':' at `colon`.
 /// Anything else there is ignored. 0 when there are none.
 fn parse_maxactive(head: &str, colon: Option<usize>) -> Result<i32, ErrCode> {
     if !head.as_bytes().get(1).is_some_and(u8::is_ascii_digit) {
