@@ -110,13 +110,8 @@ fn size_spec(btf: &Btf<'_>, id: u32, depth: usize) -> Result<u64, Error> {
     }
     let r = raw(btf, resolve_spec(btf, id)?).ok_or(Error::TypeId)?;
     match r.kind {
-        Kind::Int
-        | Kind::Enum
-        | Kind::Enum64
-        | Kind::Struct
-        | Kind::Union
-        | Kind::Float
-        | Kind::Datasec => Ok(u64::from(r.third)),
+        // Which kinds have a size is the format's, shared; how sizes combine is stated here.
+        k if k.has_size() => Ok(u64::from(r.third)),
         Kind::Ptr => Ok(u64::from(POINTER_SIZE)),
         Kind::Array => Ok(size_spec(btf, r.w(0), depth + 1)? * u64::from(r.w(2))),
         _ => Err(Error::Kind),

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The promises of the shadow stack (`src/pure/shadow.rs`) and of the reader of upstream's
+//! The promises of the shadow stack (`src/pure/shadow/`) and of the reader of upstream's
 //! function_graph stack (`handback::fgraph_find`), on stacks an input describes.
 //!
 //! An input is one of two things (its first byte says which):
@@ -253,11 +253,34 @@ fn check_readers(s: &Stack, image: &[usize], top: usize, idx: usize) -> Result<u
 
 /// The entry path on the image: pushes, reservations, and undoing them.
 fn check_pushes(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
+    check_push_with_data(s, image, p)?;
+    s.truncate(p.top);
+    check_push_reserve_pop(s, p)?;
+    s.truncate(p.top);
+    check_reserve_on_top(s, p)?;
+    s.truncate(p.top);
+    Ok(())
+}
+
+/// Since `image` was taken, on top `top`, `what` wrote no word of the stack outside `keep`.
+fn writes_only(
+    image: &[usize],
+    s: &Stack,
+    top: usize,
+    keep: core::ops::Range<usize>,
+    what: &str,
+) -> Verdict {
+    match changed_outside(image, &snapshot(s), keep) {
+        Some(i) => Err(format!("{what} on top {top} wrote word {i}")),
+        None => Ok(()),
+    }
+}
+
+/// The hot path's push with data, then unpushing it.
+fn check_push_with_data(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
     let top = p.top;
     let (idx, words) = (p.idx, p.push_words);
     let overrun = s.overrun();
-
-    // The hot path's push with data.
     let fits = top
         .checked_add(FRAME_WORDS + 2 + words)
         .is_some_and(|t| t < MAX_OFFSET);
@@ -296,10 +319,7 @@ fn check_pushes(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
                 s.data_on_top(idx) == Some(d) && s.retrieve_data(idx, 0) == Some(d),
                 || format!("data {d:?} not found on top"),
             )?;
-            let after = snapshot(s);
-            if let Some(i) = changed_outside(image, &after, top..new_top) {
-                return Err(format!("push_with_data on top {top} wrote word {i}"));
-            }
+            writes_only(image, s, top, top..new_top, "push_with_data")?;
             s.unpush(bm);
             ensure(s.top() == top, || format!("unpush left top {}", s.top()))?;
         }
@@ -308,14 +328,17 @@ fn check_pushes(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
                 format!("push_with_data of {words} words on top {top} refused")
             })?;
             ensure(s.overrun() == overrun + 1, || "overrun not counted".into())?;
-            ensure(changed_outside(image, &snapshot(s), 0..0).is_none(), || {
-                "a refused push wrote".into()
-            })?;
+            writes_only(image, s, top, 0..0, "a refused push_with_data")?;
         }
     }
 
-    // The general path: push, reserve, set the bitmap, pop.
-    s.truncate(top);
+    Ok(())
+}
+
+/// The general path: push, reserve, set the bitmap, pop.
+fn check_push_reserve_pop(s: &Stack, p: &ImageParams) -> Verdict {
+    let top = p.top;
+    let (idx, words) = (p.idx, p.push_words);
     let image = snapshot(s);
     let fits = top
         .checked_add(FRAME_WORDS + 1)
@@ -350,28 +373,28 @@ fn check_pushes(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict {
                 ) == (top, 0x5555, 0x6666, 0x7777, 0x8888, 0x8001, false),
                 || format!("pushed {f:?}"),
             )?;
-            if let Some(i) = changed_outside(&image, &snapshot(s), top..s.top()) {
-                return Err(format!("push on top {top} wrote word {i}"));
-            }
+            writes_only(&image, s, top, top..s.top(), "push")?;
             s.pop(&f);
             ensure(s.top() == top, || format!("pop left top {}", s.top()))?;
         }
         Err(_) => ensure(!fits, || format!("push on top {top} refused"))?,
     }
 
-    // A reservation on whatever is on top (an entry callback on a corrupt frame).
-    s.truncate(top);
+    Ok(())
+}
+
+/// A reservation on whatever is on top (an entry callback on a corrupt frame).
+fn check_reserve_on_top(s: &Stack, p: &ImageParams) -> Verdict {
+    let top = p.top;
+    let (idx, words) = (p.idx, p.push_words);
     let image = snapshot(s);
     if let Some(d) = s.reserve_data(idx, words * 8) {
         ensure(
             top >= 1 && d == DataRef { start: top, words } && top + words + 1 < MAX_OFFSET,
             || format!("reserved {d:?} on top {top}"),
         )?;
-        if let Some(i) = changed_outside(&image, &snapshot(s), top..top + words + 1) {
-            return Err(format!("reservation on top {top} wrote word {i}"));
-        }
+        writes_only(&image, s, top, top..top + words + 1, "reservation")?;
     }
-    s.truncate(top);
     Ok(())
 }
 
@@ -666,103 +689,153 @@ struct Model {
 
 /// Runs `op` on the stack and the model.
 fn apply(s: &Stack, m: &mut Model, op: Op, fill: usize) -> Verdict {
-    let top = m.top;
     match op {
         Op::Push {
             ret,
             func,
             calltime,
             retp,
-        } => {
-            let r = s.push(ret, func, calltime, retp);
-            if top + FRAME_WORDS + 1 < MAX_OFFSET {
-                ensure(r == Ok(top + FRAME_WORDS), || {
-                    format!("push on {top}: {r:?}")
-                })?;
-                m.frames.push(MFrame {
-                    start: top,
-                    ret,
-                    func,
-                    calltime,
-                    retp,
-                    bitmap: None,
-                    seen: 0,
-                    marks: 0,
-                    data: Vec::new(),
-                });
-                m.top = top + FRAME_WORDS + 1;
-            } else {
-                ensure(r.is_err(), || format!("push on {top}: {r:?}"))?;
-                m.overrun += 1;
-            }
+        } => apply_push(s, m, [ret, func, calltime as usize, retp]),
+        Op::PushWithData { ret, idx, words } => apply_push_with_data(s, m, ret, idx, words, fill),
+        Op::Reserve { idx, bytes } => apply_reserve(s, m, idx, bytes, fill),
+        Op::Pop => apply_pop(s, m),
+        op => {
+            apply_edit(s, m, op);
+            Ok(())
         }
-        Op::PushWithData { ret, idx, words } => {
-            let r = s.push_with_data(ret, !ret, 7, ret + 1, idx, words);
-            let new_top = top + FRAME_WORDS + 2 + words;
-            if new_top < MAX_OFFSET {
-                let d = DataRef {
-                    start: top + FRAME_WORDS + 1,
-                    words,
-                };
-                ensure(r == Ok((top + FRAME_WORDS, d)), || {
-                    format!("push_with_data on {top}: {r:?}")
-                })?;
-                for k in 0..words {
-                    s.set_word(d.start + k, fill + k);
-                }
-                m.frames.push(MFrame {
-                    start: top,
-                    ret,
-                    func: !ret,
-                    calltime: 7,
-                    retp: ret + 1,
-                    bitmap: None,
-                    seen: 1 << idx,
-                    marks: 0,
-                    data: vec![MData {
-                        idx,
-                        start: d.start,
-                        words,
-                        fill: Some(fill),
-                    }],
-                });
-                m.top = new_top;
-            } else {
-                ensure(r.is_err(), || format!("push_with_data on {top}: {r:?}"))?;
-                m.overrun += 1;
-            }
+    }
+}
+
+impl MFrame {
+    /// A frame pushed at `start` with `[ret, func, calltime, retp]`, still being built.
+    fn building(start: usize, [ret, func, calltime, retp]: [usize; 4], seen: u16) -> Self {
+        MFrame {
+            start,
+            ret,
+            func,
+            calltime: calltime as u64,
+            retp,
+            bitmap: None,
+            seen,
+            marks: 0,
+            data: Vec::new(),
         }
-        Op::Reserve { idx, bytes } => {
-            let r = s.reserve_data(idx, bytes);
-            let words = bytes.div_ceil(8);
-            let ok = (1..=MAX_DATA_BYTES).contains(&bytes)
-                && idx < ARRAY_SIZE
-                && m.frames
-                    .last()
-                    .is_some_and(|f| f.data.last().is_none_or(|d| d.idx != idx))
-                && top + words + 1 < MAX_OFFSET;
-            if ok {
-                let d = DataRef { start: top, words };
-                ensure(r == Some(d), || {
-                    format!("reserve {bytes} for {idx} on {top}: {r:?}")
-                })?;
-                for k in 0..words {
-                    s.set_word(d.start + k, fill + k);
-                }
-                let f = m.frames.last_mut().unwrap();
-                f.data.push(MData {
-                    idx,
-                    start: top,
-                    words,
-                    fill: Some(fill),
-                });
-                m.top = top + words + 1;
-            } else {
-                ensure(r.is_none(), || {
-                    format!("reserve {bytes} for {idx} on {top}: {r:?}")
-                })?;
-            }
-        }
+    }
+}
+
+impl Model {
+    /// A push the model has no room for: the stack must have refused it (`refused`), and
+    /// counted an overrun.
+    fn overran(&mut self, refused: bool, what: impl FnOnce() -> String) -> Verdict {
+        ensure(refused, what)?;
+        self.overrun += 1;
+        Ok(())
+    }
+}
+
+/// Writes `fill`, `fill + 1`... into the words of `d`, reserved by ops `idx`: what the model
+/// then remembers of them.
+fn fill_data(s: &Stack, idx: usize, d: DataRef, fill: usize) -> MData {
+    for k in 0..d.words {
+        s.set_word(d.start + k, fill + k);
+    }
+    MData {
+        idx,
+        start: d.start,
+        words: d.words,
+        fill: Some(fill),
+    }
+}
+
+/// `push` of a frame with `[ret, func, calltime, retp]`.
+fn apply_push(s: &Stack, m: &mut Model, words: [usize; 4]) -> Verdict {
+    let top = m.top;
+    let [ret, func, calltime, retp] = words;
+    let r = s.push(ret, func, calltime as u64, retp);
+    if top + FRAME_WORDS + 1 >= MAX_OFFSET {
+        return m.overran(r.is_err(), || format!("push on {top}: {r:?}"));
+    }
+    ensure(r == Ok(top + FRAME_WORDS), || {
+        format!("push on {top}: {r:?}")
+    })?;
+    m.frames.push(MFrame::building(top, words, 0));
+    m.top = top + FRAME_WORDS + 1;
+    Ok(())
+}
+
+/// `push_with_data` of a frame for `ret` with `words` words of data for ops `idx`, filled
+/// from `fill`.
+fn apply_push_with_data(
+    s: &Stack,
+    m: &mut Model,
+    ret: usize,
+    idx: usize,
+    words: usize,
+    fill: usize,
+) -> Verdict {
+    let top = m.top;
+    let r = s.push_with_data(ret, !ret, 7, ret + 1, idx, words);
+    let new_top = top + FRAME_WORDS + 2 + words;
+    if new_top >= MAX_OFFSET {
+        return m.overran(r.is_err(), || format!("push_with_data on {top}: {r:?}"));
+    }
+    let d = DataRef {
+        start: top + FRAME_WORDS + 1,
+        words,
+    };
+    ensure(r == Ok((top + FRAME_WORDS, d)), || {
+        format!("push_with_data on {top}: {r:?}")
+    })?;
+    let mut f = MFrame::building(top, [ret, !ret, 7, ret + 1], 1 << idx);
+    f.data.push(fill_data(s, idx, d, fill));
+    m.frames.push(f);
+    m.top = new_top;
+    Ok(())
+}
+
+/// `reserve_data` of `bytes` for ops `idx` on the top frame, filled from `fill`.
+fn apply_reserve(s: &Stack, m: &mut Model, idx: usize, bytes: usize, fill: usize) -> Verdict {
+    let top = m.top;
+    let r = s.reserve_data(idx, bytes);
+    let words = bytes.div_ceil(8);
+    let ok = (1..=MAX_DATA_BYTES).contains(&bytes)
+        && idx < ARRAY_SIZE
+        && m.frames
+            .last()
+            .is_some_and(|f| f.data.last().is_none_or(|d| d.idx != idx))
+        && top + words + 1 < MAX_OFFSET;
+    let what = || format!("reserve {bytes} for {idx} on {top}: {r:?}");
+    if !ok {
+        return ensure(r.is_none(), what);
+    }
+    let d = DataRef { start: top, words };
+    ensure(r == Some(d), what)?;
+    let data = fill_data(s, idx, d, fill);
+    if let Some(f) = m.frames.last_mut() {
+        f.data.push(data);
+    }
+    m.top = top + words + 1;
+    Ok(())
+}
+
+/// `pop` of the top frame, which must be the model's.
+fn apply_pop(s: &Stack, m: &mut Model) -> Verdict {
+    if let Some(f) = m.frames.pop() {
+        let got = s.top_frame();
+        ensure(got == Some(f.frame()), || {
+            format!("popping {got:?}, model {f:?}")
+        })?;
+        s.pop(&f.frame());
+        m.top = f.start;
+    }
+    Ok(())
+}
+
+/// The operations that change frames already on the stack, or drop them: the model follows;
+/// [`compare`] checks the result.
+fn apply_edit(s: &Stack, m: &mut Model, op: Op) {
+    let top = m.top;
+    match op {
         Op::SetBitmap { bits } => {
             if let Some(f) = m.frames.last_mut() {
                 s.set_bitmap(f.bm(), bits);
@@ -797,16 +870,6 @@ fn apply(s: &Stack, m: &mut Model, op: Op, fill: usize) -> Verdict {
                 f.calltime = calltime;
             }
         }
-        Op::Pop => {
-            if let Some(f) = m.frames.pop() {
-                let got = s.top_frame();
-                ensure(got == Some(f.frame()), || {
-                    format!("popping {got:?}, model {f:?}")
-                })?;
-                s.pop(&f.frame());
-                m.top = f.start;
-            }
-        }
         Op::Unpush => {
             if let Some(f) = m.frames.pop() {
                 s.unpush(f.bm());
@@ -838,8 +901,8 @@ fn apply(s: &Stack, m: &mut Model, op: Op, fill: usize) -> Verdict {
             m.frames.clear();
             m.top = 0;
         }
+        Op::Push { .. } | Op::PushWithData { .. } | Op::Reserve { .. } | Op::Pop => {}
     }
-    Ok(())
 }
 
 /// The stack holds what the model says.

@@ -5,44 +5,21 @@
 use core::fmt;
 
 use super::super::probedef::{
-    split_symbol_offset, Bitfield, Deref, Errno, FetchArg, FetchType, Load, Store, StoreKind,
-    MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_DEREFS,
+    split_symbol_offset, Bitfield, Deref, Errno, FetchArg, FetchType, Load, NoSymbol, Store,
+    StoreKind, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_DEREFS,
 };
 
 /// The longest text of an immediate string (`\"TEXT"`): the whole expression is at most
 /// [`MAX_ARGSTR_LEN`] bytes, quotes included.
 pub const MAX_IMMSTR_LEN: usize = MAX_ARGSTR_LEN;
 
-/// Stage 1 of a [`Program`]: a [`Load`] with nothing left to look up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// Function argument `n` (from 0), from the registers at entry ([`Env::arg`]).
-    ///
-    /// [`Env::arg`]: super::Env::arg
-    Arg(u16),
-    /// Function argument `arg`, saved at entry in entry-data `slot` ([`Env::entry_slot`]).
-    ///
-    /// [`Env::entry_slot`]: super::Env::entry_slot
-    EntryArg {
-        /// The argument, from 0 (for the record only: the slot is what is read).
-        arg: u16,
-        /// The `unsigned long` of the entry data that holds it.
-        slot: u8,
-    },
-    /// The return value.
-    Retval,
-    /// The `n`th `unsigned long` on the stack.
-    Stack(u16),
-    /// The stack pointer.
-    StackPointer,
-    /// The address of the current task's `comm`.
-    Comm,
-    /// A constant: an immediate, an `@ADDR`, or an `@SYM[+|-OFFS]` resolved to its address.
-    Imm(u64),
-    /// The program's immediate string ([`Program::imm_str`]), which upstream addresses in
-    /// memory of its own; here it never is an address, only the source of a string store.
-    ImmStr,
-}
+/// Stage 1 of a [`Program`]: a [`Load`] with nothing left to look up. It reads
+/// [`Env::arg`](super::Env::arg) for `Arg`, [`Env::entry_slot`](super::Env::entry_slot) for
+/// `EntryArg` (its `arg` is for the record only: the slot is what is read), and so on; an
+/// `@SYM[+|-OFFS]` is an `Imm`, resolved to its address, and `ImmStr` stands for the program's
+/// immediate string ([`Program::imm_str`]), which upstream addresses in memory of its own:
+/// here it never is an address, only the source of a string store.
+pub type Origin = Load<(), NoSymbol>;
 
 /// A short string kept in the program itself.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -234,26 +211,19 @@ pub fn compile(
 ) -> Result<Program, CompileError> {
     let f = &arg.fetch;
     let mut imm_str = Inline::EMPTY;
-    let origin = match f.load {
-        Load::Arg(n) => Origin::Arg(n),
-        Load::EntryArg { arg, slot } => Origin::EntryArg { arg, slot },
-        Load::Retval => Origin::Retval,
-        Load::Stack(n) => Origin::Stack(n),
-        Load::StackPointer => Origin::StackPointer,
-        Load::Comm => Origin::Comm,
-        Load::Imm(v) => Origin::Imm(v),
-        Load::ImmStr(s) => {
+    let origin: Origin = f.load.try_map(
+        |s| {
             imm_str = Inline::new(s).ok_or(CompileError::TooLong)?;
-            Origin::ImmStr
-        }
-        Load::Symbol(s) => {
+            Ok(())
+        },
+        |s| {
             let (sym, offset) = split_symbol_offset(s).map_err(CompileError::BadSymbolOffset)?;
             match resolve(sym) {
-                Some(addr) if addr != 0 => Origin::Imm(addr.wrapping_add(offset as u64)),
-                _ => return Err(CompileError::UnknownSymbol),
+                Some(addr) if addr != 0 => Ok(Load::Imm(addr.wrapping_add(offset as u64))),
+                _ => Err(CompileError::UnknownSymbol),
             }
-        }
-    };
+        },
+    )?;
     let mut derefs = [Deref::default(); MAX_DEREFS];
     let used = f.derefs();
     if used.len() > derefs.len() {

@@ -85,7 +85,8 @@ fn load(p: &Program, env: &impl Env) -> u64 {
         Origin::Comm => env.comm(),
         Origin::Imm(v) => v,
         // Not an address: the string store reads the program's text.
-        Origin::ImmStr => 0,
+        Origin::ImmStr(()) => 0,
+        // No `Symbol` arm: an origin cannot hold one (`NoSymbol` has no value).
     }
 }
 
@@ -119,7 +120,7 @@ fn source(p: &Program, val: u64) -> Option<Source<'_>> {
     let addr = offset(val, store.offset);
     Some(match store.kind {
         StoreKind::SymString => Source::Sym(addr),
-        _ if p.origin() == Origin::ImmStr && p.derefs().is_empty() => {
+        _ if p.origin() == Origin::ImmStr(()) && p.derefs().is_empty() => {
             let text = p.imm_str().as_bytes();
             Source::Imm(text.get(usize::try_from(store.offset).ok()?..)?)
         }

@@ -11,8 +11,8 @@
 
 use core::fmt::{self, Write};
 
+use super::config::Config;
 use super::num::is_space;
-use super::Config;
 
 /// Upstream's bound on the text all `%pd`/`%pD` rewrites of one command take together
 /// (`MAX_DENTRY_ARGS_LEN`, each rewrite counted with its terminating NUL).

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! - probedef: the mutation fuzzers' seeds and every command the parser's and the record
-//!   layer's host tests write (`src/pure/probedef/tests.rs`, `src/pure/event/tests.rs`);
+//!   layer's host tests write (`src/pure/probedef/tests/`, `src/pure/event/tests/`);
 //! - fetch: the definitions among those, each followed by a NUL and bytes for its hits;
 //! - shadow: operation sequences like the shadow stack's tests, images of the stacks they
 //!   build, and those stacks with words corrupted where the readers look first;
@@ -28,17 +28,58 @@ use ufgraph_fuzz::event::EVENT_SEEDS;
 use ufgraph_fuzz::{btf, shadow, symbols};
 use ufgraph_pure::probedef::{parse, Command};
 
-const PROBEDEF_TESTS: &str = include_str!("../../../../src/pure/probedef/tests.rs");
-const EVENT_TESTS: &str = include_str!("../../../../src/pure/event/tests.rs");
+/// The host tests of the definition parser and of the record layer, whose commands seed the
+/// parser's targets.
+const TEST_SOURCES: [&str; 11] = [
+    include_str!("../../../../src/pure/probedef/tests/mod.rs"),
+    include_str!("../../../../src/pure/probedef/tests/upstream.rs"),
+    include_str!("../../../../src/pure/probedef/tests/heads.rs"),
+    include_str!("../../../../src/pure/probedef/tests/fetchargs.rs"),
+    include_str!("../../../../src/pure/probedef/tests/types.rs"),
+    include_str!("../../../../src/pure/probedef/tests/fields.rs"),
+    include_str!("../../../../src/pure/probedef/tests/listing.rs"),
+    include_str!("../../../../src/pure/event/tests/mod.rs"),
+    include_str!("../../../../src/pure/event/tests/values.rs"),
+    include_str!("../../../../src/pure/event/tests/strings.rs"),
+    include_str!("../../../../src/pure/event/tests/records.rs"),
+];
 
-/// The string literals of Rust source (plain ones; escapes decoded).
+/// Skips the raw string literal (`r"..."`, `r#"..."#`) that starts after the `r` just read, if
+/// one does: its quotes must not be taken for plain strings' (an odd number of them would
+/// leave every later literal inside out, and which ones depended on how the tests were split
+/// into files). Returns whether it skipped one.
+fn skip_raw(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> bool {
+    let mut ahead = chars.clone();
+    let mut hashes = 0;
+    while ahead.next_if_eq(&'#').is_some() {
+        hashes += 1;
+    }
+    if ahead.next() != Some('"') {
+        return false;
+    }
+    // Up to a quote followed by as many '#'.
+    while let Some(c) = ahead.next() {
+        if c == '"' && (0..hashes).all(|_| ahead.next_if_eq(&'#').is_some()) {
+            *chars = ahead;
+            return true;
+        }
+    }
+    *chars = ahead;
+    true
+}
+
+/// The string literals of Rust source (plain ones; escapes decoded; raw strings skipped).
 fn literals(src: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut chars = src.chars().peekable();
     let mut prev = ' ';
     while let Some(c) = chars.next() {
-        // A quote that opens a string: not a char literal '"', not inside a raw string.
-        if c != '"' || prev == '\'' || prev == '#' || prev == 'r' {
+        if c == 'r' && !(prev.is_alphanumeric() || prev == '_') && skip_raw(&mut chars) {
+            prev = '"';
+            continue;
+        }
+        // A quote that opens a string: not a char literal '"'.
+        if c != '"' || prev == '\'' {
             prev = c;
             continue;
         }
@@ -88,7 +129,7 @@ fn literals(src: &str) -> Vec<String> {
 /// positions mark the caret with '^' inside the command; it goes.
 fn test_commands() -> BTreeSet<String> {
     let mut set = BTreeSet::new();
-    for src in [PROBEDEF_TESTS, EVENT_TESTS] {
+    for src in TEST_SOURCES {
         for s in literals(src) {
             if s.len() >= 2 && s.starts_with(['f', 't', '-', '!']) && !s.contains("{}") {
                 set.insert(s.replace('^', ""));

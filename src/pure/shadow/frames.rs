@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Reading a stack: decoding the frame below a word, walking the frames top first, and finding
+//! an ops' reserved data. Every read is bounds-checked, so a corrupt stack ends a walk instead of
+//! reading outside the stack.
+
+use core::sync::atomic::Ordering::Relaxed;
+
+use super::*;
+
+impl<const W: usize> ShadowStack<W> {
+    /// The frame whose top word sits just below `top`, if `top` is a frame boundary.
+    #[inline(always)]
+    fn frame_below(&self, top: usize) -> Option<Frame> {
+        if top == 0 || top > Self::MAX_OFFSET {
+            return None;
+        }
+        // `top` is at most MAX_OFFSET (above) and `off` below it: no sum or difference here
+        // can wrap, and the frame is read through one bounds-checked window (the return path
+        // reads every frame it pops through here).
+        let off = word::offset(self.w(top - 1));
+        if off < FRAME_WORDS || off > top - 1 {
+            return None;
+        }
+        let start = top.wrapping_sub(1).wrapping_sub(off);
+        let fr = self
+            .words
+            .get(start..)?
+            .first_chunk::<{ FRAME_WORDS + 1 }>()?;
+        // Each word read once: they are atomics, which the compiler does not merge.
+        let bm = fr[FRAME_WORDS].load(Relaxed);
+        let seen = fr[SEEN].load(Relaxed);
+        let kind = word::kind(bm);
+        Some(Frame {
+            start,
+            ret: fr[RET].load(Relaxed),
+            func: fr[FUNC].load(Relaxed),
+            calltime: fr[CALLTIME].load(Relaxed) as u64,
+            retp: fr[RETP].load(Relaxed),
+            bitmap: if kind == WordType::Bitmap {
+                word::bitmap_bits(bm)
+            } else {
+                0
+            },
+            seen: seen as u16,
+            marks: seen & mark::ALL,
+            building: kind == WordType::Reserved,
+        })
+    }
+
+    /// The top frame.
+    pub fn top_frame(&self) -> Option<Frame> {
+        self.frame_below(self.top())
+    }
+
+    /// The frames from the top down: the top frame first.
+    pub fn frames(&self) -> Frames<'_, W> {
+        Frames {
+            stack: self,
+            top: self.top(),
+        }
+    }
+
+    /// The data ops `idx` reserved in the frame `depth` levels below the top frame (0: the top
+    /// frame, the one being returned from in a return callback).
+    pub fn retrieve_data(&self, idx: usize, depth: usize) -> Option<DataRef> {
+        let mut top = self.top();
+        for _ in 0..depth {
+            top = self.frame_below(top)?.start;
+        }
+        let frame = self.frame_below(top)?;
+        // Data lies between the frame's bitmap word and `top`; a header claiming more words
+        // than that (a corrupt stack) ends the search rather than wrapping below the frame.
+        let floor = frame.start + FRAME_WORDS + 1;
+        let mut i = top;
+        while i > floor {
+            let w = self.w(i - 1);
+            if word::kind(w) != WordType::Data {
+                break;
+            }
+            let n = word::data_words(w);
+            if n + 1 > i - floor {
+                break;
+            }
+            if word::data_index(w) == idx {
+                return Some(DataRef {
+                    start: i - 1 - n,
+                    words: n,
+                });
+            }
+            i -= n + 1;
+        }
+        None
+    }
+
+    /// The data ops `idx` reserved in the top frame, if it was the last reservation made there
+    /// (one look at the top word): the common case of one ops with data on a frame. `None`
+    /// does not mean there is none: [`Self::retrieve_data`] searches the whole frame.
+    #[inline(always)]
+    pub fn data_on_top(&self, idx: usize) -> Option<DataRef> {
+        let top = self.top();
+        if top == 0 || top > Self::MAX_OFFSET {
+            return None;
+        }
+        let w = self.w(top - 1);
+        if word::kind(w) != WordType::Data || word::data_index(w) != idx {
+            return None;
+        }
+        let n = word::data_words(w);
+        // `n < top` (checked), so the start does not wrap.
+        (n < top).then(|| DataRef {
+            start: top.wrapping_sub(1).wrapping_sub(n),
+            words: n,
+        })
+    }
+}
+
+/// Iterator over a stack's frames, top first. It stops at a word that does not decode (a
+/// corrupt stack), never reading outside the stack.
+pub struct Frames<'a, const W: usize> {
+    stack: &'a ShadowStack<W>,
+    top: usize,
+}
+
+impl<const W: usize> Iterator for Frames<'_, W> {
+    type Item = Frame;
+
+    fn next(&mut self) -> Option<Frame> {
+        let f = self.stack.frame_below(self.top)?;
+        self.top = f.start;
+        Some(f)
+    }
+}

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Tests of the shadow stack: encoding, push and pop, data, overruns and corruption.
+
+use super::*;
+
+type S = ShadowStack<512>;
+
+fn stack() -> Box<S> {
+    Box::new(S::new())
+}
+
+#[test]
+fn encoding_matches_upstream() {
+    // Upstream's own example (fgraph.c): ops 0 and 3 on the return, ops 3 stored 2 words.
+    // FGRAPH_FRAME_OFFSET there is the size of its ftrace_ret_stack; use ours.
+    let bm = word::bitmap(0b1001, FRAME_WORDS);
+    assert_eq!(bm, (9 << 12) | (1 << 10) | FRAME_WORDS);
+    let d = word::data(3, 2, FRAME_WORDS + 3);
+    assert_eq!(d, (3 << 17) | (1 << 12) | (2 << 10) | (FRAME_WORDS + 3));
+    assert_eq!(word::data_index(d), 3);
+    assert_eq!(word::data_words(d), 2);
+    assert_eq!(word::kind(d), WordType::Data);
+    assert_eq!(word::kind(bm), WordType::Bitmap);
+    assert_eq!(word::kind(word::reserved(4)), WordType::Reserved);
+    assert_eq!(word::data_words(word::data(15, 32, 1)), 32);
+    assert_eq!(word::data_index(word::data(15, 32, 1)), 15);
+}
+
+#[test]
+fn push_pop_restores_everything() {
+    let s = stack();
+    let bm = s.push(0x1111, 0xf00, 42, 0x7000).unwrap();
+    assert!(
+        s.top_frame().unwrap().building,
+        "a frame is being built until its bitmap is set"
+    );
+    assert_eq!(bm, FRAME_WORDS);
+    s.set_bitmap(bm, 1 << 5);
+    let f = s.top_frame().unwrap();
+    assert_eq!(
+        (f.start, f.ret, f.func, f.calltime, f.retp, f.bitmap),
+        (0, 0x1111, 0xf00, 42, 0x7000, 1 << 5)
+    );
+    assert_eq!(f.seen, 0);
+    s.mark_seen(bm, 5);
+    assert!(!s.top_frame().unwrap().building);
+    s.mark_seen(bm, 15);
+    assert_eq!(s.top_frame().unwrap().seen, (1 << 5) | (1 << 15));
+    assert_eq!(s.depth(), 1);
+    s.pop(&f);
+    assert_eq!(s.top(), 0);
+    assert_eq!(s.depth(), 0);
+    assert!(s.top_frame().is_none());
+}
+
+#[test]
+fn push_with_data_equals_push_then_reserve() {
+    for (idx, words) in [(0, 1), (3, 2), (15, MAX_DATA_WORDS)] {
+        let a = stack();
+        let b = stack();
+        a.push(0x77, 0x10, 0, 0x7000).unwrap();
+        b.push(0x77, 0x10, 0, 0x7000).unwrap();
+        let bm = a.push(0x1111, 0xf00, 42, 0x6000).unwrap();
+        a.mark_seen(bm, idx);
+        let d = a.reserve_data(idx, words * 8).unwrap();
+        let (bm2, d2) = b
+            .push_with_data(0x1111, 0xf00, 42, 0x6000, idx, words)
+            .unwrap();
+        assert_eq!((bm, d), (bm2, d2));
+        assert_eq!(a.top(), b.top());
+        assert_eq!(a.depth(), b.depth());
+        for i in 0..a.top() {
+            if i < d.start || i >= d.start + d.words {
+                assert_eq!(a.word(i), b.word(i), "word {i} (idx {idx}, {words} words)");
+            }
+        }
+        assert!(b.top_frame().unwrap().building);
+        assert_eq!(b.data_on_top(idx), Some(d2));
+        assert_eq!(b.retrieve_data(idx, 0), Some(d2));
+        b.set_bitmap(bm2, 1 << idx);
+        let f = b.top_frame().unwrap();
+        assert_eq!(
+            (f.ret, f.func, f.calltime, f.retp, f.bitmap, f.seen),
+            (0x1111, 0xf00, 42, 0x6000, 1 << idx, 1 << idx)
+        );
+        // The call time through the bitmap word's index (the hub's joins), data untouched.
+        b.set_calltime_at(bm2, 77);
+        assert_eq!(b.top_frame().unwrap().calltime, 77);
+        assert_eq!(b.data_on_top(idx), Some(d2));
+        b.set_calltime_at(1, 5); // below any frame's bitmap word: ignored, no panic
+        b.set_calltime_at(usize::MAX, 5);
+        assert!(!f.building);
+        b.unpush(bm2);
+        assert_eq!(b.depth(), 1);
+        assert_eq!(b.top_frame().unwrap().ret, 0x77);
+    }
+}
+
+#[test]
+fn push_with_data_refuses_when_full() {
+    let s = stack();
+    let mut n = 0;
+    while s.push_with_data(1, 2, 0, 3, 0, 4).is_ok() {
+        n += 1;
+    }
+    assert!(n > 0 && s.top() < S::MAX_OFFSET);
+    assert_eq!(s.overrun(), 1);
+    assert_eq!(s.depth(), n);
+    assert_eq!(s.frames().count(), n);
+}
+
+#[test]
+fn dropping_skipped_frames_keeps_depth_and_calltime_right() {
+    let s = stack();
+    let bm = s.push(0x10, 0xa, 0, 0x7000).unwrap();
+    s.set_bitmap(bm, 1);
+    let outer = s.top_frame().unwrap();
+    // Two calls above it that will never return through us (say, a longjmp-like exit).
+    for i in 0..2 {
+        let b = s.push(0x20 + i, 0xb, 5, 0x6000).unwrap();
+        s.set_bitmap(b, 1);
+    }
+    assert_eq!(s.depth(), 3);
+    // What the return handler does when the return it sees is the outer frame's.
+    let above = s.frames().take_while(|f| f.start != outer.start).count();
+    let outer_top = s
+        .frames()
+        .take_while(|f| f.start != outer.start)
+        .last()
+        .unwrap()
+        .start;
+    s.drop_frames(outer_top, above);
+    assert_eq!(s.depth(), 1);
+    let f = s.top_frame().unwrap();
+    assert_eq!((f.start, f.ret, f.calltime), (0, 0x10, 0));
+    // A joining ops that wants times fills a calltime the pushing ops left at 0.
+    s.set_calltime(&f, 77);
+    assert_eq!(s.top_frame().unwrap().calltime, 77);
+    s.pop(&f);
+    assert_eq!((s.top(), s.depth()), (0, 0));
+}
+
+#[test]
+fn nested_frames_unwind_in_order() {
+    let s = stack();
+    for i in 0..10usize {
+        let bm = s
+            .push(0x1000 + i, 0x2000 + i, i as u64, 0x3000 + i)
+            .unwrap();
+        s.set_bitmap(bm, 1);
+        if i % 3 == 0 {
+            s.reserve_data(2, 8 * (i + 1)).unwrap();
+        }
+    }
+    let rets: Vec<_> = s.frames().map(|f| f.ret).collect();
+    assert_eq!(rets, (0..10).rev().map(|i| 0x1000 + i).collect::<Vec<_>>());
+    for i in (0..10usize).rev() {
+        let f = s.top_frame().unwrap();
+        assert_eq!(f.ret, 0x1000 + i);
+        s.pop(&f);
+    }
+    assert_eq!(s.top(), 0);
+}
+
+// Upstream's "multiple fgraph storage" selftest, in shadow-stack terms: several ops on one
+// function each store data of a different size, and each gets back exactly its own.
+#[test]
+fn several_ops_store_and_retrieve_their_own_data() {
+    let s = stack();
+    let bm = s.push(1, 2, 3, 4).unwrap();
+    let sizes = [(0usize, 8usize), (1, 16), (5, 3), (9, 256), (15, 24)];
+    for &(idx, bytes) in &sizes {
+        let d = s.reserve_data(idx, bytes).unwrap();
+        assert_eq!(d.words, bytes.div_ceil(8));
+        for k in 0..d.words {
+            s.set_word(d.start + k, idx * 1000 + k);
+        }
+    }
+    s.set_bitmap(
+        bm,
+        sizes.iter().map(|&(i, _)| 1u16 << i).fold(0, |a, b| a | b),
+    );
+    // A nested call in between changes nothing.
+    let nb = s.push(9, 9, 9, 9).unwrap();
+    s.set_bitmap(nb, 1);
+    s.reserve_data(5, 40).unwrap();
+    let nf = s.top_frame().unwrap();
+    s.pop(&nf);
+    // The last reservation is found on top; the others are not, and a full search finds all.
+    assert_eq!(s.data_on_top(15), s.retrieve_data(15, 0));
+    assert!(s.data_on_top(0).is_none());
+    for &(idx, bytes) in &sizes {
+        let d = s.retrieve_data(idx, 0).unwrap();
+        assert_eq!(d.words, bytes.div_ceil(8), "ops {idx}");
+        for k in 0..d.words {
+            assert_eq!(s.word(d.start + k), idx * 1000 + k);
+        }
+    }
+    assert!(s.retrieve_data(3, 0).is_none());
+    let f = s.top_frame().unwrap();
+    assert_eq!(f.ret, 1);
+    assert_eq!(
+        f.bitmap,
+        (1 << 0) | (1 << 1) | (1 << 5) | (1 << 9) | (1 << 15)
+    );
+}
+
+#[test]
+fn parent_data_by_depth() {
+    let s = stack();
+    for depth in 0..4usize {
+        s.push(depth, 0, 0, 0).unwrap();
+        let d = s.reserve_data(7, 8).unwrap();
+        s.set_word(d.start, 100 + depth);
+    }
+    for back in 0..4usize {
+        let d = s.retrieve_data(7, back).unwrap();
+        assert_eq!(s.word(d.start), 100 + 3 - back);
+    }
+    assert!(s.retrieve_data(7, 4).is_none());
+}
+
+#[test]
+fn reserve_rules() {
+    let s = stack();
+    assert!(s.reserve_data(0, 8).is_none(), "no frame to reserve in");
+    s.push(0, 0, 0, 0).unwrap();
+    assert!(s.reserve_data(0, 0).is_none());
+    assert!(s.reserve_data(0, MAX_DATA_BYTES + 1).is_none());
+    assert!(s.reserve_data(ARRAY_SIZE, 8).is_none());
+    assert!(s.reserve_data(4, MAX_DATA_BYTES).is_some());
+    assert!(
+        s.reserve_data(4, 8).is_none(),
+        "second reservation in one entry"
+    );
+    assert!(s.reserve_data(5, 1).is_some());
+}
+
+#[test]
+fn declined_entry_discards_its_data() {
+    let s = stack();
+    let bm = s.push(0, 0, 0, 0).unwrap();
+    s.reserve_data(1, 16).unwrap();
+    let save = s.top();
+    s.reserve_data(2, 16).unwrap();
+    s.truncate(save);
+    s.set_bitmap(bm, 1 << 1);
+    assert!(s.retrieve_data(2, 0).is_none());
+    assert!(s.retrieve_data(1, 0).is_some());
+}
+
+#[test]
+fn deep_recursion_overruns_without_corruption() {
+    let s = stack();
+    let mut pushed = 0;
+    for i in 0..200usize {
+        match s.push(i, i, 0, i) {
+            Ok(bm) => {
+                s.set_bitmap(bm, 1);
+                pushed += 1;
+            }
+            Err(PushError::Overrun) => {}
+        }
+    }
+    assert!(pushed > 50 && pushed < 200);
+    assert_eq!(s.overrun(), 200 - pushed);
+    assert!(s.top() < S::MAX_OFFSET);
+    for (n, i) in (0..pushed).rev().enumerate() {
+        let f = s.top_frame().unwrap();
+        assert_eq!(f.ret, i, "frame {n}");
+        s.pop(&f);
+    }
+    // The task variables above MAX_OFFSET were never touched.
+    for idx in 0..ARRAY_SIZE {
+        assert_eq!(s.task_var(idx).load(Relaxed), 0);
+    }
+}
+
+#[test]
+fn task_vars_are_per_ops() {
+    let s = stack();
+    s.task_var(3).store(33, Relaxed);
+    s.task_var(15).store(1515, Relaxed);
+    assert_eq!(s.task_var(3).load(Relaxed), 33);
+    assert_eq!(s.task_var(15).load(Relaxed), 1515);
+    assert_eq!(s.task_var(0).load(Relaxed), 0);
+    s.reset();
+    assert_eq!(s.task_var(15).load(Relaxed), 0);
+}
+
+#[test]
+fn teardown_marks_live_beside_seen() {
+    let s = stack();
+    let bm = s.push(1, 2, 0, 3).unwrap();
+    s.mark_seen(bm, 15);
+    s.set_bitmap(bm, 1 << 15);
+    let f = s.top_frame().unwrap();
+    assert_eq!(f.marks, 0);
+    s.set_marks(&f, mark::PENDING);
+    let f = s.top_frame().unwrap();
+    assert_eq!(
+        (f.seen, f.marks, f.bitmap),
+        (1 << 15, mark::PENDING, 1 << 15)
+    );
+    s.set_marks(&f, mark::GONE);
+    let f = s.top_frame().unwrap();
+    assert_eq!((f.seen, f.marks, f.bitmap), (1 << 15, mark::GONE, 1 << 15));
+    s.set_marks(&f, mark::HANDED);
+    let f = s.top_frame().unwrap();
+    assert_eq!((f.seen, f.marks), (1 << 15, mark::HANDED));
+    // A joining ops' seen bit keeps the marks.
+    s.mark_seen(bm, 2);
+    assert_eq!(s.top_frame().unwrap().marks, mark::HANDED);
+    s.task_var(4).store(44, Relaxed);
+    s.clear_frames();
+    assert!(s.top_frame().is_none());
+    assert_eq!((s.top(), s.depth()), (0, 0));
+    assert_eq!(s.task_var(4).load(Relaxed), 44);
+}
+
+#[test]
+fn corrupt_top_word_stops_walks() {
+    let s = stack();
+    s.push(1, 1, 1, 1).unwrap();
+    s.set_word(s.top() - 1, 0); // offset 0 cannot be a frame
+    assert!(s.top_frame().is_none());
+    assert_eq!(s.frames().count(), 0);
+}
+
+/// Whatever `top` and the words hold (a corrupt stack), no walk, lookup or push panics or
+/// reads outside the stack: the return path and unwinders run these on every hooked return.
+#[test]
+fn corrupt_stack_never_panics() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let tops = |r: u64| -> usize {
+        match r % 6 {
+            0 => usize::MAX - (r as usize >> 8) % 4,
+            1 => 512 + (r as usize >> 8) % 8,
+            2 => S::MAX_OFFSET - 2 + (r as usize >> 8) % 5,
+            _ => (r as usize >> 8) % 520,
+        }
+    };
+    for _ in 0..20_000 {
+        let s = stack();
+        for i in 0..512 {
+            let r = rnd();
+            // Mostly plausible words: data/bitmap/reserved with small offsets.
+            let w = match r % 4 {
+                0 => r as usize,
+                1 => word::data(
+                    (r >> 8) as usize % 16,
+                    1 + (r >> 16) as usize % 32,
+                    (r >> 24) as usize % 1024,
+                ),
+                2 => word::bitmap((r >> 8) as u16, (r >> 24) as usize % 1024),
+                _ => word::reserved((r >> 24) as usize % 1024),
+            };
+            s.set_word(i, w);
+        }
+        let top = tops(rnd());
+        s.top.store(top, Relaxed);
+        let idx = rnd() as usize % 16;
+        let _ = s.top_frame();
+        let _ = s.frames().take(1000).count();
+        let _ = s.data_on_top(idx);
+        for d in 0..4 {
+            let _ = s.retrieve_data(idx, d);
+        }
+        if let Ok((bm, d)) = s.push_with_data(1, 2, 3, 4, idx, 1 + rnd() as usize % 32) {
+            assert!(d.start + d.words < S::MAX_OFFSET);
+            let _ = s.data_on_top(idx);
+            let _ = s.retrieve_data(idx, 0);
+            s.unpush(bm);
+        }
+        // The general path's push and reservation too.
+        s.top.store(top, Relaxed);
+        let _ = s.reserve_data(idx, 8 * (1 + rnd() as usize % 32));
+        s.top.store(top, Relaxed);
+        if let Ok(bm) = s.push(1, 2, 3, 4) {
+            let _ = s.reserve_data(idx, 16);
+            s.set_bitmap(bm, 1);
+            let _ = s.top_frame();
+        }
+    }
+}
