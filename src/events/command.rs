@@ -261,7 +261,7 @@ impl Events {
             });
         }
         if let Some(first) = entry.probes.first() {
-            if let Some(e) = self.diff_args(def, &first.probe.cmd) {
+            if let Some(e) = self.diff_args(def, &first.cmd) {
                 return Err(Failure {
                     errno: EEXIST,
                     log: Some(e),
@@ -269,7 +269,7 @@ impl Events {
             }
         }
         for p in entry.probes.iter() {
-            if let Some(e) = self.same_probe(def, &p.probe.cmd)? {
+            if let Some(e) = self.same_probe(def, &p.cmd)? {
                 return Err(Failure {
                     errno: EEXIST,
                     log: Some(e),
@@ -311,7 +311,7 @@ impl Events {
         let reg = self.reg.lock();
         for e in reg.entries.iter() {
             for p in e.probes.iter() {
-                if let Ok(Command::Add(d)) = probedef::parse(as_str(&p.probe.cmd), &self.cfg) {
+                if let Ok(Command::Add(d)) = probedef::parse(as_str(&p.cmd), &self.cfg) {
                     writeln!(m, "{}", d)?;
                 }
             }

@@ -9,11 +9,12 @@
 //!      |  pure::event::compile       (@SYM resolved through kallsyms)
 //!      v
 //!   Registry (under the kernel's event_mutex, then our mutex)
-//!      Entry { event: EventCall<Event>, probes: [Probe] }     one event, 1..n probes
+//!      Entry { event: EventCall<Event>, probes: [Slot] }      one event, 1..n probes
 //!         Event:  programs, record layout, files (RCU list of instances enabling it)
-//!         Probe:  a ufgraph_fprobe (first field) + the event it feeds + its command
+//!         Slot:   a Probe (an Fprobe<EntryProbe> or Fprobe<ExitProbe>, fprobe::api, whose
+//!                 handler knows the event it feeds) + its command + its functions
 //!
-//!   hit:  fprobe handler -> Event::record -> for each enabled file:
+//!   hit:  EventProbe's entry or exit (FprobeHandler) -> Event::record -> for each enabled file:
 //!            dynamic_size, reserve, head + pure::event::store, commit
 //!   read: tracefs `trace` -> EventOps::print -> head + pure::event::render_args
 //! ```
@@ -70,8 +71,10 @@ struct Entry {
     group: KVec<u8>,
     name: KVec<u8>,
     kind: ProbeKind,
-    event: Pin<KBox<EventCall<Event>>>,
+    /// Before `event`, so dropped first: a probe still registered (never, once the entry is
+    /// taken down) unregisters itself before the event its handler reads goes.
     probes: KVec<Slot>,
+    event: Pin<KBox<EventCall<Event>>>,
 }
 
 struct ErrEntry {

@@ -6,9 +6,9 @@
 
 use super::as_str;
 use super::event::Event;
-use super::record::{entry_handler, exit_handler};
+use super::record::{EntryProbe, ExitProbe};
 use super::{bytes, Events, Registry};
-use crate::bindings::ufgraph_fprobe;
+use crate::fprobe::api::Fprobe;
 use crate::fprobe::{self, Target};
 use crate::pure::probedef::{self, Command, ProbeDef};
 use crate::sys::kvec;
@@ -20,25 +20,49 @@ use kernel::alloc::{KBox, KVec};
 use kernel::prelude::*;
 use kernel::str::CStr;
 
-/// One probe of an event. `fp` must stay the first field: handlers get `&fp`.
-#[repr(C)]
-pub(super) struct Probe {
-    pub(super) fp: ufgraph_fprobe,
-    pub(super) event: *const Event,
-    pub(super) perf: PerfCall,
-    /// The definition, as written (parsed again to show it).
-    pub(super) cmd: KVec<u8>,
+/// One probe of an event: a Rust fprobe (`fprobe::api`) with the handler of its kind. Dropped
+/// registered, it unregisters itself.
+pub(super) enum Probe {
+    /// An entry (or tracepoint) probe: records at the call.
+    Entry(Pin<KBox<Fprobe<EntryProbe>>>),
+    /// An exit probe: saves arguments at the call if its fields read any, records at the return.
+    Exit(Pin<KBox<Fprobe<ExitProbe>>>),
 }
 
-// SAFETY: `event` points into the pinned `EventCall` that owns the probe's entry; the probe
-// is shared with handlers only while registered.
-unsafe impl Send for Probe {}
-// SAFETY: as above.
-unsafe impl Sync for Probe {}
+impl Probe {
+    /// A probe of the event `ev` (`is_return`: an exit probe's), not registered.
+    fn new(is_return: bool, ev: *const Event, perf: PerfCall) -> Result<Self> {
+        // `Fprobe::new` refuses what registration would refuse of the probe itself (too much
+        // entry data): refused now.
+        Ok(if is_return {
+            Probe::Exit(Fprobe::new(ExitProbe::new(ev, perf))?)
+        } else {
+            Probe::Entry(Fprobe::new(EntryProbe::new(ev, perf))?)
+        })
+    }
+
+    /// Registers the probe on functions from `Fprobes::resolve_gen` (`EAGAIN` if stale).
+    fn register(&mut self, r: fprobe::Resolved) -> Result {
+        match self {
+            Probe::Entry(p) => p.as_mut().register_resolved(r),
+            Probe::Exit(p) => p.as_mut().register_resolved(r),
+        }
+    }
+
+    /// Unregisters the probe: when this returns, no handler of it runs any more.
+    fn unregister(&mut self) -> Result {
+        match self {
+            Probe::Entry(p) => p.as_mut().unregister(),
+            Probe::Exit(p) => p.as_mut().unregister(),
+        }
+    }
+}
 
 /// One probe of an event, as the registry keeps it.
 pub(super) struct Slot {
-    pub(super) probe: Pin<KBox<Probe>>,
+    pub(super) probe: Probe,
+    /// The definition, as written (parsed again to show it).
+    pub(super) cmd: KVec<u8>,
     /// The symbol (a glob), NUL-terminated: matched again when `ips` are stale.
     pub(super) sym: KVec<u8>,
     /// The functions `sym` matched last, and the module generation then
@@ -113,29 +137,9 @@ impl Events {
         tp: Option<Tracepoint>,
         tp_module: Option<ModuleRef>,
     ) -> Result<Slot> {
-        let mut fp = ufgraph_fprobe::default();
-        if def.is_return() {
-            fp.exit_handler = Some(exit_handler);
-            if !def.entry_args().is_empty() {
-                fp.entry_handler = Some(entry_handler);
-                fp.entry_data_size = def.entry_data_size();
-            }
-        } else {
-            fp.entry_handler = Some(entry_handler);
-        }
-        // What registration would refuse of the probe itself (too much entry data), refused now.
-        fprobe::Fprobes::check_probe(&fp)?;
-        let probe = KBox::pin(
-            Probe {
-                fp,
-                event: ev,
-                perf,
-                cmd,
-            },
-            GFP_KERNEL,
-        )?;
         Ok(Slot {
-            probe,
+            probe: Probe::new(def.is_return(), ev, perf)?,
+            cmd,
             sym,
             ips: r.ips,
             gen: r.gen,
@@ -166,9 +170,6 @@ impl Events {
 
     /// [`Events::arm_slot`]'s registration with the fprobe core.
     fn register_slot(core: &fprobe::Fprobes, slot: &mut Slot) -> Result {
-        // SAFETY: the probe is pinned in its box, which the registry keeps until it is
-        // unregistered; `fp` is its first field.
-        let fpp = unsafe { core::ptr::addr_of_mut!(slot.probe.as_mut().get_unchecked_mut().fp) };
         let mut tries = 0;
         loop {
             if slot.gen != core.modules_gen() {
@@ -178,8 +179,8 @@ impl Events {
             }
             let mut ips = KVec::with_capacity(slot.ips.len(), GFP_KERNEL)?;
             ips.extend_from_slice(&slot.ips, GFP_KERNEL)?;
-            // SAFETY: as above; the ips come from `Fprobes::resolve_gen`.
-            match unsafe { core.register_checked(fpp, fprobe::Resolved { ips, gen: slot.gen }) } {
+            // The ips come from `Fprobes::resolve_gen`.
+            match slot.probe.register(fprobe::Resolved { ips, gen: slot.gen }) {
                 Ok(()) => {
                     slot.armed = true;
                     return Ok(());
@@ -195,10 +196,9 @@ impl Events {
         if !slot.armed {
             return;
         }
-        if let Some(core) = fprobe::fprobes() {
-            let fpp = core::ptr::addr_of!(slot.probe.fp).cast_mut();
-            let _ = core.unregister(fpp);
-        }
+        // Fails only if the fprobe core is gone (events go first at unload): no new call reaches
+        // the probe then, and dropping it waits for the handlers still running.
+        let _ = slot.probe.unregister();
         slot.armed = false;
         if let Some(tp) = slot.tp {
             Self::stub_put(stubs, tp);
@@ -256,7 +256,7 @@ impl Events {
                 for s in entry.probes.iter_mut() {
                     Self::disarm_slot(stubs, s);
                 }
-                let cmd = bytes(&entry.probes[i].probe.cmd);
+                let cmd = bytes(&entry.probes[i].cmd);
                 drop(reg);
                 if let Ok(cmd) = cmd {
                     if let Ok(Command::Add(def)) = probedef::parse(as_str(&cmd), &self.cfg) {

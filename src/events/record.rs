@@ -5,17 +5,15 @@
 
 use super::env;
 use super::event::Event;
-use super::probe::{stub_data, Probe};
+use super::probe::stub_data;
 use super::{as_str, events};
-use crate::bindings::{self, ufgraph_fprobe};
+use crate::fprobe::api::FprobeHandler;
 use crate::pure::event as rec;
 use crate::sys::ftrace::Regs;
 use crate::sys::sync::NoPreempt;
 use crate::sys::trace_event::{Fields, PerfCall, SeqOut};
-use core::ffi::c_void;
 use core::fmt::{self, Write};
 use core::sync::atomic::Ordering::*;
-use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 
 impl Event {
@@ -141,103 +139,112 @@ impl rec::Out for Render<'_> {
     }
 }
 
-/// What both handlers start from: the probe, its event, and the hooked call's registers.
-struct Hit<'a> {
-    probe: &'a Probe,
-    event: &'a Event,
-    regs: &'a Regs,
+/// The fprobe handler of an event's probe (`Fprobe<EventProbe<EXIT>>`, the Rust fprobe API):
+/// an exit probe's (`EXIT`: `%return`, or reading `$retval`) records at the return, an entry
+/// probe's (or a tracepoint probe's) at the call.
+pub(super) struct EventProbe<const EXIT: bool> {
+    /// The event the probe feeds.
+    event: *const Event,
+    /// The event's perf side, for its listeners.
+    perf: PerfCall,
 }
 
-impl<'a> Hit<'a> {
-    /// The hit of the probe `fp` with the registers `fregs`.
-    ///
-    /// # Safety
-    ///
-    /// As for the handlers: `fp` is a registered `Probe`'s `fp`, `fregs` the registers the
-    /// fprobe core passes, valid during the call.
-    unsafe fn new(fp: *mut ufgraph_fprobe, fregs: *mut bindings::ftrace_regs) -> Self {
-        // SAFETY: the fprobe core calls our handlers only for our registered probes, whose `fp`
-        // is the first field of a `Probe` (repr(C)) that outlives its registration.
-        let probe = unsafe { &*fp.cast::<Probe>() };
-        Hit {
-            probe,
-            // SAFETY: the event outlives its probes (they are unregistered before it is freed).
-            event: unsafe { &*probe.event },
-            // SAFETY: the fprobe core passes the entry (or exit) registers, valid during the
-            // call (caller).
-            regs: unsafe { Regs::from_raw(fregs) },
-        }
+/// An entry probe's handler (and a tracepoint probe's).
+pub(super) type EntryProbe = EventProbe<false>;
+/// An exit probe's handler.
+pub(super) type ExitProbe = EventProbe<true>;
+
+// SAFETY: `event` points into the pinned `EventCall` of the probe's entry, freed only once the
+// probe is unregistered (taking an entry down disarms its probes first, and an `Entry` drops
+// its probes before its event); the handlers only read it, from any CPU.
+unsafe impl<const EXIT: bool> Send for EventProbe<EXIT> {}
+// SAFETY: as above.
+unsafe impl<const EXIT: bool> Sync for EventProbe<EXIT> {}
+
+impl<const EXIT: bool> EventProbe<EXIT> {
+    /// The handler of a probe of `event` (a pinned `EventCall`'s, which outlives the probe).
+    pub(super) fn new(event: *const Event, perf: PerfCall) -> Self {
+        EventProbe { event, perf }
     }
 
-    /// Records the hit, `saved` being the words the entry saved for an exit probe.
-    fn record(&self, saved: &[u64], ret_addr: Option<usize>, head: impl Fn(&mut [u8])) {
+    fn event(&self) -> &Event {
+        // SAFETY: the event outlives its probes' registration (see `Send` above).
+        unsafe { &*self.event }
+    }
+
+    /// What both handlers end with: the hit's environment (`saved`: the words an exit probe's
+    /// entry saved), and the records.
+    fn record(
+        &self,
+        regs: &Regs,
+        saved: &[u64],
+        ret_addr: Option<usize>,
+        head: impl Fn(&mut [u8]),
+    ) {
         let env = env::HitEnv {
-            regs: self.regs,
+            regs,
             data: saved,
             thread_size: events().map_or(0, |e| e.thread_words),
         };
-        self.event.record(&env, self.probe.perf, ret_addr, head);
+        self.event().record(&env, self.perf, ret_addr, head);
     }
 }
 
-/// fprobe entry handler of an event's probe.
-///
-/// # Safety
-///
-/// Called by the fprobe core only, for a registered `Probe`'s `fp`, with the hooked call's
-/// registers and the probe's entry data.
-pub(super) unsafe extern "C" fn entry_handler(
-    fp: *mut ufgraph_fprobe,
-    ip: c_ulong,
-    _ret_ip: c_ulong,
-    fregs: *mut bindings::ftrace_regs,
-    data: *mut c_void,
-) -> c_int {
-    // SAFETY: as for this function.
-    let hit = unsafe { Hit::new(fp, fregs) };
-    let (ev, regs) = (hit.event, hit.regs);
-    // A tracepoint's probestub is also called by others who attached it (the kernel's own
-    // tracepoint probe events, with NULL): only our attachment's calls are ours.
-    if ev.tracepoint && regs.arg(0) != stub_data() as usize {
-        return 0;
-    }
-    if ev.is_return {
-        // Save the arguments the exit probe reads: entry_data_size was sized for them.
-        if !data.is_null() {
-            for (i, &a) in ev.entry_args.iter().enumerate() {
-                // SAFETY: `data` holds `entry_args.len()` words for this call.
-                unsafe { data.cast::<u64>().add(i).write(regs.arg(a.into()) as u64) };
-            }
-        }
-        return 0;
-    }
-    hit.record(&[], None, |r| put_word(r, 8, ip as u64));
-    0
-}
-
-/// fprobe exit handler of an event's probe.
-///
-/// # Safety
-///
-/// As for [`entry_handler`], at the hooked call's return.
-pub(super) unsafe extern "C" fn exit_handler(
-    fp: *mut ufgraph_fprobe,
-    ip: c_ulong,
-    ret_ip: c_ulong,
-    fregs: *mut bindings::ftrace_regs,
-    data: *mut c_void,
-) {
-    // SAFETY: as for this function; the registers are the exit registers.
-    let hit = unsafe { Hit::new(fp, fregs) };
-    let words = hit.event.entry_args.len();
-    let saved: &[u64] = if data.is_null() || words == 0 {
-        &[]
+/// An exit probe's entry data as words: the arguments saved at entry, one word per slot.
+fn saved_words(data: &mut [u8]) -> &mut [u64] {
+    // SAFETY: any 8 bytes are a valid `u64`; `align_to_mut` hands out only whole, aligned words.
+    let (head, words, _) = unsafe { data.align_to_mut::<u64>() };
+    // The entry data is shadow-stack words, so aligned: `head` is empty.
+    if head.is_empty() {
+        words
     } else {
-        // SAFETY: the entry data the entry handler filled, `words` words, for this call.
-        unsafe { core::slice::from_raw_parts(data.cast::<u64>(), words) }
-    };
-    hit.record(saved, Some(ret_ip), |r| {
-        put_word(r, 8, ip as u64);
-        put_word(r, 16, ret_ip as u64);
-    });
+        &mut []
+    }
+}
+
+impl FprobeHandler for EntryProbe {
+    const EXIT: bool = false;
+
+    fn entry(&self, ip: usize, _ret_ip: usize, regs: &Regs, _data: &mut [u8]) -> bool {
+        // A tracepoint's probestub is also called by others who attached it (the kernel's own
+        // tracepoint probe events, with NULL): only our attachment's calls are ours.
+        if self.event().tracepoint && regs.arg(0) != stub_data() as usize {
+            return false;
+        }
+        self.record(regs, &[], None, |r| put_word(r, 8, ip as u64));
+        false
+    }
+}
+
+impl FprobeHandler for ExitProbe {
+    const EXIT: bool = true;
+
+    /// An exit probe whose fields read no function argument has nothing to do at entry: no
+    /// entry handler then (the core's hot path skips it).
+    fn has_entry(&self) -> bool {
+        !self.event().entry_args.is_empty()
+    }
+
+    /// One word per argument saved at entry. The event's own list, which the entry handler
+    /// fills and the event's programs read (an appended probe may have been defined with
+    /// fewer).
+    fn entry_data_size(&self) -> usize {
+        self.event().entry_args.len() * core::mem::size_of::<u64>()
+    }
+
+    fn entry(&self, _ip: usize, _ret_ip: usize, regs: &Regs, data: &mut [u8]) -> bool {
+        // Save the arguments the exit probe reads: entry_data_size was sized for them.
+        let saved = saved_words(data);
+        for (w, &a) in saved.iter_mut().zip(self.event().entry_args.iter()) {
+            *w = regs.arg(a.into()) as u64;
+        }
+        true
+    }
+
+    fn exit(&self, ip: usize, ret_ip: usize, regs: &Regs, data: &mut [u8]) {
+        self.record(regs, saved_words(data), Some(ret_ip), |r| {
+            put_word(r, 8, ip as u64);
+            put_word(r, 16, ret_ip as u64);
+        });
+    }
 }

@@ -46,7 +46,7 @@ impl Events {
         let g = EventMutex::lock()?;
         let matches = |e: &Entry| {
             e.probes.iter().any(|p| {
-                let Ok(Command::Add(d)) = probedef::parse(as_str(&p.probe.cmd), &self.cfg) else {
+                let Ok(Command::Add(d)) = probedef::parse(as_str(&p.cmd), &self.cfg) else {
                     return false;
                 };
                 rd.matches(
