@@ -14,8 +14,8 @@
 //! ```text
 //!   Fprobe<H> (repr(C), pinned)
 //!   +----------------------------+ <- *mut ufgraph_fprobe the core keeps
-//!   | raw: ufgraph_fprobe        |    entry_handler = entry_tramp::<H>, exit_handler =
-//!   |   flags |= FL_RUST         |    exit_tramp::<H> (or none: entry-only)
+//!   | raw: ufgraph_fprobe        |    entry_handler = entry_tramp::<H> (or none: exit-only),
+//!   |   flags |= FL_RUST         |    exit_handler = exit_tramp::<H> (or none: entry-only)
 //!   | missed: missed_tramp::<H>  |    RustHead: what the core reads for a miss
 //!   +----------------------------+
 //!   | handler: H                 |
@@ -50,6 +50,14 @@ pub trait FprobeHandler: Send + Sync + Sized + 'static {
     /// Whether the probe has an exit handler. Without one it is entry-only: its calls never
     /// touch the shadow stack.
     const EXIT: bool;
+
+    /// Whether the probe has an entry handler. Without one (an exit-only probe: `EXIT` must be
+    /// true) the core's entry handler pointer is null, so a call runs no entry handler (the hot
+    /// path skips it) and always goes on to [`FprobeHandler::exit`]; [`FprobeHandler::entry`]
+    /// is never called. Asked once, at [`Fprobe::new`].
+    fn has_entry(&self) -> bool {
+        true
+    }
 
     /// Bytes of entry data each call reserves (at most 15 words, as upstream), handed
     /// to both handlers of the call. Asked once, at [`Fprobe::new`].
@@ -203,17 +211,22 @@ unsafe fn missed_tramp<H: FprobeHandler>(fp: *mut ufgraph_fprobe) {
 
 impl<H: FprobeHandler> Fprobe<H> {
     /// An unregistered probe for `handler`. `E2BIG` for too much entry data; `EINVAL` for
-    /// entry data without an exit handler (entry-only calls have no frame to keep it in).
+    /// entry data without an exit handler (entry-only calls have no frame to keep it in) or
+    /// without an entry handler (nothing would fill it), and for a probe with neither handler.
     pub fn new(handler: H) -> Result<Pin<KBox<Self>>> {
         let size = handler.entry_data_size();
+        let entry = handler.has_entry();
         if crate::pure::fprobe_hdr::data_words(size).is_none() {
             return Err(E2BIG);
         }
-        if !H::EXIT && size > 0 {
+        if size > 0 && !(H::EXIT && entry) {
+            return Err(EINVAL);
+        }
+        if !H::EXIT && !entry {
             return Err(EINVAL);
         }
         let raw = ufgraph_fprobe {
-            entry_handler: Some(entry_tramp::<H>),
+            entry_handler: if entry { Some(entry_tramp::<H>) } else { None },
             exit_handler: if H::EXIT { Some(exit_tramp::<H>) } else { None },
             entry_data_size: size,
             flags: FL_RUST,

@@ -864,12 +864,92 @@ fn rust_api_missed_reentry(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// What [`rust_api_exit_only`]'s handler saw.
+#[derive(Default)]
+struct ExitOnly {
+    entries: AtomicUsize,
+    exits: AtomicUsize,
+    bad: AtomicUsize,
+}
+
+impl crate::fprobe::api::FprobeHandler for ExitOnly {
+    const EXIT: bool = true;
+
+    fn has_entry(&self) -> bool {
+        false
+    }
+
+    fn entry(&self, _ip: usize, _ret_ip: usize, _regs: &Regs, _data: &mut [u8]) -> bool {
+        self.entries.fetch_add(1, Relaxed);
+        true
+    }
+
+    fn exit(&self, _ip: usize, _ret_ip: usize, regs: &Regs, data: &mut [u8]) {
+        self.exits.fetch_add(1, Relaxed);
+        if !data.is_empty() || regs.retval() != 12 {
+            self.bad.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// An exit-only Rust probe (`has_entry` false, as an event's `%return` probe without entry
+/// arguments): every call reaches `exit`, with its return value and no entry data, and `entry`
+/// is never called. `Fprobe::new` refuses entry data for such a probe (nothing would fill it),
+/// and a probe with neither handler.
+fn rust_api_exit_only(t: &mut Test) -> CaseResult {
+    use crate::fprobe::api::{Fprobe, FprobeHandler};
+    let mut p = t.check_ok(Fprobe::new(ExitOnly::default()), "Fprobe::new")?;
+    t.check_ok(
+        p.as_mut()
+            .register(&Target::Syms(&[c_str!("ufg_test_mul")])),
+        "register",
+    )?;
+    for _ in 0..5 {
+        kcheck_eq!(t, mul(3, 4), 12);
+    }
+    t.check_ok(p.as_mut().unregister(), "unregister")?;
+    let h = p.handler();
+    let seen = (
+        h.entries.load(Relaxed),
+        h.exits.load(Relaxed),
+        h.bad.load(Relaxed),
+    );
+    kcheck_eq!(t, seen, (0, 5, 0));
+    struct WithData;
+    impl FprobeHandler for WithData {
+        const EXIT: bool = true;
+        fn has_entry(&self) -> bool {
+            false
+        }
+        fn entry_data_size(&self) -> usize {
+            8
+        }
+        fn entry(&self, _: usize, _: usize, _: &Regs, _: &mut [u8]) -> bool {
+            true
+        }
+    }
+    struct Neither;
+    impl FprobeHandler for Neither {
+        const EXIT: bool = false;
+        fn has_entry(&self) -> bool {
+            false
+        }
+        fn entry(&self, _: usize, _: usize, _: &Regs, _: &mut [u8]) -> bool {
+            false
+        }
+    }
+    kcheck!(t, matches!(Fprobe::new(WithData), Err(e) if e == EINVAL));
+    kcheck!(t, matches!(Fprobe::new(Neither), Err(e) if e == EINVAL));
+    Ok(())
+}
+
 kunit_suite!(
     FPROBE_SUITE,
     "ufgraph_fprobe",
     [
         rust_api,
         rust_api_missed_reentry,
+        rust_api_exit_only,
         entry_exit_with_data,
         entry_only_skips_the_shadow_stack,
         both_kinds_share_one_ops,
