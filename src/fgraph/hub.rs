@@ -313,24 +313,32 @@ unsafe extern "C" fn hub_entry<Q: GraphHandler>(
         return;
     };
     // The first ops that keeps the call pushes its frame; the ones after it join that frame
-    // without looking for it again.
+    // without looking for it again, all together (`join_all`).
     let mut frame = None;
-    // `bm` is the frame an ops before this one kept for this call, still the top one (what an
-    // ops reserved sits in it; interrupts leave the stack as they found it). The slot's handler
-    // is alive while the slot is in the array (unregistration waits a grace period).
-    each_slot(g, mask, |slot| match frame {
-        // SAFETY: ftrace's entry registers for `ip`, the guard held, `bm` this call's top frame
-        // (above).
-        Some((bm, ret_ip, ref mut timed)) => unsafe {
-            g.join_locked::<Q>(slot, ip, fregs, stack, np, bm, ret_ip, timed);
-        },
-        // SAFETY: as above.
-        None => unsafe {
+    let mut rest = mask;
+    while rest != 0 {
+        let idx = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        let Some(slot) = g.slot_at(idx) else {
+            continue;
+        };
+        // SAFETY: ftrace's entry registers for `ip`, the guard held; the slot's handler is alive
+        // while the slot is in the array (unregistration waits a grace period).
+        unsafe {
             g.enter_locked(slot, ip, fregs, 0, stack, np, false, &mut frame, |e| {
                 slot.call_entry_as::<Q>(e)
             });
-        },
-    });
+        }
+        if let Some((bm, ret_ip, timed)) = frame {
+            // `bm` is the frame this ops kept for this call, still the top one (what it
+            // reserved sits in it; interrupts leave the stack as they found it).
+            if rest != 0 {
+                // SAFETY: as above, `bm` this call's top frame.
+                unsafe { g.join_all::<Q>(rest, ip, fregs, stack, np, bm, ret_ip, timed) };
+            }
+            break;
+        }
+    }
     drop(guard);
 }
 

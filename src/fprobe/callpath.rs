@@ -91,8 +91,7 @@ impl GraphHandler for GraphSide {
             // is registered, the filter holds only its functions).
             // SAFETY: freed a grace period after it is cleared, which this preemption-disabled
             // callback holds off.
-            let (id, fp) = unsafe { ((*single).id, (*single).fp) };
-            return only_exit_probe(e, id, fp);
+            return only_exit_probe(e, unsafe { &*single });
         }
         graph_side_lookup(core, e)
     }
@@ -210,16 +209,16 @@ pub(super) fn graph_side_ret(r: &mut Return<'_>) {
         // The common case first: the only exit probe, alone in the call's data.
         let single = core.single_exit.load(Acquire);
         if let (false, Some(&hdr)) = (single.is_null(), data.first()) {
-            let (id, w) = fprobe_hdr::decode(hdr);
             // SAFETY: see `GraphSide::entry`.
-            let (sid, fp) = unsafe { ((*single).id, (*single).fp) };
-            if id == Some(sid) && w + 1 == data.len() {
-                let dptr = if w > 0 {
+            let live = unsafe { &*single };
+            // The header names the registration and the data's size: one compare for both.
+            if hdr == live.hdr && live.words + 1 == data.len() {
+                let dptr = if live.words > 0 {
                     data[1..].as_ptr().cast_mut().cast::<c_void>()
                 } else {
                     core::ptr::null_mut()
                 };
-                call_exit(fp, r.func, r.ret_ip, r.regs, dptr);
+                call_exit(live.fp, r.func, r.ret_ip, r.regs, dptr);
                 return;
             }
         }
@@ -292,18 +291,17 @@ pub(super) fn graph_side_ret_all(
     }
 }
 
-/// The entry of a call when exactly one probe with an exit handler is registered (`fp`,
-/// registration `id`): no lookup, one probe.
+/// The entry of a call when exactly one probe with an exit handler is registered (`live`): no
+/// lookup, one probe, its header word made at registration.
 #[inline(always)]
-pub(super) fn only_exit_probe(e: &mut Entry<'_>, id: usize, fp: *mut ufgraph_fprobe) -> bool {
+pub(super) fn only_exit_probe(e: &mut Entry<'_>, live: &Live) -> bool {
+    let fp = live.fp;
     if disabled(fp) {
         return false;
     }
-    // SAFETY: a registered probe (see the caller). Registration bounds the size; the `min`
-    // tells the compiler, which then needs no overflow check below.
-    let w = unsafe { (*fp).entry_data_size }
-        .div_ceil(8)
-        .min(fprobe_hdr::MAX_DATA_WORDS);
+    // At most 15 (registration); the `min` tells the compiler, which then needs no overflow
+    // check below.
+    let w = live.words.min(fprobe_hdr::MAX_DATA_WORDS);
     let Some(data) = e.reserve((1 + w) * 8) else {
         missed(fp);
         return false;
@@ -320,7 +318,11 @@ pub(super) fn only_exit_probe(e: &mut Entry<'_>, id: usize, fp: *mut ufgraph_fpr
         Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
         None => false,
     };
-    data[0] = fprobe_hdr::encode(if skip { 0 } else { id }, w);
+    data[0] = if skip {
+        fprobe_hdr::encode(0, w)
+    } else {
+        live.hdr
+    };
     !skip
 }
 

@@ -7,7 +7,7 @@
 //!   ips (RCU table):   | ip -> IpEntry             |   IpEntry: the probes on that ip (and
 //!                      +---------------------------+   their registration ids), copied on
 //!                                                      write, freed after a GP
-//!   regs (RCU table):  | id -> Live { id, fp }     |   registrations: checked before an exit
+//!   regs (RCU table):  | id -> Live { id, fp, .. } |   registrations: checked before an exit
 //!                      +---------------------------+   handler runs
 //!   live (table):      | fprobe -> fprobe          |   registered probes (API checks)
 //!                      +---------------------------+
@@ -94,6 +94,11 @@ struct ProbeRef {
 struct Live {
     id: usize,
     fp: *mut ufgraph_fprobe,
+    /// The probe's entry data in words (its `entry_data_size` at registration, which the API
+    /// does not let change while registered), and the header word its calls' data starts with
+    /// (`fprobe_hdr::encode(id, words)`): the single-probe paths write and compare it whole.
+    words: usize,
+    hdr: usize,
 }
 
 fn ip_key(e: usize) -> usize {

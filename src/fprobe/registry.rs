@@ -323,7 +323,20 @@ impl Fprobes {
         self.ips.reserve(ips_counts, ips.len(), ip_key)?;
         self.live.reserve(live_counts, 1, fp_key)?;
         self.regs.reserve(regs_counts, 1, reg_key)?;
-        let live = KBox::new(Live { id, fp }, GFP_KERNEL)?;
+        // SAFETY: `fp` is valid (caller); its size was checked (`check`), so the `min` only
+        // tells the compiler.
+        let words = unsafe { (*fp).entry_data_size }
+            .div_ceil(8)
+            .min(fprobe_hdr::MAX_DATA_WORDS);
+        let live = KBox::new(
+            Live {
+                id,
+                fp,
+                words,
+                hdr: fprobe_hdr::encode(id, words),
+            },
+            GFP_KERNEL,
+        )?;
         let gone = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
         let dead = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
         let private = KBox::new(

@@ -454,10 +454,13 @@ impl Graph {
         wanted
     }
 
-    /// Another ops on a call whose frame (bitmap word at `bm`, returning to `ret_ip`, its call
-    /// time taken if `*timed`) an ops before it in the same hub callback has just pushed or
-    /// joined, and kept: the frame is known, nothing is looked for. Returns whether the return
-    /// is hooked for `slot`.
+    /// The other ops of `mask` on a call whose frame (bitmap word at `bm`, returning to
+    /// `ret_ip`, its call time taken if `timed`) an ops before them in the same hub callback has
+    /// just pushed or joined, and kept: the frame is known, nothing is looked for. Each ops'
+    /// entry callback runs in turn; the frame's "seen" and bitmap words are written once, after
+    /// the last (nothing reads them meanwhile: a hook made from inside a callback for this call
+    /// finds the frame being built and is refused, and other hookers of the call come after
+    /// this callback returns).
     ///
     /// # Safety
     ///
@@ -465,48 +468,57 @@ impl Graph {
     /// (what `enter_locked` reported), for this call.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(in crate::fgraph) unsafe fn join_locked<Q: GraphHandler>(
+    pub(in crate::fgraph) unsafe fn join_all<Q: GraphHandler>(
         &self,
-        slot: &Slot,
+        mut mask: usize,
         ip: usize,
         fregs: *mut crate::sys::ftrace::RawFregs,
         stack: &Stack,
         np: &NoPreempt,
         bm: usize,
         ret_ip: usize,
-        timed: &mut bool,
-    ) -> bool {
-        // Below 16 while the slot is registered (its callbacks run only then); the remainder
-        // tells the compiler, which then needs no check for the shifts.
-        let idx = slot.idx() % ARRAY_SIZE;
-        if slot.wants_times && !*timed {
-            stack.set_calltime_at(bm, self.now());
-            *timed = true;
-        }
-        stack.mark_seen(bm, idx);
-        // Being built while this entry callback runs, as in `enter_locked`.
-        let bits = stack.bitmap(bm);
+        mut timed: bool,
+    ) {
+        // Being built while the entry callbacks run, as in `enter_locked`.
+        let mut bits = stack.bitmap(bm);
         stack.set_building(bm);
-        let save = stack.top();
+        let mut seen = 0;
         // SAFETY: valid for the call (caller).
         let regs = unsafe { Regs::from_raw(fregs) };
         let depth = stack.depth();
-        let wanted = slot.call_entry_built::<Q>(|| Entry {
-            func: ip,
-            ret_ip,
-            depth,
-            regs,
-            cookie: 0,
-            stack,
-            idx,
-            np,
-            frame: EntryFrame::Pushed(bm),
-        });
-        if !wanted {
-            stack.truncate(save);
+        while mask != 0 {
+            // Below 16: the mask has a bit per array index.
+            let idx = mask.trailing_zeros() as usize % ARRAY_SIZE;
+            mask &= mask - 1;
+            let Some(slot) = self.slot_at(idx) else {
+                continue;
+            };
+            if slot.wants_times && !timed {
+                stack.set_calltime_at(bm, self.now());
+                timed = true;
+            }
+            seen |= 1 << idx;
+            let save = stack.top();
+            let wanted = slot.call_entry_built::<Q>(|| Entry {
+                func: ip,
+                ret_ip,
+                depth,
+                regs,
+                cookie: 0,
+                stack,
+                idx,
+                np,
+                frame: EntryFrame::Pushed(bm),
+            });
+            if wanted {
+                bits |= 1 << idx;
+            } else if stack.top() != save {
+                // What a declining callback reserved goes with it.
+                stack.truncate(save);
+            }
         }
-        stack.set_bitmap(bm, if wanted { bits | (1 << idx) } else { bits });
-        wanted
+        stack.mark_seen_bits(bm, seen);
+        stack.set_bitmap(bm, bits);
     }
 
     /// `trace_clock_local()` if a registered handler wants call times, else 0 (no clock read).
@@ -624,6 +636,8 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
     } else {
         f.ret
     };
+    // The same for every ops: nothing pops before the loop ends.
+    let depth = stack.depth();
     let mut bits = f.bitmap;
     while bits != 0 {
         let idx = bits.trailing_zeros() as usize;
@@ -651,7 +665,7 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
         let r = || Return {
             func: f.func,
             ret_ip,
-            depth: stack.depth(),
+            depth,
             calltime: f.calltime,
             rettime,
             regs,

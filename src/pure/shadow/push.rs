@@ -155,8 +155,14 @@ impl<const W: usize> ShadowStack<W> {
 
     /// Records that ops `idx` ran its entry callback for the frame whose bitmap word is at `bm`.
     pub fn mark_seen(&self, bm: usize, idx: usize) {
+        self.mark_seen_bits(bm, 1 << idx);
+    }
+
+    /// [`Self::mark_seen`] for several ops at once (`bits`: one per ops index).
+    #[inline(always)]
+    pub fn mark_seen_bits(&self, bm: usize, bits: usize) {
         let at = bm - FRAME_WORDS + SEEN;
-        self.set(at, self.w(at) | (1 << idx));
+        self.set(at, self.w(at) | (bits & 0xffff));
     }
 
     /// Sets teardown's `marks` ([`mark`]) on `frame` (a frame of this stack), replacing the

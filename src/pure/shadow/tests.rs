@@ -312,6 +312,13 @@ fn teardown_marks_live_beside_seen() {
     // A joining ops' seen bit keeps the marks.
     s.mark_seen(bm, 2);
     assert_eq!(s.top_frame().unwrap().marks, mark::HANDED);
+    // So do several at once (the hub's joins), and bits above the 16 ops never reach them.
+    s.mark_seen_bits(bm, (1 << 7) | (1 << 9) | mark::GONE);
+    let f = s.top_frame().unwrap();
+    assert_eq!(
+        (f.seen, f.marks),
+        ((1 << 15) | (1 << 2) | (1 << 7) | (1 << 9), mark::HANDED)
+    );
     s.task_var(4).store(44, Relaxed);
     s.clear_frames();
     assert!(s.top_frame().is_none());
