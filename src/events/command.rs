@@ -4,7 +4,7 @@
 //! or a probe to one; removing is in `teardown`), failures logged in `error_log`; and what
 //! reading `dynamic_events` and `error_log` shows.
 
-use super::event::Event;
+use super::event::{Event, ProbeArgs};
 use super::probe::{Slot, StubUse};
 use super::{as_str, bytes, cvec, format, Entry, ErrEntry, Events, Registry};
 use crate::bindings;
@@ -44,6 +44,8 @@ fn fail(def: &ProbeDef<'_>, errno: Error) -> Failure {
 
 /// A probe being added: what [`Events::add`] gathered before it took the locks.
 struct NewProbe {
+    /// Its fetch programs: its own, whether it makes a new event or joins one.
+    args: ProbeArgs,
     cmd: KVec<u8>,
     sym: KVec<u8>,
     tp: Option<Tracepoint>,
@@ -63,6 +65,7 @@ impl NewProbe {
         Events::new_slot(
             def,
             evp,
+            self.args,
             perf,
             self.cmd,
             self.sym,
@@ -151,7 +154,9 @@ impl Events {
         if !ours && trace_event::event_exists(group, name).map_err(|e| fail(def, e))? {
             return Err(fail(def, EEXIST));
         }
-        let ev = Event::new(def).map_err(|e| fail(def, e))?;
+        // The probe's own programs, whether it makes an event or joins one (where they fill
+        // the fields the event's first definition laid out: `check_append`).
+        let args = ProbeArgs::new(def).map_err(|e| fail(def, e))?;
         // The functions, matched before any lock (the fast path, without event_mutex) but
         // reported after the checks of an append, as upstream verifies the target last.
         // Nothing is hooked until the event has a user (register on enable).
@@ -159,6 +164,7 @@ impl Events {
         let resolved = Self::resolve(&sym, tp);
         let cmd = bytes(def.command().as_bytes()).map_err(Failure::from)?;
         let p = NewProbe {
+            args,
             cmd,
             sym,
             tp,
@@ -177,7 +183,7 @@ impl Events {
         {
             return self.append(def, entry, stubs, p, resolved);
         }
-        self.add_event(def, &g, reg, ev, p, resolved)
+        self.add_event(def, &g, reg, p, resolved)
     }
 
     /// [`Events::add`] of a probe to an existing event (`entry`'s), under both locks.
@@ -208,20 +214,20 @@ impl Events {
         Ok(())
     }
 
-    /// [`Events::add`] of a new event `ev` with its first probe, under `event_mutex` (`g`) and
-    /// the registry lock (`reg`, room reserved for the entry), which it drops before the kernel
-    /// adds the event.
+    /// [`Events::add`] of a new event, defined by `def`, with its first probe `p`, under
+    /// `event_mutex` (`g`) and the registry lock (`reg`, room reserved for the entry), which it
+    /// drops before the kernel adds the event.
     fn add_event(
         &self,
         def: &ProbeDef<'_>,
         g: &EventMutexGuard,
         reg: Guard<'_, Registry, MutexBackend>,
-        ev: Event,
         p: NewProbe,
         resolved: Result<fprobe::Resolved>,
     ) -> core::result::Result<(), Failure> {
         let (group, name) = (def.group().as_bytes(), def.event().as_bytes());
         let r = resolved.map_err(|e| fail(def, e))?;
+        let ev = Event::new(def, &p.args).map_err(|e| fail(def, e))?;
         let print_fmt = ev.print_fmt().map_err(Failure::from)?;
         let mut call = EventCall::new(group, name, &print_fmt, ev).map_err(Failure::from)?;
         let slot = p.into_slot(def, &call, r)?;

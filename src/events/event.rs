@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One event: what its probes record (the fetch programs, the record's layout), and the
-//! kernel's calls into it ([`EventOps`]), which the other files of `events` carry out.
+//! One event: the record's layout, which all its probes share, and the kernel's calls into it
+//! ([`EventOps`]), which the other files of `events` carry out; and what one probe fetches
+//! into that layout ([`ProbeArgs`]).
 
 use super::enable::FileList;
 use super::{bytes, cvec, format};
@@ -14,7 +15,50 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 use kernel::alloc::{KBox, KVec};
 use kernel::prelude::*;
 
-/// One event: what its probes record, and where.
+/// What one probe of an event fetches: its own fetch programs, which fill the event's fields.
+///
+/// As upstream, where each `trace_fprobe` has its own `tp.args` and the `trace_probe_event`
+/// they share holds only the event call: a probe appended to an event must give its fields
+/// the same names, types and array sizes as the event's first definition (`DIFF_ARG_TYPE`
+/// otherwise, see `check_append`), but may fetch them from anywhere. `f:g/e f1 v=$arg1:s32`
+/// then `f:g/e f2 v=+0($arg2):s32` make one event whose records from `f2` hold what `f2`'s
+/// own program read.
+pub(super) struct ProbeArgs {
+    /// One program per field, in the event's field order. The field offsets in them are the
+    /// event's (same types in the same order give the same offsets).
+    pub(super) progs: KVec<Program>,
+    /// The function arguments an exit probe saves at entry, in entry-data order: the slots its
+    /// own `$argN` programs read (`Origin::EntryArg`). Empty for an entry probe, or an exit
+    /// probe that reads no `$argN`.
+    pub(super) entry_args: KVec<u16>,
+}
+
+impl ProbeArgs {
+    /// Compiles `def`'s fetch arguments (`@SYM` resolved through kallsyms).
+    #[inline(never)]
+    pub(super) fn new(def: &ProbeDef<'_>) -> Result<Self> {
+        let mut progs = KVec::with_capacity(def.nargs(), GFP_KERNEL)?;
+        for arg in def.args() {
+            let mut err = None;
+            let p = rec::compile(&arg, |sym| match ksym::lookup_kallsyms(sym.as_bytes()) {
+                Ok(a) => a.map(|a| a as u64),
+                Err(e) => {
+                    err = Some(e);
+                    None
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            progs.push(p.map_err(|e| Error::from_errno(e.errno()))?, GFP_KERNEL)?;
+        }
+        let mut entry_args = KVec::new();
+        entry_args.extend_from_slice(def.entry_args(), GFP_KERNEL)?;
+        Ok(ProbeArgs { progs, entry_args })
+    }
+}
+
+/// One event: the layout of its records, and the instances and listeners it writes them to.
 pub(super) struct Event {
     pub(super) is_return: bool,
     /// A tracepoint probe (`t:`): its probes are on a tracepoint's probestub, and record only
@@ -24,10 +68,12 @@ pub(super) struct Event {
     /// [`StubUse`]: super::probe::StubUse
     pub(super) tracepoint: bool,
     pub(super) head: usize,
+    /// Bytes of the fixed argument fields (the same for every probe of the event).
     pub(super) args_size: usize,
-    pub(super) progs: KVec<Program>,
-    /// The function arguments an exit probe saves at entry, in entry-data order.
-    pub(super) entry_args: KVec<u16>,
+    /// The first definition's programs, for the fields' layout only (name, type, array size,
+    /// offset: what `define_fields`, `print` and the print format read), which every probe of
+    /// the event shares. What a hit records comes from the probe's own [`ProbeArgs`].
+    pub(super) layout: KVec<Program>,
     /// NUL-terminated field types and names, borrowed by the kernel while registered.
     pub(super) field_types: KVec<KVec<u8>>,
     pub(super) field_names: KVec<KVec<u8>>,
@@ -41,24 +87,14 @@ pub(super) struct Event {
 }
 
 impl Event {
+    /// The event `def` defines, its fields laid out as `args` (`def`'s, compiled) fill them.
     #[inline(never)]
-    pub(super) fn new(def: &ProbeDef<'_>) -> Result<Self> {
-        let mut progs = KVec::with_capacity(def.nargs(), GFP_KERNEL)?;
-        let mut field_types = KVec::with_capacity(def.nargs(), GFP_KERNEL)?;
-        let mut field_names = KVec::with_capacity(def.nargs(), GFP_KERNEL)?;
-        for arg in def.args() {
-            let mut err = None;
-            let p = rec::compile(&arg, |sym| match ksym::lookup_kallsyms(sym.as_bytes()) {
-                Ok(a) => a.map(|a| a as u64),
-                Err(e) => {
-                    err = Some(e);
-                    None
-                }
-            });
-            if let Some(e) = err {
-                return Err(e);
-            }
-            let p = p.map_err(|e| Error::from_errno(e.errno()))?;
+    pub(super) fn new(def: &ProbeDef<'_>, args: &ProbeArgs) -> Result<Self> {
+        let n = args.progs.len();
+        let mut layout = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut field_types = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut field_names = KVec::with_capacity(n, GFP_KERNEL)?;
+        for p in args.progs.iter() {
             field_types.push(
                 format(|w| {
                     p.write_field_type(w)?;
@@ -67,10 +103,8 @@ impl Event {
                 GFP_KERNEL,
             )?;
             field_names.push(cvec(p.name().as_bytes())?, GFP_KERNEL)?;
-            progs.push(p, GFP_KERNEL)?;
+            layout.push(*p, GFP_KERNEL)?;
         }
-        let mut entry_args = KVec::new();
-        entry_args.extend_from_slice(def.entry_args(), GFP_KERNEL)?;
         Ok(Event {
             is_return: def.is_return(),
             tracepoint: def.kind() == ProbeKind::Tracepoint,
@@ -80,8 +114,7 @@ impl Event {
                 rec::ENTRY_HEAD
             },
             args_size: def.args_size(),
-            progs,
-            entry_args,
+            layout,
             field_types,
             field_names,
             name: bytes(def.event().as_bytes())?,
@@ -92,7 +125,7 @@ impl Event {
     }
 
     pub(super) fn print_fmt(&self) -> Result<KVec<u8>> {
-        format(|w| rec::write_print_fmt(&self.progs, self.is_return, w))
+        format(|w| rec::write_print_fmt(&self.layout, self.is_return, w))
     }
 }
 

@@ -10,12 +10,14 @@
 //!      v
 //!   Registry (under the kernel's event_mutex, then our mutex)
 //!      Entry { event: EventCall<Event>, probes: [Slot] }      one event, 1..n probes
-//!         Event:  programs, record layout, files (RCU list of instances enabling it)
+//!         Event:  record layout (field names, types, offsets: one per event), files (RCU
+//!                 list of instances enabling it)
 //!         Slot:   a Probe (an Fprobe<EntryProbe> or Fprobe<ExitProbe>, fprobe::api, whose
-//!                 handler knows the event it feeds) + its command + its functions
+//!                 handler knows the event it feeds and holds the probe's own ProbeArgs:
+//!                 fetch programs, arguments saved at entry) + its command + its functions
 //!
-//!   hit:  EventProbe's entry or exit (FprobeHandler) -> Event::record -> for each enabled file:
-//!            dynamic_size, reserve, head + pure::event::store, commit
+//!   hit:  EventProbe's entry or exit (FprobeHandler) -> Event::record(probe's ProbeArgs)
+//!            -> for each enabled file: dynamic_size, reserve, head + pure::event::store, commit
 //!   read: tracefs `trace` -> EventOps::print -> head + pure::event::render_args
 //! ```
 //!

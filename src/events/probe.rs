@@ -5,7 +5,7 @@
 //! attached to tracepoints for `t:` probes.
 
 use super::as_str;
-use super::event::Event;
+use super::event::{Event, ProbeArgs};
 use super::record::{EntryProbe, ExitProbe};
 use super::{bytes, Events, Registry};
 use crate::fprobe::api::Fprobe;
@@ -30,14 +30,15 @@ pub(super) enum Probe {
 }
 
 impl Probe {
-    /// A probe of the event `ev` (`is_return`: an exit probe's), not registered.
-    fn new(is_return: bool, ev: *const Event, perf: PerfCall) -> Result<Self> {
+    /// A probe of the event `ev` (`is_return`: an exit probe's) filling its fields with
+    /// `args`, not registered.
+    fn new(is_return: bool, ev: *const Event, args: ProbeArgs, perf: PerfCall) -> Result<Self> {
         // `Fprobe::new` refuses what registration would refuse of the probe itself (too much
         // entry data): refused now.
         Ok(if is_return {
-            Probe::Exit(Fprobe::new(ExitProbe::new(ev, perf))?)
+            Probe::Exit(Fprobe::new(ExitProbe::new(ev, args, perf))?)
         } else {
-            Probe::Entry(Fprobe::new(EntryProbe::new(ev, perf))?)
+            Probe::Entry(Fprobe::new(EntryProbe::new(ev, args, perf))?)
         })
     }
 
@@ -124,12 +125,14 @@ impl Events {
         }
     }
 
-    /// A probe for `def`'s event, not registered yet, on the functions `r`.
+    /// A probe for `def`'s event, not registered yet, on the functions `r`, recording what
+    /// `args` (`def`'s, compiled) fetch.
     // Each argument is one field of the probe, gathered from different places by the callers.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new_slot(
         def: &ProbeDef<'_>,
         ev: *const Event,
+        args: ProbeArgs,
         perf: PerfCall,
         cmd: KVec<u8>,
         sym: KVec<u8>,
@@ -138,7 +141,7 @@ impl Events {
         tp_module: Option<ModuleRef>,
     ) -> Result<Slot> {
         Ok(Slot {
-            probe: Probe::new(def.is_return(), ev, perf)?,
+            probe: Probe::new(def.is_return(), ev, args, perf)?,
             cmd,
             sym,
             ips: r.ips,

@@ -4,7 +4,7 @@
 //! the records they write; the records' fields and how `trace` shows them.
 
 use super::env;
-use super::event::Event;
+use super::event::{Event, ProbeArgs};
 use super::probe::stub_data;
 use super::{as_str, events};
 use crate::fprobe::api::FprobeHandler;
@@ -17,11 +17,13 @@ use core::sync::atomic::Ordering::*;
 use kernel::prelude::*;
 
 impl Event {
-    /// Writes one record per enabled instance, and one for perf if it listens. `head` fills
-    /// the head fields; `ret_addr` is the return address at a return (perf then samples the
-    /// exit registers, ip = that address).
+    /// Writes one record per enabled instance, and one for perf if it listens: the event's
+    /// layout, filled by `args`, the programs of the probe that hit. `head` fills the head
+    /// fields; `ret_addr` is the return address at a return (perf then samples the exit
+    /// registers, ip = that address).
     fn record(
         &self,
+        args: &ProbeArgs,
         env: &env::HitEnv<'_>,
         perf: PerfCall,
         ret_addr: Option<usize>,
@@ -29,13 +31,13 @@ impl Event {
     ) {
         let _np = NoPreempt::new();
         if self.perf_users.load(Relaxed) != 0 {
-            let len = self.head + self.args_size + rec::dynamic_size(&self.progs, env);
+            let len = self.head + self.args_size + rec::dynamic_size(&args.progs, env);
             // SAFETY: the probe's event is registered while its probes are, and we hold
             // preemption disabled.
             unsafe {
                 perf.write(env.regs, ret_addr, len, |r| {
                     head(r);
-                    rec::store(&self.progs, env, r, self.head, self.args_size);
+                    rec::store(&args.progs, env, r, self.head, self.args_size);
                 })
             };
         }
@@ -47,14 +49,14 @@ impl Event {
         // disabled (see `reg`).
         let list = unsafe { &*list };
         for file in list.live() {
-            let dsize = rec::dynamic_size(&self.progs, env);
+            let dsize = rec::dynamic_size(&args.progs, env);
             let len = self.head + self.args_size + dsize;
             // SAFETY: `file` is in the published list: the kernel keeps it at least until
             // `reg(.., false)` removed it and waited for a grace period.
             let ok = unsafe {
                 file.write(len, |r| {
                     head(r);
-                    rec::store(&self.progs, env, r, self.head, self.args_size);
+                    rec::store(&args.progs, env, r, self.head, self.args_size);
                 })
             };
             if !ok {
@@ -89,7 +91,7 @@ impl Event {
             // SAFETY: static strings.
             unsafe { fields.define(b"unsigned long\0", name, off, 8, false)? };
         }
-        for (i, p) in self.progs.iter().enumerate() {
+        for (i, p) in self.layout.iter().enumerate() {
             let (ty, name) = (&self.field_types[i], &self.field_names[i]);
             // SAFETY: the strings live in the event, which outlives its registration.
             unsafe {
@@ -116,7 +118,7 @@ impl Event {
             out.symbol(get_word(r, 8), true)?;
         }
         out.write_str(")")?;
-        rec::render_args(&self.progs, r, self.head, &mut Render(out))
+        rec::render_args(&self.layout, r, self.head, &mut Render(out))
     }
 }
 
@@ -145,6 +147,9 @@ impl rec::Out for Render<'_> {
 pub(super) struct EventProbe<const EXIT: bool> {
     /// The event the probe feeds.
     event: *const Event,
+    /// What the probe fetches into the event's fields (its own, not the event's first
+    /// definition's), and, for an exit probe, the arguments it saves at entry.
+    args: ProbeArgs,
     /// The event's perf side, for its listeners.
     perf: PerfCall,
 }
@@ -156,15 +161,17 @@ pub(super) type ExitProbe = EventProbe<true>;
 
 // SAFETY: `event` points into the pinned `EventCall` of the probe's entry, freed only once the
 // probe is unregistered (taking an entry down disarms its probes first, and an `Entry` drops
-// its probes before its event); the handlers only read it, from any CPU.
+// its probes before its event); the handlers only read it, from any CPU. `args` is owned, and
+// only read after the probe is made.
 unsafe impl<const EXIT: bool> Send for EventProbe<EXIT> {}
 // SAFETY: as above.
 unsafe impl<const EXIT: bool> Sync for EventProbe<EXIT> {}
 
 impl<const EXIT: bool> EventProbe<EXIT> {
-    /// The handler of a probe of `event` (a pinned `EventCall`'s, which outlives the probe).
-    pub(super) fn new(event: *const Event, perf: PerfCall) -> Self {
-        EventProbe { event, perf }
+    /// The handler of a probe of `event` (a pinned `EventCall`'s, which outlives the probe),
+    /// filling the event's fields with `args`.
+    pub(super) fn new(event: *const Event, args: ProbeArgs, perf: PerfCall) -> Self {
+        EventProbe { event, args, perf }
     }
 
     fn event(&self) -> &Event {
@@ -186,7 +193,8 @@ impl<const EXIT: bool> EventProbe<EXIT> {
             data: saved,
             thread_size: events().map_or(0, |e| e.thread_words),
         };
-        self.event().record(&env, self.perf, ret_addr, head);
+        self.event()
+            .record(&self.args, &env, self.perf, ret_addr, head);
     }
 }
 
@@ -222,20 +230,19 @@ impl FprobeHandler for ExitProbe {
     /// An exit probe whose fields read no function argument has nothing to do at entry: no
     /// entry handler then (the core's hot path skips it).
     fn has_entry(&self) -> bool {
-        !self.event().entry_args.is_empty()
+        !self.args.entry_args.is_empty()
     }
 
-    /// One word per argument saved at entry. The event's own list, which the entry handler
-    /// fills and the event's programs read (an appended probe may have been defined with
-    /// fewer).
+    /// One word per argument saved at entry: the probe's own list, which its entry handler
+    /// fills and its own programs read (each probe of an event may read other arguments).
     fn entry_data_size(&self) -> usize {
-        self.event().entry_args.len() * core::mem::size_of::<u64>()
+        self.args.entry_args.len() * core::mem::size_of::<u64>()
     }
 
     fn entry(&self, _ip: usize, _ret_ip: usize, regs: &Regs, data: &mut [u8]) -> bool {
         // Save the arguments the exit probe reads: entry_data_size was sized for them.
         let saved = saved_words(data);
-        for (w, &a) in saved.iter_mut().zip(self.event().entry_args.iter()) {
+        for (w, &a) in saved.iter_mut().zip(self.args.entry_args.iter()) {
             *w = regs.arg(a.into()) as u64;
         }
         true

@@ -4,6 +4,7 @@
 //! rendered; expected texts derived from upstream's trace_probe.c. The fake probe hit and the
 //! helpers are here, the tests in the files below, by topic.
 
+mod append;
 mod records;
 mod strings;
 mod values;
