@@ -4,7 +4,6 @@
 
 use super::*;
 
-
 /// The layout fields of a program: what `define_fields`, `print` and the print format read.
 fn layout(p: &Program) -> (&str, FetchType, u8, usize, usize) {
     (p.name(), p.ty(), p.count(), p.offset(), p.field_size())
