@@ -943,6 +943,138 @@ fn rust_api_exit_only(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// Exits of the [`pq_entry`]/[`pq_exit`] probes, by their entry data size in words.
+static PQ_EXITS: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+
+/// Fills the probe's entry data with a pattern of its own (its address).
+///
+/// # Safety
+///
+/// Called by the fprobe core only, for a registered test probe.
+unsafe extern "C" fn pq_entry(
+    fp: *mut ufgraph_fprobe,
+    _ip: c_ulong,
+    _ret_ip: c_ulong,
+    _fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) -> c_int {
+    ENTRIES.fetch_add(1, Relaxed);
+    // SAFETY: `fp` is the registered probe the handler belongs to.
+    let words = unsafe { (*fp).entry_data_size } / 8;
+    for i in 0..words {
+        // SAFETY: `data` holds `entry_data_size` bytes for this call.
+        unsafe { data.cast::<usize>().add(i).write(fp as usize ^ i) };
+    }
+    0
+}
+
+/// Counts the exit by data size and checks the pattern.
+///
+/// # Safety
+///
+/// As for [`pq_entry`], at the return.
+unsafe extern "C" fn pq_exit(
+    fp: *mut ufgraph_fprobe,
+    _ip: c_ulong,
+    _ret_ip: c_ulong,
+    _fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) {
+    // SAFETY: as above.
+    let words = unsafe { (*fp).entry_data_size } / 8;
+    if let Some(c) = PQ_EXITS.get(words) {
+        c.fetch_add(1, Relaxed);
+    }
+    for i in 0..words {
+        // SAFETY: the entry data the entry handler filled.
+        if unsafe { data.cast::<usize>().add(i).read() } != fp as usize ^ i {
+            BAD.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// The probe [`unregister_in_call`] unregisters.
+static UNREG: core::sync::atomic::AtomicPtr<ufgraph_fprobe> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+/// Called by `ufg_test_call` inside its frame: unregisters the probe in [`UNREG`].
+///
+/// # Safety
+///
+/// Only from `ufg_test_call`, in a test.
+unsafe extern "C" fn unregister_in_call(x: kernel::ffi::c_long) -> kernel::ffi::c_long {
+    let fp = UNREG.swap(core::ptr::null_mut(), Relaxed);
+    if let (false, Some(c)) = (fp.is_null(), fprobes()) {
+        if c.unregister(fp).is_err() {
+            BAD.fetch_add(1, Relaxed);
+        }
+    }
+    x * 2
+}
+
+/// A call entered while two exit probes were registered (one reservation, both probes' data)
+/// returns after one of them went: the one left is now the only exit probe, whose return path
+/// compares the data's first word and length with its registration's; neither matches the
+/// shared data as a whole, so it goes through the full walk: the one left gets its own data,
+/// the one gone nothing. The next call is the single probe's alone.
+fn single_exit_probe_after_a_shared_call(t: &mut Test) -> CaseResult {
+    let call = |x: kernel::ffi::c_long| {
+        // SAFETY: a plain C fixture; `unregister_in_call` needs nothing but process context.
+        unsafe { bindings::ufg_test_call(Some(unregister_in_call), x) }
+    };
+    for gone_first in [false, true] {
+        reset();
+        for c in PQ_EXITS.iter() {
+            c.store(0, Relaxed);
+        }
+        // P: 2 words of data, Q: 3; P registered first, so its record comes first.
+        let mut p = probe(false, true, 16);
+        p.entry_handler = Some(pq_entry);
+        p.exit_handler = Some(pq_exit);
+        let mut q = probe(false, true, 24);
+        q.entry_handler = Some(pq_entry);
+        q.exit_handler = Some(pq_exit);
+        reg(t, &mut p, Target::Syms(&[c_str!("ufg_test_call")]))?;
+        reg(t, &mut q, Target::Syms(&[c_str!("ufg_test_call")]))?;
+        let (gone, stays, gw, sw): (&mut TestProbe, &mut TestProbe, usize, usize) = if gone_first {
+            (&mut p, &mut q, 2, 3)
+        } else {
+            (&mut q, &mut p, 3, 2)
+        };
+        UNREG.store(&mut gone.0, Relaxed);
+        // `ufg_test_call` returns fn(x) + 1.
+        kcheck_eq!(t, call(5), 11);
+        kcheck!(
+            t,
+            UNREG.load(Relaxed).is_null(),
+            "unregistered inside the call"
+        );
+        kcheck_eq!(
+            t,
+            (
+                PQ_EXITS[sw].load(Relaxed),
+                PQ_EXITS[gw].load(Relaxed),
+                BAD.load(Relaxed)
+            ),
+            (1, 0, 0)
+        );
+        // Alone now: the single-probe paths, entry and return.
+        kcheck_eq!(t, call(3), 7);
+        kcheck_eq!(
+            t,
+            (
+                PQ_EXITS[sw].load(Relaxed),
+                PQ_EXITS[gw].load(Relaxed),
+                BAD.load(Relaxed)
+            ),
+            (2, 0, 0)
+        );
+        kcheck_eq!(t, ENTRIES.load(Relaxed), 3);
+        t.check_ok(core(t)?.unregister(&mut stays.0), "unregister")?;
+    }
+    Ok(())
+}
+
 kunit_suite!(
     FPROBE_SUITE,
     "ufgraph_fprobe",
@@ -959,6 +1091,7 @@ kunit_suite!(
         stale_and_going_modules_are_refused,
         several_probes_on_one_function,
         disable_and_skip,
+        single_exit_probe_after_a_shared_call,
         recursion_and_nmissed,
         missed_total_counts_each_miss_once,
         overrun_misses_only_exit_probes,
