@@ -37,7 +37,9 @@ struct ufgraph_fprobe;
  * @entry_ip is the ftrace location of the function (its patch site), @ret_ip where it
  * returns to. A non-zero return from the entry handler skips the exit handler for this
  * call. @entry_data is the probe's entry_data_size bytes, shared by its two handlers for
- * one call (NULL when entry_data_size is 0).
+ * one call (NULL when entry_data_size is 0); zeroed for a probe without an entry handler.
+ * entry_data_size must not change while the probe is registered (as upstream, which sizes
+ * its pool at registration): ufgraph reserves the size it read at registration.
  */
 typedef int (*ufgraph_fprobe_entry_cb)(struct ufgraph_fprobe *fp, unsigned long entry_ip,
 				       unsigned long ret_ip, struct ftrace_regs *fregs,

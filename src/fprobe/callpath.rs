@@ -181,7 +181,12 @@ pub(super) fn graph_side_probes(e: &mut Entry<'_>, ent: &IpEntry) -> bool {
                     // documented arguments; `dptr` points to `w` words reserved for this call.
                     (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0
                 }
-                None => false,
+                None => {
+                    // Entry data and no entry handler to fill it: the exit handler gets zeros,
+                    // not what an earlier call left in these words.
+                    data[off + 1..off + 1 + w].fill(0);
+                    false
+                }
             };
             data[off] = if skip {
                 fprobe_hdr::encode(0, w)
@@ -316,7 +321,11 @@ pub(super) fn only_exit_probe(e: &mut Entry<'_>, live: &Live) -> bool {
         // SAFETY: the caller's handler, for its registered probe, with the documented arguments;
         // `dptr` points to `w` words reserved for this call.
         Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
-        None => false,
+        None => {
+            // Entry data and no entry handler to fill it: zeros for the exit handler, as above.
+            data[1..=w].fill(0);
+            false
+        }
     };
     data[0] = if skip {
         fprobe_hdr::encode(0, w)

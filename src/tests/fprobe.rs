@@ -1075,6 +1075,62 @@ fn single_exit_probe_after_a_shared_call(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// A callback C calls: the exit handler of a probe with entry data and no entry handler,
+/// which must find its data zeroed; counts the words that are not in `BAD`.
+///
+/// # Safety
+///
+/// As for [`on_exit`].
+unsafe extern "C" fn on_exit_zeroed(
+    fp: *mut ufgraph_fprobe,
+    _ip: c_ulong,
+    _ret_ip: c_ulong,
+    _fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) {
+    EXITS.fetch_add(1, Relaxed);
+    // SAFETY: as above.
+    let words = unsafe { (*fp).entry_data_size } / 8;
+    for i in 0..words {
+        // SAFETY: the probe's `entry_data_size` bytes for this call.
+        if unsafe { data.cast::<usize>().add(i).read() } != 0 {
+            BAD.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// A probe with entry data but no entry handler gets zeroed data at its exit, not what an
+/// earlier call left in those shadow-stack words: alone (the single-probe path), and beside a
+/// probe whose entry handler fills its own data in the same call (the shared path).
+fn entry_data_without_entry_handler_is_zeroed(t: &mut Test) -> CaseResult {
+    reset();
+    let cr = core(t)?;
+    // Leave a pattern in the words the next probe's data will occupy.
+    let mut filler = probe(true, true, 16);
+    reg(t, &mut filler, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    for i in 0..5 {
+        kcheck_eq!(t, add(i, 1), i + 1);
+    }
+    t.check_ok(cr.unregister(&mut *filler), "unregister filler")?;
+    kcheck_eq!(t, BAD.load(Relaxed), 0);
+    let mut bare = probe(false, true, 16);
+    bare.exit_handler = Some(on_exit_zeroed);
+    reg(t, &mut bare, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    for i in 0..5 {
+        kcheck_eq!(t, add(i, 2), i + 2);
+    }
+    kcheck_eq!(t, (EXITS.load(Relaxed), BAD.load(Relaxed)), (10, 0));
+    // Both at once: one reservation for the two, the filler's words written by its entry.
+    reg(t, &mut filler, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    for i in 0..5 {
+        kcheck_eq!(t, add(i, 3), i + 3);
+    }
+    kcheck_eq!(t, (EXITS.load(Relaxed), BAD.load(Relaxed)), (20, 0));
+    t.check_ok(cr.unregister(&mut *filler), "unregister filler (2)")?;
+    t.check_ok(cr.unregister(&mut *bare), "unregister")?;
+    Ok(())
+}
+
 kunit_suite!(
     FPROBE_SUITE,
     "ufgraph_fprobe",
@@ -1092,6 +1148,7 @@ kunit_suite!(
         several_probes_on_one_function,
         disable_and_skip,
         single_exit_probe_after_a_shared_call,
+        entry_data_without_entry_handler_is_zeroed,
         recursion_and_nmissed,
         missed_total_counts_each_miss_once,
         overrun_misses_only_exit_probes,
