@@ -5,6 +5,8 @@
 #
 #   make demo     set up, build the test kernel and module, boot QEMU, show counts
 #   make check    set up and run every test (host and in-VM); ends "N passed, N failed"
+#                 (on the debug kernel: the set in selftests/sets/debug.list)
+#   make check-debug   every in-VM test on the debug kernel (about 40 minutes under TCG)
 #   make host-test   cargo test of src/pure on the host only
 #   make lint     rustfmt (the kernel's .rustfmt.toml) and clippy on the host crates; make fmt reformats
 #   make fuzz     coverage-guided fuzzing of src/pure (libFuzzer): each target UFG_FUZZ_TIME s (600)
@@ -19,7 +21,7 @@
 ARCH ?= x86_64
 SHELL := /bin/bash
 
-.PHONY: all setup kernel module demo check stress host-test lint fmt fuzz shell bench bench-arm64 bench-profile clean
+.PHONY: all setup kernel module demo check check-debug stress host-test lint fmt fuzz shell bench bench-arm64 bench-profile clean
 .PHONY: kmod kmod_install kmod_clean
 
 # Against an installed kernel instead of the test kernel (README.md, "Building against your
@@ -59,6 +61,11 @@ demo: module
 
 check:
 	scripts/check.sh
+
+check-debug: setup
+	scripts/kernel.sh $(ARCH) debug
+	scripts/module.sh $(ARCH) debug
+	UFG_DEBUG_ALL=1 scripts/vm.sh $(ARCH) debug check
 
 stress: setup
 	scripts/kernel.sh $(ARCH) debug

@@ -2,8 +2,12 @@
 # make check: set up, then run every test -- host (cargo test over src/pure) and
 # in-VM (KUnit suites and shell tests) -- and end with "N passed, N failed".
 #   UFG_KERNELS  the test kernels whose VM suite runs, ARCH[:FLAVOUR] (default:
-#                "x86_64 x86_64:debug arm64"); set and empty, none: the host stages only
+#                "x86_64 arm64 x86_64:debug"); set and empty, none: the host stages only
 #                (cargo test and fuzzing)
+# The debug kernel goes last: its VM run is the slowest per test, and last it runs with no
+# kernel build beside it (the machine's two CPUs may be one core's two threads, and a build
+# beside a VM run slows it by as much as half). On it runs the set of selftests/sets/debug.list
+# (scripts/vm.sh); `make check-debug` runs everything there.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -22,7 +26,7 @@ add() { pass=$((pass + $1)); failed=$((failed + $2)); }
 # priority, from the start: the host stages and then each kernel's VM run (one QEMU thread for
 # x86_64) leave a CPU idle most of the time, and a build soaks it up without slowing them. Each
 # kernel's VM run waits for its build. (From nothing, the builds are most of make check.)
-kernels=(${UFG_KERNELS-x86_64 x86_64:debug arm64})
+kernels=(${UFG_KERNELS-x86_64 arm64 x86_64:debug})
 tag_of() { local arch=${1%%:*} flavour=${1#*:}; [ "$flavour" = "$1" ] && flavour=; echo "$arch${flavour:+-$flavour}"; }
 mkdir -p "$UFG_BUILD"
 rm -f "$UFG_BUILD"/.built-*

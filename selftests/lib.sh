@@ -21,6 +21,25 @@ load() {
 }
 unload() { rmmod ufgraph || fail "rmmod ufgraph failed: $(cat $DBG/ufgraph/stats 2>/dev/null)"; }
 loaded() { grep -q "^$1 " /proc/modules; }
+# Rounds of a repeated test: $1, or $2 on the debug kernel (KASAN, lockdep, kmemleak,
+# PREEMPT_RT: each registration and module load there takes seconds under TCG, and the
+# checkers see the same paths in a few rounds as in many).
+rounds() {
+	if [ -e $DBG/kmemleak ]; then echo "$2"; else echo "$1"; fi
+}
+
+# Load ufgraph_kunit.ko (arguments passed on) for what it holds besides its KUnit suites (a
+# second ufgraph core, the test functions), without running the suites: loading it runs them
+# all, which takes minutes on the debug kernel. KUnit filters a module's suites by its
+# filter_glob parameter at load; it goes back to "*" (all) afterwards.
+insmod_kunit_quiet() {
+	g=/sys/module/kunit/parameters/filter_glob
+	[ -w $g ] && echo ufgraph_no_suite > $g
+	insmod "$KO/ufgraph_kunit.ko" "$@"
+	rc=$?
+	[ -w $g ] && echo '*' > $g
+	return $rc
+}
 # The address (hex, no 0x) of function $1 from /proc/kallsyms (the kernel's or a module's).
 sym_addr() { awk -v f="$1" '$3 == f && ($2 == "t" || $2 == "T") { print $1; exit }' /proc/kallsyms; }
 

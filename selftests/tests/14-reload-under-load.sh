@@ -1,8 +1,9 @@
-# Load and unload 20 times while the hooked function is being hit on every CPU.
+# Load and unload 20 times (5 on the debug kernel) while the hooked function is being hit on every CPU.
 . /selftests/lib.sh
 p1=$(busy_io); p2=$(busy_io)
 i=0
-while [ $i -lt 20 ]; do
+n_rounds=$(rounds 20 5)
+while [ $i -lt $n_rounds ]; do
 	load func=vfs_read
 	sleep 0.1
 	n=$(count_of vfs_read)

@@ -2,7 +2,7 @@
 # from the probes, which stay registered on the rest and unregister cleanly.
 . /selftests/lib.sh
 load
-insmod $KO/ufgraph_kunit.ko || fail "insmod ufgraph_kunit"
+insmod_kunit_quiet || fail "insmod ufgraph_kunit"
 insmod $KO/fprobe_client.ko 'filter=ufg_test_add' || fail "insmod fprobe_client"
 [ "$(stat_of fprobe_functions)" = 1 ] || fail "stats: $(cat $DBG/ufgraph/stats)"
 dmesg -c > /dev/null
@@ -20,7 +20,7 @@ load
 kaddr=$(sym_addr version_proc_show)
 insmod $KO/fprobe_client.ko mode=ips addr=0x$kaddr || fail "insmod fprobe_client mode=ips (kernel)"
 rmmod fprobe_client || fail "rmmod fprobe_client (kernel)"
-insmod $KO/ufgraph_kunit.ko || fail "insmod ufgraph_kunit (2)"
+insmod_kunit_quiet || fail "insmod ufgraph_kunit (2)"
 maddr=$(sym_addr ufg_test_add)
 insmod $KO/fprobe_client.ko mode=ips addr=0x$maddr || fail "a function of a module loaded after the list was kept: $(dmesg | tail -3)"
 [ "$(stat_of fprobe_functions)" = 1 ] || fail "stats after mode=ips on a module function: $(cat $DBG/ufgraph/stats)"

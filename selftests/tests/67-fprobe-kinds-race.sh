@@ -25,9 +25,7 @@ reader=$!
 echo 1 > $T/tracing_on
 # Ten rounds; three on the debug kernel (KASAN, lockdep, PREEMPT_RT: every registration waits
 # for grace periods there, and ten rounds ran past the test's 5 minutes under TCG).
-rounds=10
-[ -e $DBG/kmemleak ] && rounds=3
-for i in $(seq 1 $rounds); do
+for i in $(seq 1 $(rounds 10 3)); do
 	on a "$A"; on b "$B"; off a; on c "$C"; off b; off c
 	on b "$B"; on c "$C"; on a "$A"; off c; off b; off a
 done

@@ -108,7 +108,7 @@ if [ "$arch" = x86_64 ]; then
 fi
 
 # D: a hooker ufgraph cannot reach: another ufgraph, loaded first on the same function.
-insmod $KO/ufgraph_kunit.ko graph=pipe_read > /dev/null || fail "D: ufgraph_kunit"
+insmod_kunit_quiet graph=pipe_read > /dev/null || fail "D: ufgraph_kunit"
 load graph=pipe_read
 blocker head; t2=$pid
 inside head 1 pipe_read D
