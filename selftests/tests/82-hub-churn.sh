@@ -3,6 +3,7 @@
 # unregistered as its filter empties and registered again) while other tasks call those
 # functions and sleep in pipe_read, and an fprobe on its own ftrace_ops comes and goes on one
 # of them. Every return the client sees finds its own data, and nothing is left on the hub.
+# Ten rounds (three on the debug kernel).
 . /selftests/lib.sh
 P=/sys/module/ufgraph_client/parameters
 client_cmd() {
@@ -29,7 +30,7 @@ rm -f /tmp/churn-bad /tmp/churn-stop
 fp=$!
 stop() { touch /tmp/churn-stop; kill $(cat /tmp/churn-pids) 2>/dev/null; wait 2>/dev/null; }
 pr=$(sym_addr pipe_read)
-for i in $(seq 1 10); do
+for i in $(seq 1 $(rounds 10 3)); do
 	r=$(client_cmd +$pr); [ "$r" = 0 ] || { stop; fail "round $i: adding pipe_read: $r"; }
 	[ "$(stat_of hub_functions)" = $((hub0 + 1)) ] || { stop; fail "round $i: hub_functions $(stat_of hub_functions)"; }
 	r=$(client_cmd r); [ "$r" = 0 ] || { stop; fail "round $i: restarting: $r"; }
