@@ -8,12 +8,15 @@ echo 'r5:kk pipe_read' > $T/kprobe_events || fail "kernel kretprobe"
 echo 1 > $T/events/kprobes/kk/enable
 insmod $KO/kretprobe_client.ko func=pipe_read maxactive=5 || fail "insmod kretprobe_client"
 dmesg | grep -q "kretprobe_client: planted return probe at pipe_read" || fail "not planted"
+# The readers must all be asleep at once: they sleep longer than starting the 30 of them takes
+# (on the debug kernel under TCG that took more than 7 seconds: 90 forks and execs).
+nap=$(rounds 8 40)
 pids=""
 for i in $(seq 1 30); do
-	(sleep 8; echo x) | cat > /dev/null &
+	(sleep $nap; echo x) | cat > /dev/null &
 	pids="$pids $!"
 done
-wait_for '[ "$(stat_of live_frames)" -ge 30 ]' 70 || fail "readers not all asleep: $(cat $DBG/ufgraph/stats)"
+wait_for '[ "$(stat_of live_frames)" -ge 30 ]' $((nap * 10 - 10)) || fail "readers not all asleep: $(grep live_frames $DBG/ufgraph/stats)"
 wait $pids
 echo 0 > $T/events/kprobes/kk/enable
 kmiss=$(awk '$1 == "kk" { print $3 }' $T/kprobe_profile)
