@@ -23,9 +23,11 @@ moddir=$UFG_BUILD/modules-$tag
 # The debug kernel (KASAN, lockdep, kmemleak) runs the suite about four times slower.
 # The base run takes about 8 minutes with make check's kernel builds beside it; the limit leaves
 # room for a busier machine.
-default_timeout=1500
-[ "$flavour" = debug ] && default_timeout=1800
-[ "$flavour" = debug ] && [ "${UFG_DEBUG_ALL:-0}" = 1 ] && default_timeout=5400
+case "$flavour:${UFG_DEBUG_ALL:-0}" in
+debug:1) default_timeout=5400 ;; # make check-debug: every test
+debug:*) default_timeout=1800 ;; # the set of selftests/sets/debug.list
+*) default_timeout=1500 ;;
+esac
 timeout_s=${UFG_VM_TIMEOUT:-$default_timeout}
 log=$UFG_BUILD/vm-$tag-$mode.log
 results=$UFG_BUILD/results-$tag.txt

@@ -21,11 +21,13 @@ load() {
 }
 unload() { rmmod ufgraph || fail "rmmod ufgraph failed: $(cat $DBG/ufgraph/stats 2>/dev/null)"; }
 loaded() { grep -q "^$1 " /proc/modules; }
-# Rounds of a repeated test: $1, or $2 on the debug kernel (KASAN, lockdep, kmemleak,
-# PREEMPT_RT: each registration and module load there takes seconds under TCG, and the
-# checkers see the same paths in a few rounds as in many).
+# Whether this is the debug kernel (configs/debug.config: KASAN, lockdep, kmemleak, PREEMPT_RT);
+# kmemleak is only there.
+debug_kernel() { [ -e $DBG/kmemleak ]; }
+# Rounds of a repeated test: $1, or $2 on the debug kernel (each registration and module load
+# there takes seconds under TCG, and the checkers see the same paths in a few rounds as in many).
 rounds() {
-	if [ -e $DBG/kmemleak ]; then echo "$2"; else echo "$1"; fi
+	if debug_kernel; then echo "$2"; else echo "$1"; fi
 }
 
 # Load ufgraph_kunit.ko (arguments passed on) for what it holds besides its KUnit suites (a

@@ -64,12 +64,12 @@ for t in tests/*.sh; do
 	wanted "$name" || continue
 	echo "@@ufg run $name"
 	start=$(date +%s)
-	# Each test gets 5 minutes (10 on the debug kernel); the long stress run (ufg.stress=R) gets what it needs (about
-	# 5 s per registration and module cycle on the debug kernel, 10 cycles per round).
+	# Each test gets 5 minutes, 10 on the debug kernel (52-mixed-stress takes about 5 there);
+	# the long stress run (ufg.stress=R) gets what it needs (about 5 s per registration and
+	# module cycle on the debug kernel, 10 cycles per round).
 	# stderr (FAIL and SKIP lines) goes to a file, for the reason of a failure, then to the
 	# console. Not a pipe through tee: a workload the test left in the background would hold
 	# the pipe open.
-	# The debug kernel gets twice as long (52-mixed-stress takes about 5 minutes there).
 	limit=$(rounds 300 600)
 	timeout $((limit + ${UFG_STRESS:-0} * 60)) sh "$t" 2> /tmp/test-err
 	rc=$?

@@ -14,7 +14,7 @@ have_perf=$(command -v perf)
 # Once per architecture is enough for what the clients see (the same format files and records);
 # under KASAN and lockdep (the debug kernel, with kmemleak) they take minutes of make check's
 # hour. The events' own tests run there.
-[ -e $DBG/kmemleak ] && skip "run on the base kernel only (the debug kernel is about four times slower)"
+debug_kernel && skip "run on the base kernel only (the debug kernel is about four times slower)"
 # perf wants a home for its build-id cache; -N below keeps it from writing one.
 export HOME=/tmp
 cd /tmp || fail "cd /tmp"

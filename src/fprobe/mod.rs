@@ -94,8 +94,9 @@ struct ProbeRef {
 struct Live {
     id: usize,
     fp: *mut ufgraph_fprobe,
-    /// The probe's entry data in words (its `entry_data_size` at registration, which the API
-    /// does not let change while registered), and the header word its calls' data starts with
+    /// The probe's entry data in words (its `entry_data_size` at registration, which must not
+    /// change while it is registered: include/ufgraph/fprobe.h), and the header word its calls'
+    /// data starts with
     /// (`fprobe_hdr::encode(id, words)`): the single-probe paths write and compare it whole.
     words: usize,
     hdr: usize,

@@ -323,11 +323,8 @@ impl Fprobes {
         self.ips.reserve(ips_counts, ips.len(), ip_key)?;
         self.live.reserve(live_counts, 1, fp_key)?;
         self.regs.reserve(regs_counts, 1, reg_key)?;
-        // SAFETY: `fp` is valid (caller); its size was checked (`check`), so the `min` only
-        // tells the compiler.
-        let words = unsafe { (*fp).entry_data_size }
-            .div_ceil(8)
-            .min(fprobe_hdr::MAX_DATA_WORDS);
+        // SAFETY: `fp` is valid (caller). Its size was checked (`check`): never E2BIG here.
+        let words = fprobe_hdr::data_words(unsafe { (*fp).entry_data_size }).ok_or(E2BIG)?;
         let live = KBox::new(
             Live {
                 id,
