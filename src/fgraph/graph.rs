@@ -56,6 +56,7 @@ use crate::pure::handback::{self, Hooker, Plan};
 use crate::pure::lru::Lru;
 use crate::pure::shadow::{mark, DataRef, Frame, ARRAY_SIZE, FRAME_WORDS};
 use crate::sys::ftrace::{RawOps, Regs};
+use crate::sys::global::Global;
 #[cfg(CONFIG_PREEMPTION)]
 use crate::sys::sync::synchronize_rcu_tasks;
 use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion, Refused};
@@ -107,19 +108,12 @@ pub struct Graph {
 }
 
 // The one instance the trampoline and the ftrace callbacks reach.
-static GRAPH: AtomicPtr<Graph> = AtomicPtr::new(core::ptr::null_mut());
+static GRAPH: Global<Graph> = Global::new();
 
-/// The graph core of this module.
-///
-/// # Safety
-///
-/// Only from code that runs while the core exists: callbacks of registered ops, the return
-/// path of live frames, and API calls made while the module is loaded.
-pub unsafe fn graph<'a>() -> Option<&'a Graph> {
-    let g = GRAPH.load(Acquire);
-    // SAFETY: published by `Graph::publish`, cleared before it is dropped, and (per the contract)
-    // used only while it exists.
-    (!g.is_null()).then(|| unsafe { &*g })
+/// The graph core of this module: published by [`Graph::publish`] until its teardown.
+#[inline(always)]
+pub fn graph() -> Option<&'static Graph> {
+    GRAPH.get()
 }
 
 /// The address of the return trampoline.
@@ -149,9 +143,15 @@ impl Graph {
         }? Error)
     }
 
-    /// Makes this the instance the trampoline and callbacks use.
-    pub fn publish(self: Pin<&Self>) {
-        GRAPH.store(self.get_ref() as *const Self as *mut Self, Release);
+    /// Makes this the instance the trampoline and callbacks use. `EBUSY` if another is.
+    pub fn publish(self: Pin<&Self>) -> Result {
+        // SAFETY: pinned, so it stays where it is until dropped; its drop withdraws it last, once
+        // nothing can reach it any more: every ops unregistered (no callback runs after
+        // unregistration returns), every live frame handed back or returned, and grace periods
+        // for code still inside the trampoline (`release_frames`). API calls come from this
+        // module's users, which it outlives, and from clients that link against it, which keep
+        // it loaded; the debugfs files go before the core.
+        unsafe { GRAPH.publish(self.get_ref()) }
     }
 
     /// Calls `f` on every registered slot with its index (under the registration lock).
@@ -468,7 +468,7 @@ impl PinnedDrop for Graph {
         self.release_frames();
         self.tasks.detach(&mut reg.probes);
         drop(reg);
-        GRAPH.store(core::ptr::null_mut(), Release);
+        GRAPH.withdraw(&self);
     }
 }
 

@@ -288,8 +288,7 @@ unsafe extern "C" fn hub_entry<Q: GraphHandler>(
     // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (helpers.c),
     // whose ftrace always passes its registers.
     debug_assert!(!fregs.is_null());
-    // SAFETY: the hub's ops is registered only while the graph core exists.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return;
     };
     let guard = match Recursion::try_lock(ip, parent_ip) {

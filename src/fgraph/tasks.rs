@@ -60,6 +60,7 @@
 use crate::bindings;
 use crate::pure::shadow::ShadowStack;
 use crate::pure::tasktable::{self, Counts, InsertError};
+use crate::sys::global::Global;
 use crate::sys::percpu::per_cpu_vec;
 use crate::sys::sync::{synchronize_rcu, IrqSpinLock, NoPreempt, Work};
 use crate::sys::task::{cpu_online, for_each_thread, this_cpu, TaskRef};
@@ -242,7 +243,7 @@ unsafe extern "C" fn on_newtask(
 
 // The `Tasks` whose idle stacks the CPU hotplug callback resets (CPU hotplug callbacks carry no
 // data pointer). One graph core, so one `Tasks`, per module.
-static HOTPLUG_TASKS: AtomicPtr<Tasks> = AtomicPtr::new(null_mut());
+static HOTPLUG_TASKS: Global<Tasks> = Global::new();
 
 /// The CPU hotplug prepare callback: resets the idle task's stack of a CPU coming up.
 ///
@@ -250,11 +251,8 @@ static HOTPLUG_TASKS: AtomicPtr<Tasks> = AtomicPtr::new(null_mut());
 ///
 /// Called by CPU hotplug only, while the state is registered.
 unsafe extern "C" fn on_cpu_prepare(cpu: core::ffi::c_uint) -> core::ffi::c_int {
-    let t = HOTPLUG_TASKS.load(Acquire);
-    if !t.is_null() {
-        // SAFETY: published by `attach` and cleared before `detach` removes this callback,
-        // which waits for running callbacks (cpuhp_remove_state takes the hotplug lock).
-        unsafe { &*t }.reset_idle(cpu as usize);
+    if let Some(t) = HOTPLUG_TASKS.get() {
+        t.reset_idle(cpu as usize);
     }
     0
 }
@@ -662,7 +660,9 @@ impl Tasks {
             self.stats.stacks.fetch_add(1, Relaxed);
             slot.store(p, Release);
         }
-        HOTPLUG_TASKS.store((self as *const Self).cast_mut(), Release);
+        // SAFETY: the caller keeps `self` pinned, and detaches (`detach` withdraws it, after
+        // removing the hotplug state, which waits for a running callback) before it goes.
+        unsafe { HOTPLUG_TASKS.publish(self) }?;
         // SAFETY: `on_cpu_prepare` matches the callback type; it only reaches `self` through
         // HOTPLUG_TASKS, which `detach` clears after removing the state.
         let hp = unsafe { crate::sys::sync::cpuhp_add(on_cpu_prepare) }.inspect_err(|e| {
@@ -738,12 +738,7 @@ impl Tasks {
             // SAFETY: the state `attach` added; removing it waits for a running callback.
             unsafe { crate::sys::sync::cpuhp_remove(hp) };
         }
-        let _ = HOTPLUG_TASKS.compare_exchange(
-            (self as *const Self).cast_mut(),
-            null_mut(),
-            Release,
-            Relaxed,
-        );
+        HOTPLUG_TASKS.withdraw(self);
         self.attached.store(false, Relaxed);
         self.rebuild.cancel_sync();
         self.refill.cancel_sync();

@@ -63,6 +63,7 @@ use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
 use crate::pure::fprobe_hdr;
 use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::Regs;
+use crate::sys::global::Global;
 use crate::sys::ksym;
 use crate::sys::rcutable::RcuTable;
 use crate::sys::sync::{synchronize_rcu, NoPreempt, Work};
@@ -188,7 +189,7 @@ pub struct Fprobes {
     reaper: Work,
 }
 
-static FPROBES: AtomicPtr<Fprobes> = AtomicPtr::new(core::ptr::null_mut());
+static FPROBES: Global<Fprobes> = Global::new();
 
 /// What `GraphSide::pre_entry` does (the diagram above): 0 while no entry-only probe is
 /// registered; the `Live` of the only probe when it is entry-only; else `LOOKUP`. One word, so
@@ -199,15 +200,13 @@ static DISPATCH: AtomicUsize = AtomicUsize::new(0);
 /// `DISPATCH`: look the function up (a `Live` is at least word-aligned: never 1).
 const LOOKUP: usize = 1;
 
-fn core_ref<'a>() -> Option<&'a Fprobes> {
-    let p = FPROBES.load(Acquire);
-    // SAFETY: published by `Fprobes::publish` while the module lives; handlers and API calls
-    // run only then.
-    (!p.is_null()).then(|| unsafe { &*p })
+#[inline(always)]
+fn core_ref() -> Option<&'static Fprobes> {
+    FPROBES.get()
 }
 
 /// The fprobe core of this module, for the C API and the events.
-pub fn fprobes<'a>() -> Option<&'a Fprobes> {
+pub fn fprobes() -> Option<&'static Fprobes> {
     core_ref()
 }
 
@@ -306,7 +305,7 @@ impl Fprobes {
 #[pinned_drop]
 impl PinnedDrop for Fprobes {
     fn drop(self: Pin<&mut Self>) {
-        FPROBES.store(core::ptr::null_mut(), Release);
+        FPROBES.withdraw(&self);
         DISPATCH.store(0, Release);
         self.reaper.cancel_sync();
         self.reap_now();

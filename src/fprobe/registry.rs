@@ -31,9 +31,13 @@ impl Fprobes {
         })
     }
 
-    /// Makes this the instance handlers and the C API use.
-    pub fn publish(self: Pin<&Self>) {
-        FPROBES.store(self.get_ref() as *const Self as *mut Self, Release);
+    /// Makes this the instance handlers and the C API use. `EBUSY` if another is.
+    pub fn publish(self: Pin<&Self>) -> Result {
+        // SAFETY: pinned, so it stays where it is until dropped. Its drop withdraws it, then
+        // unregisters the shared graph ops (which waits for running callbacks) and frees its
+        // tables only after grace periods; API calls come from this module's users (events),
+        // dropped before it, and from clients linking against the module, which keep it loaded.
+        unsafe { FPROBES.publish(self.get_ref()) }
     }
 
     /// The ftrace locations `t` selects, sorted and without duplicates. `ENOENT` (with a log
@@ -253,10 +257,7 @@ impl Fprobes {
         };
         // The shared ops gives tasks no shadow stack until a probe needs one (an exit probe).
         if has_exit {
-            // SAFETY: API calls are made while the module (and its graph core) is loaded.
-            unsafe { crate::fgraph::graph::graph() }
-                .ok_or(ENODEV)?
-                .need_stacks()?;
+            crate::fgraph::graph::graph().ok_or(ENODEV)?.need_stacks()?;
         }
         // Everything that can fail first: the new entries, room in both tables, the private
         // record. Then the filter update (which can fail too, and is undone by not publishing).

@@ -12,6 +12,7 @@ use crate::fgraph::graph::{graph, Slot};
 use crate::fgraph::{Entry, GraphHandler, Return};
 use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::RawOps;
+use crate::sys::global::Global;
 use crate::sys::rcutable::RcuTable;
 use crate::sys::sync::synchronize_rcu;
 use core::ffi::c_void;
@@ -40,8 +41,7 @@ struct RhLive {
     rh: *mut ufgraph_rethook,
 }
 
-static RETHOOK: core::sync::atomic::AtomicPtr<RethookCore> =
-    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+static RETHOOK: Global<RethookCore> = Global::new();
 
 /// The registration of `rh`, found in the table rather than through `rh->ufgraph_private`, so
 /// that a rethook the caller never registered (or never zeroed) is simply not found. Writers
@@ -87,12 +87,7 @@ impl GraphHandler for RethookSide {
     }
 
     fn ret(&self, r: &mut Return<'_>) {
-        let p = RETHOOK.load(Acquire);
-        if p.is_null() {
-            return;
-        }
-        // SAFETY: published while the module lives.
-        let rc = unsafe { &*p };
+        let Some(rc) = RETHOOK.get() else { return };
         let Some(w) = r.data() else { return };
         let Some(l) = rc.live.lookup(w[0], rh_key, r.no_preempt()) else {
             return;
@@ -142,22 +137,21 @@ impl Rethooks {
         Ok(Self { inner })
     }
 
-    /// Makes this the instance the C API uses.
-    pub fn publish(&self) {
-        RETHOOK.store(
-            &*self.inner as *const RethookCore as *mut RethookCore,
-            Release,
-        );
+    /// Makes this the instance the C API uses. `EBUSY` if another is.
+    pub fn publish(&self) -> Result {
+        // SAFETY: pinned in its box until `Rethooks` is dropped. The drop withdraws it, then
+        // unregisters the slot (waiting for running return callbacks) before the box goes; API
+        // calls come from clients linking against the module, which keep it loaded.
+        unsafe { RETHOOK.publish(&self.inner) }
     }
 }
 
 impl Drop for Rethooks {
     fn drop(&mut self) {
-        RETHOOK.store(core::ptr::null_mut(), Release);
+        RETHOOK.withdraw(&self.inner);
         let mut c = self.inner.counts.lock();
         if c.1 > 0 {
-            // SAFETY: the graph core outlives us (module field order).
-            if let Some(g) = unsafe { graph() } {
+            if let Some(g) = graph() {
                 g.unregister_manual(&self.inner.slot);
             }
         }
@@ -172,12 +166,7 @@ impl Drop for Rethooks {
 ///
 /// `rh` must stay valid until [`rethook_unregister`] returns.
 pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
-    let p = RETHOOK.load(Acquire);
-    if p.is_null() {
-        return Err(ENODEV);
-    }
-    // SAFETY: published while the module lives.
-    let rc = unsafe { &*p };
+    let rc = RETHOOK.get().ok_or(ENODEV)?;
     // SAFETY: the caller's rethook.
     let r = unsafe { &*rh };
     if r.handler.is_none() {
@@ -196,8 +185,7 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
     rc.live.reserve(counts, 1, rh_key)?;
     let live = KBox::new(RhLive { id, rh }, GFP_KERNEL)?;
     if *users == 0 {
-        // SAFETY: the graph core exists while the module does; the slot is pinned in `rc`.
-        let g = unsafe { graph() }.ok_or(ENODEV)?;
+        let g = graph().ok_or(ENODEV)?;
         // SAFETY: the slot lives until `Rethooks` is dropped, which unregisters it.
         unsafe { g.register_manual(&rc.slot) }?;
     }
@@ -216,12 +204,7 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
 // unregistered (the contract of `rethook_register`). Any other pointer is only compared.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
-    let p = RETHOOK.load(Acquire);
-    if p.is_null() {
-        return;
-    }
-    // SAFETY: published while the module lives.
-    let rc = unsafe { &*p };
+    let Some(rc) = RETHOOK.get() else { return };
     let mut c = rc.counts.lock();
     let (counts, users, _) = &mut *c;
     let Some(l) = registration_of(rc, counts, rh) else {
@@ -236,8 +219,7 @@ pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
     unsafe { core::ptr::addr_of_mut!((*rh).ufgraph_private).write_volatile(core::ptr::null_mut()) };
     *users -= 1;
     if *users == 0 {
-        // SAFETY: as in `rethook_register`.
-        if let Some(g) = unsafe { graph() } {
+        if let Some(g) = graph() {
             g.unregister_manual(&rc.slot);
         }
     }
@@ -257,16 +239,16 @@ pub unsafe fn rethook_hook(
     rh: *mut ufgraph_rethook,
     fregs: *mut crate::sys::ftrace::RawFregs,
 ) -> *mut c_void {
-    let p = RETHOOK.load(Acquire);
-    // SAFETY: the graph core exists while the module does.
-    let Some(g) = (unsafe { graph() }) else {
+    let rc = RETHOOK.get();
+    let Some(g) = graph() else {
         return core::ptr::null_mut();
     };
-    if p.is_null() || fregs.is_null() || rh.is_null() {
+    let Some(rc) = rc else {
+        return core::ptr::null_mut();
+    };
+    if fregs.is_null() || rh.is_null() {
         return core::ptr::null_mut();
     }
-    // SAFETY: published while the module lives.
-    let rc = unsafe { &*p };
     // SAFETY: the caller's rethook; its registration (freed a grace period after unregistering,
     // and the caller runs with preemption disabled) or null.
     let l = unsafe { core::ptr::addr_of!((*rh).ufgraph_private).read_volatile() };

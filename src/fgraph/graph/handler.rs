@@ -44,8 +44,7 @@ pub(super) fn reserve_failed(bytes: usize) {
     if bytes == 0 || bytes > crate::pure::shadow::MAX_DATA_BYTES {
         return;
     }
-    // SAFETY: callbacks run only while the graph core exists.
-    if let Some(g) = unsafe { graph() } {
+    if let Some(g) = graph() {
         g.stats.reserve_failed.fetch_add(1, Relaxed);
     }
 }
@@ -54,8 +53,7 @@ pub(super) fn reserve_failed(bytes: usize) {
 /// ops' `missed_overrun` (the handler reports the miss to its users itself).
 #[cold]
 pub(super) fn lazy_overrun(idx: usize) {
-    // SAFETY: callbacks run only while the graph core exists.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return;
     };
     let Some(p) = g
