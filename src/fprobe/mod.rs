@@ -65,10 +65,11 @@ use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::Regs;
 use crate::sys::global::Global;
 use crate::sys::ksym;
-use crate::sys::rcutable::RcuTable;
+use crate::sys::rcutable::{Keyed, RcuTable};
 use crate::sys::sync::{synchronize_rcu, NoPreempt, Work};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering::*};
 use kernel::alloc::{KBox, KVec};
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -76,12 +77,20 @@ use kernel::str::CStr;
 use kernel::sync::Mutex;
 
 /// The probes on one function. Immutable once published but for `probes[i].fp`, which
-/// unregistration clears in place (readers skip null).
+/// unregistration clears in place (readers skip null), and the writers' counts.
 pub struct IpEntry {
     ip: usize,
-    exit: u32,
-    entry_only: u32,
+    /// How many probes on the function have an exit handler, and how many have none: writers
+    /// only (under `Fprobes::reg`), which update them in place on a published entry.
+    exit: AtomicU32,
+    entry_only: AtomicU32,
     probes: KVec<ProbeRef>,
+}
+
+impl Keyed for IpEntry {
+    fn key(&self) -> usize {
+        self.ip
+    }
 }
 
 /// A probe on a function, and its registration's id: what the entry records for the return.
@@ -103,19 +112,41 @@ struct Live {
     hdr: usize,
 }
 
-fn ip_key(e: usize) -> usize {
-    // SAFETY: table entries are live `IpEntry`s (freed only after removal and a grace period,
-    // read by readers inside preemption-disabled sections or by serialised writers).
-    unsafe { (*(e as *const IpEntry)).ip }
+// SAFETY: immutable but for its atomics; `fp` is dereferenced only while it is a registered
+// probe, which holds on any CPU (the C API's contract: a probe stays valid while registered).
+unsafe impl Send for Live {}
+// SAFETY: as above.
+unsafe impl Sync for Live {}
+
+impl Keyed for Live {
+    fn key(&self) -> usize {
+        self.id
+    }
 }
 
-fn fp_key(e: usize) -> usize {
-    e
+/// A registered probe, as the `live` table holds it: the C caller's `ufgraph_fprobe`, whose
+/// fields change under us (the caller's flags, the atomic miss count), so only ever reached
+/// through the raw pointer [`RegisteredProbe::fp`] gives (an `Opaque`, never a `&ufgraph_fprobe`).
+#[repr(transparent)]
+struct RegisteredProbe(kernel::types::Opaque<ufgraph_fprobe>);
+
+// SAFETY: only its address is used (as the key, and as the raw pointer `fp` returns), and a
+// registered probe is valid on any CPU until it is unregistered (the C API's contract).
+unsafe impl Send for RegisteredProbe {}
+// SAFETY: as above.
+unsafe impl Sync for RegisteredProbe {}
+
+impl RegisteredProbe {
+    /// The probe.
+    fn fp(&self) -> *mut ufgraph_fprobe {
+        self.0.get()
+    }
 }
 
-fn reg_key(e: usize) -> usize {
-    // SAFETY: `regs` entries are live `Live`s (freed only after removal and a grace period).
-    unsafe { (*(e as *const Live)).id }
+impl Keyed for RegisteredProbe {
+    fn key(&self) -> usize {
+        self.fp() as usize
+    }
 }
 
 /// What ufgraph keeps per registered probe, in `fprobe::hlist_array`. Writers only (under
@@ -176,9 +207,9 @@ pub struct Resolved {
 /// The fprobe core: one per module instance.
 #[pin_data(PinnedDrop)]
 pub struct Fprobes {
-    ips: RcuTable,
-    live: RcuTable,
-    regs: RcuTable,
+    ips: RcuTable<IpEntry>,
+    live: RcuTable<RegisteredProbe>,
+    regs: RcuTable<Live>,
     /// The one registered probe with an exit handler, when there is exactly one (else null).
     /// While `DISPATCH` is 0 the filter holds only its functions: a call needs no lookup.
     single_exit: AtomicPtr<Live>,

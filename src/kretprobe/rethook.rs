@@ -13,9 +13,10 @@ use crate::fgraph::{Entry, GraphHandler, Return};
 use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::RawOps;
 use crate::sys::global::Global;
-use crate::sys::rcutable::RcuTable;
+use crate::sys::rcutable::{Keyed, RcuTable};
 use crate::sys::sync::synchronize_rcu;
 use core::ffi::c_void;
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering::*};
 use kernel::alloc::KBox;
 use kernel::ffi::c_ulong;
@@ -28,7 +29,7 @@ pub struct RethookSide;
 struct RethookCore {
     slot: Slot,
     /// Registrations by id: `RhLive`s.
-    live: RcuTable,
+    live: RcuTable<RhLive>,
     /// The table's counts, the number of registered rethooks, the next id.
     #[pin]
     counts: kernel::sync::Mutex<(Counts, usize, usize)>,
@@ -36,9 +37,26 @@ struct RethookCore {
 
 /// One registration of a rethook (in its `ufgraph_private`): immutable, freed a grace period
 /// after it leaves `live`.
+///
+/// # Invariants
+///
+/// `rh` is a registered rethook (valid, the caller's contract of [`rethook_register`]) for as
+/// long as this registration is in `live`, or may still be found there by a reader (until a
+/// grace period after it left: unregistration frees the `RhLive` only then).
 struct RhLive {
     id: usize,
     rh: *mut ufgraph_rethook,
+}
+
+// SAFETY: immutable; `rh` is only dereferenced under the type invariant, which holds on any CPU.
+unsafe impl Send for RhLive {}
+// SAFETY: as above.
+unsafe impl Sync for RhLive {}
+
+impl Keyed for RhLive {
+    fn key(&self) -> usize {
+        self.id
+    }
 }
 
 static RETHOOK: Global<RethookCore> = Global::new();
@@ -46,21 +64,14 @@ static RETHOOK: Global<RethookCore> = Global::new();
 /// The registration of `rh`, found in the table rather than through `rh->ufgraph_private`, so
 /// that a rethook the caller never registered (or never zeroed) is simply not found. Writers
 /// only (under `counts`); registration and unregistration are rare, a scan is fine.
-fn registration_of(rc: &RethookCore, _w: &Counts, rh: *mut ufgraph_rethook) -> Option<*mut RhLive> {
+fn registration_of(rc: &RethookCore, w: &Counts, rh: *mut ufgraph_rethook) -> Option<usize> {
     let mut found = None;
-    rc.live.for_each(|e| {
-        // SAFETY: entries are live `RhLive`s, freed only by unregistration, which holds the
-        // same lock as the caller.
-        if unsafe { (*(e as *const RhLive)).rh } == rh {
-            found = Some(e as *mut RhLive);
+    rc.live.for_each(w, |e| {
+        if e.rh == rh {
+            found = Some(e.id);
         }
     });
     found
-}
-
-fn rh_key(e: usize) -> usize {
-    // SAFETY: table entries are live `RhLive`s (freed only after removal and a grace period).
-    unsafe { (*(e as *const RhLive)).id }
 }
 
 impl GraphHandler for RethookSide {
@@ -89,13 +100,11 @@ impl GraphHandler for RethookSide {
     fn ret(&self, r: &mut Return<'_>) {
         let Some(rc) = RETHOOK.get() else { return };
         let Some(w) = r.data() else { return };
-        let Some(l) = rc.live.lookup(w[0], rh_key, r.no_preempt()) else {
+        let Some(l) = rc.live.lookup(w[0], r.no_preempt()) else {
             return;
         };
-        // SAFETY: found in `live`: freed only a grace period after it leaves, which the
-        // preemption-disabled return path holds off.
-        let rh = unsafe { (*(l as *const RhLive)).rh };
-        // SAFETY: registered (checked; unregistration waits for us).
+        let rh = l.rh;
+        // SAFETY: registered: `l` is in `live` (`RhLive`'s invariant).
         if let Some(h) = unsafe { (*rh).handler } {
             let data = if w.len() > 1 {
                 w[1..].as_ptr().cast_mut().cast::<c_void>()
@@ -182,7 +191,7 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
     }
     let id = *next_id;
     let next = crate::pure::fprobe_hdr::next_id(id).ok_or(ENOSPC)?;
-    rc.live.reserve(counts, 1, rh_key)?;
+    rc.live.reserve(counts, 1)?;
     let live = KBox::new(RhLive { id, rh }, GFP_KERNEL)?;
     if *users == 0 {
         let g = graph().ok_or(ENODEV)?;
@@ -192,7 +201,10 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
     *users += 1;
     *next_id = next;
     let live = KBox::into_raw(live);
-    let _ = rc.live.upsert(counts, id, live as usize, rh_key);
+    // SAFETY: a new registration (`KBox::into_raw` never returns null), immutable, freed by
+    // `rethook_unregister` only a grace period after it leaves the table; `rh` stays valid
+    // until then (the caller's contract): `RhLive`'s invariant.
+    let _ = unsafe { rc.live.upsert(counts, NonNull::new_unchecked(live)) };
     // SAFETY: the caller's rethook (contract); the field is ours while registered. Written
     // last: `rethook_hook` finds the registration through it.
     unsafe { core::ptr::addr_of_mut!((*rh).ufgraph_private).write_volatile(live.cast()) };
@@ -207,15 +219,14 @@ pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
     let Some(rc) = RETHOOK.get() else { return };
     let mut c = rc.counts.lock();
     let (counts, users, _) = &mut *c;
-    let Some(l) = registration_of(rc, counts, rh) else {
+    let Some(id) = registration_of(rc, counts, rh) else {
         return;
     };
-    // SAFETY: set by `rethook_register`, freed only here.
-    let id = unsafe { (*l).id };
-    if rc.live.remove(counts, id, rh_key).is_none() {
+    let Some(l) = rc.live.remove(counts, id) else {
         return;
-    }
-    // SAFETY: as above.
+    };
+    // SAFETY: `rh` was registered (its registration was in the table), so it is valid until
+    // this returns (the contract of `rethook_register`).
     unsafe { core::ptr::addr_of_mut!((*rh).ufgraph_private).write_volatile(core::ptr::null_mut()) };
     *users -= 1;
     if *users == 0 {
@@ -226,7 +237,7 @@ pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
     drop(c);
     synchronize_rcu();
     // SAFETY: unpublished (table and rethook) and every reader is gone after the grace period.
-    drop(unsafe { KBox::from_raw(l) });
+    drop(unsafe { KBox::from_raw(l.as_ptr()) });
 }
 
 /// Hooks the return of the function whose entry registers are `fregs`, for `rh`.
