@@ -124,15 +124,16 @@ pub fn trampoline() -> usize {
 impl Graph {
     /// A graph core with nothing registered.
     pub fn new(module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        let (hub, hub_state) = Hub::new();
         try_pin_init!(Self {
             array: [const { AtomicPtr::new(core::ptr::null_mut()) }; ARRAY_SIZE],
             reg <- new_mutex!(RegState {
                 lru: Lru::new(),
                 count: 0,
                 probes: KVec::new(),
-                hub: HubState::default(),
+                hub: hub_state,
             }),
-            hub: Hub::new(),
+            hub,
             tasks <- Tasks::new(),
             module,
             timed: AtomicUsize::new(0),

@@ -24,9 +24,8 @@
 //! is not empty: an empty filter would make ftrace call it for every function.
 
 use super::graph::{graph, Graph, GraphHandler, Slot};
-use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::RawOps;
-use crate::sys::rcutable::{Keyed, RcuTable};
+use crate::sys::rcutable::{Keyed, RcuTable, Writer};
 use crate::sys::sync::{NoPreempt, Recursion, Refused};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
@@ -49,9 +48,9 @@ impl Keyed for IpMask {
 }
 
 /// What the writers keep, under the graph's registration lock.
-#[derive(Default)]
 pub(super) struct HubState {
-    counts: Counts,
+    /// The writer of [`Hub`]'s table.
+    counts: Writer<IpMask>,
     /// Functions in the hub's ftrace filter.
     filtered: usize,
     /// Whether the hub's `ftrace_ops` is registered.
@@ -77,11 +76,19 @@ unsafe impl Send for Hub {}
 unsafe impl Sync for Hub {}
 
 impl Hub {
-    pub(super) fn new() -> Self {
-        Self {
+    /// The hub, and the state its writers keep (under the graph's registration lock).
+    pub(super) fn new() -> (Self, HubState) {
+        let (masks, counts) = RcuTable::new();
+        let hub = Self {
             ops: Opaque::new(crate::sys::ftrace::RawFtraceOps::default()),
-            masks: RcuTable::new(),
-        }
+            masks,
+        };
+        let st = HubState {
+            counts,
+            filtered: 0,
+            live: false,
+        };
+        (hub, st)
     }
 
     fn raw(&self) -> RawOps {

@@ -61,11 +61,10 @@ pub use callpath::*;
 use crate::bindings::{self, ufgraph_fprobe};
 use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
 use crate::pure::fprobe_hdr;
-use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::Regs;
 use crate::sys::global::Global;
 use crate::sys::ksym;
-use crate::sys::rcutable::{Keyed, RcuTable};
+use crate::sys::rcutable::{Keyed, RcuTable, Writer};
 use crate::sys::sync::{synchronize_rcu, NoPreempt, Work};
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -164,9 +163,10 @@ struct Private {
 }
 
 struct Reg {
-    ips_counts: Counts,
-    live_counts: Counts,
-    regs_counts: Counts,
+    /// The writers of `Fprobes::ips`, `live` and `regs`.
+    ips_counts: Writer<IpEntry>,
+    live_counts: Writer<RegisteredProbe>,
+    regs_counts: Writer<Live>,
     /// The id the next registration gets (never reused).
     next_id: usize,
     /// The shared ops of every probe, registered while `graph_ips` (the functions in its
@@ -344,10 +344,10 @@ impl PinnedDrop for Fprobes {
         // Probes of other modules keep this module loaded; the module's own users (events)
         // unregistered before. Anything left is leaked on purpose rather than freed under a
         // registered ops.
-        if reg.live_counts.used != 0 {
+        if reg.live_counts.counts().used != 0 {
             pr_err!(
                 "fprobe: {} probes still registered at teardown\n",
-                reg.live_counts.used
+                reg.live_counts.counts().used
             );
             return;
         }

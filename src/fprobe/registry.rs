@@ -8,15 +8,18 @@ use super::*;
 impl Fprobes {
     /// An empty core.
     pub fn new() -> impl PinInit<Self> {
+        let (ips, ips_counts) = RcuTable::new();
+        let (live, live_counts) = RcuTable::new();
+        let (regs, regs_counts) = RcuTable::new();
         pin_init!(Self {
-            ips: RcuTable::new(),
-            live: RcuTable::new(),
-            regs: RcuTable::new(),
+            ips,
+            live,
+            regs,
             single_exit: AtomicPtr::new(core::ptr::null_mut()),
             reg <- new_mutex!(Reg {
-                ips_counts: Counts::default(),
-                live_counts: Counts::default(),
-                regs_counts: Counts::default(),
+                ips_counts,
+                live_counts,
+                regs_counts,
                 next_id: 1,
                 graph: None,
                 graph_ips: 0,
@@ -605,7 +608,7 @@ impl Fprobes {
     /// How many distinct functions carry probes, and how many probes are registered.
     pub fn counts(&self) -> (usize, usize) {
         let reg = self.reg.lock();
-        (reg.ips_counts.used, reg.live_counts.used)
+        (reg.ips_counts.counts().used, reg.live_counts.counts().used)
     }
 
     /// A module came: functions resolved before are stale, and a module of its name is no

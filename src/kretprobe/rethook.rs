@@ -10,10 +10,9 @@
 use crate::bindings::ufgraph_rethook;
 use crate::fgraph::graph::{graph, Slot};
 use crate::fgraph::{Entry, GraphHandler, Return};
-use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::RawOps;
 use crate::sys::global::Global;
-use crate::sys::rcutable::{Keyed, RcuTable};
+use crate::sys::rcutable::{Keyed, RcuTable, Writer};
 use crate::sys::sync::synchronize_rcu;
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -32,7 +31,7 @@ struct RethookCore {
     live: RcuTable<RhLive>,
     /// The table's counts, the number of registered rethooks, the next id.
     #[pin]
-    counts: kernel::sync::Mutex<(Counts, usize, usize)>,
+    counts: kernel::sync::Mutex<(Writer<RhLive>, usize, usize)>,
 }
 
 /// One registration of a rethook (in its `ufgraph_private`): immutable, freed a grace period
@@ -64,7 +63,11 @@ static RETHOOK: Global<RethookCore> = Global::new();
 /// The registration of `rh`, found in the table rather than through `rh->ufgraph_private`, so
 /// that a rethook the caller never registered (or never zeroed) is simply not found. Writers
 /// only (under `counts`); registration and unregistration are rare, a scan is fine.
-fn registration_of(rc: &RethookCore, w: &Counts, rh: *mut ufgraph_rethook) -> Option<usize> {
+fn registration_of(
+    rc: &RethookCore,
+    w: &Writer<RhLive>,
+    rh: *mut ufgraph_rethook,
+) -> Option<usize> {
     let mut found = None;
     rc.live.for_each(w, |e| {
         if e.rh == rh {
@@ -135,11 +138,12 @@ impl Rethooks {
                 RawOps::from_raw(core::ptr::null_mut()),
             )
         };
+        let (live, writer) = RcuTable::new();
         let inner = KBox::pin_init(
             pin_init!(RethookCore {
                 slot,
-                live: RcuTable::new(),
-                counts <- kernel::new_mutex!((Counts::default(), 0, 1)),
+                live,
+                counts <- kernel::new_mutex!((writer, 0, 1)),
             }),
             GFP_KERNEL,
         )?;

@@ -3,8 +3,8 @@
 //! An RCU-published open-addressing table (`pure::tasktable`) with writers in process context.
 //!
 //! Readers (ftrace callbacks, any context) look keys up lock-free with preemption disabled.
-//! Writers are serialised by the caller, which owns the table's [`Counts`] (typically inside the
-//! mutex that serialises them) and may sleep: growing allocates a new table, publishes it and
+//! Writers are serialised by the caller, which keeps the table's [`Writer`] (its counts, and the
+//! proof of being the writer) inside the mutex that serialises them, and may sleep: growing allocates a new table, publishes it and
 //! frees the old one after an RCU grace period. Entries are the caller's: the table stores their
 //! addresses (`RcuTable<T>` holds `T`s the caller allocated and frees, a grace period after they
 //! leave), finds their keys with [`Keyed::key`], and hands them out as `&T` for as long as the
@@ -37,6 +37,29 @@ pub trait Keyed {
     fn key(&self) -> usize;
 }
 
+/// The writers' side of one [`RcuTable`]: its occupancy, and the proof that its holder is the
+/// table's (serialised) writer. Made only together with its table ([`RcuTable::new`]) and
+/// neither `Copy`, `Clone` nor `Default`, so it cannot be forged: it lives in the state the
+/// writers' lock guards, and a `&Writer` or `&mut Writer` is reached only through that lock's
+/// guard. Each table checks that a writer passed to it is its own (as the kernel crate's
+/// `LockedBy` checks its owner).
+pub struct Writer<T> {
+    counts: Counts,
+    /// The table's identity ([`RcuTable::id`]).
+    table: usize,
+    _entries: PhantomData<fn() -> T>,
+}
+
+impl<T> Writer<T> {
+    /// The table's occupancy.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+}
+
+/// The identity of the next table made: a table and its writer carry the same one.
+static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+
 /// The table. See the module documentation.
 ///
 /// # Invariants
@@ -52,14 +75,10 @@ pub trait Keyed {
 ///   callers), and, while in the table, is only reached through shared references.
 pub struct RcuTable<T> {
     slots: AtomicPtr<Slots>,
+    /// The identity its [`Writer`] carries.
+    id: usize,
     // Hands out `&T` to any CPU; the entries are the writers' to free.
     _entries: PhantomData<T>,
-}
-
-impl<T: Keyed> Default for RcuTable<T> {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// The key of the entry at address `e`.
@@ -74,17 +93,32 @@ unsafe fn key_at<T: Keyed>(e: usize) -> usize {
 }
 
 impl<T: Keyed> RcuTable<T> {
-    /// An empty table (no memory until the first insert).
-    pub const fn new() -> Self {
+    /// An empty table (no memory until the first insert), and its only writer, for the state
+    /// the writers' lock guards.
+    pub fn new() -> (Self, Writer<T>) {
         // An entry's address is never EMPTY (0: `NonNull`) nor TOMBSTONE (1: alignment).
         const {
             assert!(core::mem::align_of::<T>() > tasktable::TOMBSTONE);
         }
+        let id = NEXT_ID.fetch_add(1, Relaxed);
         // INVARIANT: no slot array yet.
-        Self {
+        let table = Self {
             slots: AtomicPtr::new(null_mut()),
+            id,
             _entries: PhantomData,
-        }
+        };
+        let writer = Writer {
+            counts: Counts::default(),
+            table: id,
+            _entries: PhantomData,
+        };
+        (table, writer)
+    }
+
+    /// Checks that `w` is this table's writer: another table's would be no proof that this
+    /// one's writers are serialised.
+    fn own(&self, w: &Writer<T>) {
+        assert_eq!(w.table, self.id, "rcutable: another table's writer");
     }
 
     fn slots(&self) -> Option<&[AtomicUsize]> {
@@ -113,17 +147,20 @@ impl<T: Keyed> RcuTable<T> {
     }
 
     /// Finds the entry for `key`, from a writer (serialised with every other writer). The
-    /// reference lives no longer than the writer's borrow of `_w`: entries are freed only by
+    /// reference lives no longer than the borrow of the writer `w`: entries are freed only by
     /// writers.
-    pub fn lookup_w<'a>(&'a self, _w: &'a Counts, key: usize) -> Option<&'a T> {
+    pub fn lookup_w<'a>(&'a self, w: &'a Writer<T>, key: usize) -> Option<&'a T> {
+        self.own(w);
         let e = tasktable::lookup(self.slots()?, key, Self::key_of)?;
-        // SAFETY: an entry of the table; only writers free entries, and the caller, a writer,
-        // holds `_w` (its serialisation) for the reference's lifetime.
+        // SAFETY: an entry of the table; only writers free entries, and the caller, the writer,
+        // holds `w` (so the writers' lock) for the reference's lifetime.
         Some(unsafe { &*(e as *const T) })
     }
 
     /// Makes room for `n` more entries, growing the table if needed. Writers only; may sleep.
-    pub fn reserve(&self, w: &mut Counts, n: usize) -> Result {
+    pub fn reserve(&self, w: &mut Writer<T>, n: usize) -> Result {
+        self.own(w);
+        let w = &mut w.counts;
         let cap = self.slots().map_or(0, |s| s.len());
         if cap > 0 && tasktable::has_room(w, cap, n) {
             return Ok(());
@@ -157,7 +194,13 @@ impl<T: Keyed> RcuTable<T> {
     /// `entry` must stay valid, and not be mutated but through shared references, until a
     /// grace period after it leaves the table ([`RcuTable::upsert`] replacing it, or
     /// [`RcuTable::remove`]).
-    pub unsafe fn upsert(&self, w: &mut Counts, entry: NonNull<T>) -> Result<Option<NonNull<T>>> {
+    pub unsafe fn upsert(
+        &self,
+        w: &mut Writer<T>,
+        entry: NonNull<T>,
+    ) -> Result<Option<NonNull<T>>> {
+        self.own(w);
+        let w = &mut w.counts;
         let slots = self.slots().ok_or(ENOMEM)?;
         let e = entry.as_ptr() as usize;
         // SAFETY: the caller's valid entry.
@@ -175,17 +218,19 @@ impl<T: Keyed> RcuTable<T> {
 
     /// Removes and returns the entry for `key`, which the caller frees no sooner than a grace
     /// period from now (readers may still hold it). Writers only.
-    pub fn remove(&self, w: &mut Counts, key: usize) -> Option<NonNull<T>> {
-        let e = tasktable::remove(self.slots()?, w, key, Self::key_of)?;
+    pub fn remove(&self, w: &mut Writer<T>, key: usize) -> Option<NonNull<T>> {
+        self.own(w);
+        let e = tasktable::remove(self.slots()?, &mut w.counts, key, Self::key_of)?;
         NonNull::new(e as *mut T)
     }
 
     /// Calls `f` on every entry. Writers only.
-    pub fn for_each(&self, _w: &Counts, mut f: impl FnMut(&T)) {
+    pub fn for_each(&self, w: &Writer<T>, mut f: impl FnMut(&T)) {
+        self.own(w);
         if let Some(s) = self.slots() {
             tasktable::for_each(s, |e| {
                 // SAFETY: an entry of the table; only writers free entries, and the caller is
-                // one (it holds `_w`) for the whole walk.
+                // the writer (it holds `w`) for the whole walk.
                 f(unsafe { &*(e as *const T) })
             });
         }
@@ -193,14 +238,15 @@ impl<T: Keyed> RcuTable<T> {
 
     /// Frees the table itself (not the entries). Writers only, with no reader left (the caller
     /// has waited for a grace period since the last lookup could start).
-    pub fn free(&self, w: &mut Counts) {
+    pub fn free(&self, w: &mut Writer<T>) {
+        self.own(w);
         let old = self.slots.swap(null_mut(), AcqRel);
         if !old.is_null() {
             synchronize_rcu();
             // SAFETY: unpublished; readers are gone after the grace period.
             drop(unsafe { KBox::from_raw(old) });
         }
-        *w = Counts::default();
+        w.counts = Counts::default();
     }
 }
 
