@@ -91,6 +91,18 @@ pub struct GraphStats {
 }
 
 /// The graph core: one per module instance.
+///
+/// # Invariants
+///
+/// - `array[i]` is null or points to the registered [`Slot`] at index `i`; it is set and
+///   cleared only under `reg` (`register*`, `unregister`), and a slot cleared from it stays
+///   valid until a grace period later (`unregister` waits for one before it returns, and the
+///   slot's owner frees it only after that: [`Graph::register`]'s contract). So a slot loaded
+///   from the array is valid under the registration lock, or for as long as the loader keeps
+///   preemption disabled.
+/// - A slot's `hub_ips` is touched only with `reg` held.
+/// - Once published ([`Graph::publish`]), the core is withdrawn only by its drop, after every
+///   ops is unregistered and every live frame handed back or returned.
 #[pin_data(PinnedDrop)]
 pub struct Graph {
     array: [AtomicPtr<Slot>; ARRAY_SIZE],
@@ -164,7 +176,8 @@ impl Graph {
         for (i, a) in self.array.iter().enumerate() {
             let p = a.load(Acquire);
             if !p.is_null() {
-                // SAFETY: slots in the array are valid while registered; the lock keeps them so.
+                // SAFETY: slots in the array are valid while registered, and the lock we hold
+                // keeps them so (the type invariants).
                 f(i, unsafe { &*p })?;
             }
         }
@@ -186,7 +199,8 @@ impl Graph {
     #[inline(always)]
     pub(super) fn slot_at(&self, idx: usize) -> Option<&Slot> {
         let p = self.array.get(idx)?.load(Acquire);
-        // SAFETY: see above; the callers are callbacks, which hold preemption disabled.
+        // SAFETY: a slot loaded from the array stays valid while the loader keeps preemption
+        // disabled (the type invariants); the callers are callbacks, which do.
         (!p.is_null()).then(|| unsafe { &*p })
     }
 
@@ -275,7 +289,7 @@ impl Graph {
             slot.assign(self, None);
             return Err(e);
         }
-        // SAFETY: the registration lock is held (the `hub_ips` invariant).
+        // SAFETY: the registration lock is held (`Slot`'s `hub_ips` invariant).
         core::mem::swap(unsafe { &mut *slot.hub_ips.get() }, &mut want);
         slot.on_hub.store(true, Relaxed);
         reg.count += 1;
@@ -294,7 +308,7 @@ impl Graph {
         {
             return Err(ENOENT);
         }
-        // SAFETY: the registration lock is held (the `hub_ips` invariant).
+        // SAFETY: the registration lock is held (`Slot`'s `hub_ips` invariant).
         let cur = unsafe { &mut *slot.hub_ips.get() };
         // Entries the hub took out of its table, on success or (an add that failed half way)
         // not: freed a grace period later either way.
@@ -351,12 +365,13 @@ impl Graph {
             if p.is_null() {
                 continue;
             }
-            // SAFETY: slots in the array are valid while registered; the lock keeps them so.
+            // SAFETY: slots in the array are valid while registered, and the lock we hold keeps
+            // them so (the type invariants).
             let slot = unsafe { &*p };
             if !slot.on_hub() {
                 continue;
             }
-            // SAFETY: the registration lock is held (the `hub_ips` invariant).
+            // SAFETY: the registration lock is held (`Slot`'s `hub_ips` invariant).
             let cur = unsafe { &mut *slot.hub_ips.get() };
             if !cur.iter().any(|&ip| within(ip)) {
                 continue;
@@ -410,7 +425,7 @@ impl Graph {
         let mut dead = KVec::new();
         let mut ips = KVec::new();
         let r = if slot.on_hub() {
-            // SAFETY: the registration lock is held (the `hub_ips` invariant).
+            // SAFETY: the registration lock is held (`Slot`'s `hub_ips` invariant).
             ips = core::mem::replace(unsafe { &mut *slot.hub_ips.get() }, KVec::new());
             self.hub.remove(&mut reg.hub, idx, &ips, &mut dead);
             slot.on_hub.store(false, Relaxed);

@@ -77,6 +77,16 @@ use kernel::sync::Mutex;
 
 /// The probes on one function. Immutable once published but for `probes[i].fp`, which
 /// unregistration clears in place (readers skip null), and the writers' counts.
+///
+/// # Invariants
+///
+/// - An entry in `Fprobes::ips` (or handed on as a call's cookie by `pre_entry`) stays valid
+///   until a grace period after it left the table: replaced entries go to `Reg::garbage` (the
+///   reaper frees them after one), removed ones are freed after one (`unregister`,
+///   `drop_module`).
+/// - A non-null `probes[i].fp` is a registered probe: unregistration nulls it in every entry
+///   before it returns, after a grace period, to its caller (who may then free the probe).
+/// - `ip` is the table key, fixed at creation.
 pub struct IpEntry {
     ip: usize,
     /// How many probes on the function have an exit handler, and how many have none: writers
@@ -100,6 +110,14 @@ struct ProbeRef {
 
 /// One registration, as the return side sees it: immutable, freed a grace period after it
 /// leaves `regs`.
+///
+/// # Invariants
+///
+/// - A `Live` is in `Fprobes::regs`, or published as `Fprobes::single_exit` or in `DISPATCH`,
+///   only while its probe is registered; it is freed (by `unregister`) only after it left all
+///   three and a grace period has passed. So it is valid for a reader that keeps preemption
+///   disabled, and `fp` is then a registered probe.
+/// - `hdr == fprobe_hdr::encode(id, words)`.
 struct Live {
     id: usize,
     fp: *mut ufgraph_fprobe,
@@ -111,8 +129,9 @@ struct Live {
     hdr: usize,
 }
 
-// SAFETY: immutable but for its atomics; `fp` is dereferenced only while it is a registered
-// probe, which holds on any CPU (the C API's contract: a probe stays valid while registered).
+// SAFETY: immutable; `fp` is dereferenced only while it is a registered probe (the type
+// invariants), which holds on any CPU (the C API's contract: a probe stays valid while
+// registered).
 unsafe impl Send for Live {}
 // SAFETY: as above.
 unsafe impl Sync for Live {}
@@ -242,8 +261,8 @@ pub fn fprobes() -> Option<&'static Fprobes> {
 }
 
 fn missed(fp: *mut ufgraph_fprobe) {
-    // Callers found `fp` in a published entry, inside a preemption-disabled section that
-    // unregistration waits for, so it is a registered probe.
+    // Callers found `fp` in a published entry (`IpEntry`'s invariants) or `Live` (`Live`'s),
+    // inside a preemption-disabled section that unregistration waits for: a registered probe.
     // SAFETY: `fp` is valid (above); `nmissed` is only ever updated atomically.
     unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
         .fetch_add(1, Relaxed);
@@ -327,7 +346,7 @@ impl Fprobes {
         synchronize_rcu();
         for &o in list.iter() {
             // SAFETY: replaced (unpublished) before it was queued; readers are gone after the
-            // grace period.
+            // grace period (`IpEntry`'s invariants: nothing else frees it).
             drop(unsafe { KBox::from_raw(o as *mut IpEntry) });
         }
     }

@@ -381,7 +381,7 @@ impl Fprobes {
             let raw = KBox::into_raw(e);
             // SAFETY: a new entry (`KBox::into_raw` never returns null), changed only through
             // its atomics, freed a grace period after it leaves the table (`reap_now`,
-            // `unregister`, `drop_module`).
+            // `unregister`, `drop_module`: `IpEntry`'s invariants).
             match unsafe {
                 self.ips
                     .upsert(&mut reg.ips_counts, NonNull::new_unchecked(raw))
@@ -408,7 +408,7 @@ impl Fprobes {
         };
         let live = KBox::into_raw(live);
         // SAFETY: a new `Live` (`KBox::into_raw` never returns null), immutable, freed by
-        // `unregister` a grace period after it leaves the table.
+        // `unregister` a grace period after it leaves the table (`Live`'s invariants).
         let _ = unsafe {
             self.regs
                 .upsert(&mut reg.regs_counts, NonNull::new_unchecked(live))
@@ -438,7 +438,8 @@ impl Fprobes {
             drop(reg);
             synchronize_rcu();
             for &o in old_entries.iter() {
-                // SAFETY: unpublished; readers are gone after the grace period.
+                // SAFETY: unpublished; readers are gone after the grace period (`IpEntry`'s
+                // invariants).
                 drop(unsafe { KBox::from_raw(o as *mut IpEntry) });
             }
         }
@@ -489,7 +490,9 @@ impl Fprobes {
         }
         self.regs.remove(&mut reg.regs_counts, id);
         // Freed after the grace period below: the return side may be reading it.
-        // SAFETY: as above; unpublished now, and nothing else frees it.
+        // SAFETY: as above; unpublished now (out of `regs`, `single_exit` and `DISPATCH`), and
+        // nothing else frees it; it is dropped only after the grace period below (`Live`'s
+        // invariants).
         let live = unsafe { KBox::from_raw(private.live) };
         // Within the capacity reserved at registration: the pushes below do not allocate.
         let mut path_gone = core::mem::replace(&mut private.gone, KVec::new());
@@ -539,7 +542,7 @@ impl Fprobes {
         #[cfg(not(CONFIG_PREEMPTION))]
         let _ = shortcut;
         for &d in dead.iter() {
-            // SAFETY: unpublished, readers gone.
+            // SAFETY: unpublished, readers gone (`IpEntry`'s invariants).
             drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
         }
         drop(live);
@@ -681,7 +684,7 @@ impl Fprobes {
         drop(reg);
         synchronize_rcu();
         for &e in dead.iter() {
-            // SAFETY: unpublished, readers gone.
+            // SAFETY: unpublished, readers gone (`IpEntry`'s invariants).
             drop(unsafe { KBox::from_raw(e as *mut IpEntry) });
         }
         pr_info!(

@@ -4,11 +4,12 @@
 //!
 //! Readers (ftrace callbacks, any context) look keys up lock-free with preemption disabled.
 //! Writers are serialised by the caller, which keeps the table's [`Writer`] (its counts, and the
-//! proof of being the writer) inside the mutex that serialises them, and may sleep: growing allocates a new table, publishes it and
-//! frees the old one after an RCU grace period. Entries are the caller's: the table stores their
-//! addresses (`RcuTable<T>` holds `T`s the caller allocated and frees, a grace period after they
-//! leave), finds their keys with [`Keyed::key`], and hands them out as `&T` for as long as the
-//! reader's preemption-disabled section (or the writer's serialisation) lasts.
+//! proof of being the writer) inside the mutex that serialises them, and may sleep: growing
+//! allocates a new table, publishes it and frees the old one after an RCU grace period. Entries
+//! are the caller's: the table stores their addresses (`RcuTable<T>` holds `T`s the caller
+//! allocated and frees, a grace period after they leave), finds their keys with
+//! [`Keyed::key`], and hands them out as `&T` for as long as the reader's preemption-disabled
+//! section (or the writer's serialisation) lasts.
 
 use crate::pure::tasktable::{self, Counts, InsertError};
 use crate::sys::sync::{synchronize_rcu, NoPreempt};
