@@ -146,8 +146,7 @@ fn hint(e: Error) -> &'static str {
 
 /// The `frames` file: every task with hooked frames on its shadow stack, innermost first.
 fn show_frames(m: &mut SeqFile) -> fmt::Result {
-    // SAFETY: debugfs files exist only while the module (and its graph core) is loaded.
-    let Some(g) = (unsafe { fgraph::graph::graph() }) else {
+    let Some(g) = fgraph::graph::graph() else {
         return Ok(());
     };
     let mut r = Ok(());
@@ -193,8 +192,7 @@ fn write_frames(m: &mut SeqFile, stack: &fgraph::tasks::Stack) -> fmt::Result {
 
 /// The `stats` file: the fgraph core's state and counters.
 fn show_stats(m: &mut SeqFile) -> fmt::Result {
-    // SAFETY: debugfs files exist only while the module (and its graph core) is loaded.
-    let Some(g) = (unsafe { fgraph::graph::graph() }) else {
+    let Some(g) = fgraph::graph::graph() else {
         return Ok(());
     };
     let t = g.tasks();
@@ -253,7 +251,7 @@ fn start_events(module: &'static ThisModule) -> Option<Pin<KBox<events::Events>>
         sys::trace_event::check_layout()?;
         sys::trace_event::EventMutex::resolve()?;
         let ev = KBox::pin_init(events::Events::new(module), GFP_KERNEL)?;
-        ev.as_ref().publish();
+        ev.as_ref().publish()?;
         Ok(ev)
     })();
     match r {
@@ -280,12 +278,12 @@ impl kernel::Module for UfGraph {
 impl UfGraph {
     fn init_parts(module: &'static ThisModule) -> Result<Self> {
         let graph = KBox::pin_init(Graph::new(module), GFP_KERNEL)?;
-        graph.as_ref().publish();
+        graph.as_ref().publish()?;
         let fprobes = KBox::pin_init(Fprobes::new(), GFP_KERNEL)?;
-        fprobes.as_ref().publish();
+        fprobes.as_ref().publish()?;
         let modwatch = ModuleWatch::new()?;
         let rethooks = kretprobe::Rethooks::new()?;
-        rethooks.publish();
+        rethooks.publish()?;
 
         let state = State::new_arc()?;
         let name = if cfg!(ufgraph_kunit) {

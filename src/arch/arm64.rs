@@ -190,9 +190,7 @@ impl Fixer {
 
     /// The current task's next unaccounted frame (`pos` from the top), if any.
     fn next_frame(&self) -> Option<Frame> {
-        // SAFETY: stack traces are taken while the module is loaded (API calls and callbacks),
-        // so the graph core, if published, is alive.
-        let g = unsafe { graph() }?;
+        let g = graph()?;
         let np = NoPreempt::new();
         let stack = g.tasks().current(&np)?;
         stack.frames().nth(self.pos)

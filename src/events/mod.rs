@@ -59,9 +59,10 @@ mod teardown;
 
 use crate::bindings;
 use crate::pure::probedef::{Config, ProbeKind};
+use crate::sys::global::Global;
 use crate::sys::trace_event::EventCall;
 use core::fmt::{self, Write};
-use core::sync::atomic::{AtomicPtr, Ordering::*};
+use core::sync::atomic::Ordering::*;
 use event::Event;
 use kernel::alloc::{KBox, KVec};
 use kernel::new_mutex;
@@ -105,12 +106,10 @@ unsafe impl Send for Events {}
 // SAFETY: as above; everything else is behind the mutex or immutable.
 unsafe impl Sync for Events {}
 
-static EVENTS: AtomicPtr<Events> = AtomicPtr::new(core::ptr::null_mut());
+static EVENTS: Global<Events> = Global::new();
 
-fn events<'a>() -> Option<&'a Events> {
-    let p = EVENTS.load(Acquire);
-    // SAFETY: published by `Events::publish` while the module lives; cleared before it goes.
-    (!p.is_null()).then(|| unsafe { &*p })
+fn events() -> Option<&'static Events> {
+    EVENTS.get()
 }
 
 fn cvec(s: &[u8]) -> Result<KVec<u8>> {
@@ -176,9 +175,13 @@ impl Events {
         })
     }
 
-    /// Makes the events reachable from the control files.
-    pub fn publish(self: Pin<&Self>) {
-        EVENTS.store((&*self as *const Self).cast_mut(), Release);
+    /// Makes the events reachable from the control files. `EBUSY` if others are.
+    pub fn publish(self: Pin<&Self>) -> Result {
+        // SAFETY: pinned, so it stays where it is until dropped. Its drop withdraws it, then
+        // removes every event under `event_mutex`, which the kernel holds when it enables or
+        // disables one (the only other callers); the control files are removed before (module
+        // field order), and debugfs waits for their running operations.
+        unsafe { EVENTS.publish(self.get_ref()) }
     }
 
     /// The number of events, of probes, of probes registered (those of events in use), and

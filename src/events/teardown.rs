@@ -102,7 +102,7 @@ impl Events {
 #[pinned_drop]
 impl PinnedDrop for Events {
     fn drop(self: Pin<&mut Self>) {
-        EVENTS.store(core::ptr::null_mut(), Release);
+        EVENTS.withdraw(&self);
         let Ok(g) = EventMutex::lock() else { return };
         // Not under the registry lock: see `take_down`.
         loop {

@@ -90,8 +90,7 @@ pub unsafe extern "C" fn ufgraph_register(gops: *mut ufgraph_ops) -> c_int {
     if !unsafe { (*gops).ufgraph_slot }.is_null() {
         return EBUSY.to_errno();
     }
-    // SAFETY: API calls are made while the module is loaded.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return ENODEV.to_errno();
     };
     // SAFETY: `COps` is a transparent view of the caller's ops, which outlives the registration;
@@ -211,8 +210,7 @@ unsafe fn set_filter(gops: *mut ufgraph_ops, ips: &[usize], remove: bool, reset:
         if reset {
             return Err(EINVAL);
         }
-        // SAFETY: registered, so the graph core exists.
-        let g = unsafe { graph() }.ok_or(ENODEV)?;
+        let g = graph().ok_or(ENODEV)?;
         return g.hub_filter(slot, ips, remove);
     }
     if !remove && !ips.is_empty() {
@@ -270,8 +268,7 @@ pub unsafe extern "C" fn ufgraph_unregister(gops: *mut ufgraph_ops) {
     if sp.is_null() {
         return;
     }
-    // SAFETY: a registered ops exists only while the graph core does.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return;
     };
     // SAFETY: `ufgraph_slot` is the box `ufgraph_register` leaked.
@@ -306,8 +303,7 @@ pub extern "C" fn ufgraph_reserve_data(idx: c_int, size_bytes: c_int) -> *mut c_
     if idx < 0 || size_bytes <= 0 {
         return core::ptr::null_mut();
     }
-    // SAFETY: called from an entry callback, while the module is loaded.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return core::ptr::null_mut();
     };
     g.reserve_data(idx as usize, size_bytes as usize)
@@ -328,8 +324,7 @@ pub unsafe extern "C" fn ufgraph_retrieve_parent_data(
     if idx < 0 || depth < 0 {
         return core::ptr::null_mut();
     }
-    // SAFETY: called from a callback, while the module is loaded.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return core::ptr::null_mut();
     };
     match g.retrieve_data(idx as usize, depth as usize) {
@@ -367,8 +362,7 @@ pub unsafe extern "C" fn ufgraph_get_task_var(gops: *mut ufgraph_ops) -> *mut c_
     }
     // SAFETY: the caller passes its registered ops (contract).
     let idx = unsafe { (*gops).idx };
-    // SAFETY: called from a callback, while the module is loaded.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return core::ptr::null_mut();
     };
     if idx < 0 {

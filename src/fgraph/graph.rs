@@ -56,6 +56,7 @@ use crate::pure::handback::{self, Hooker, Plan};
 use crate::pure::lru::Lru;
 use crate::pure::shadow::{mark, DataRef, Frame, ARRAY_SIZE, FRAME_WORDS};
 use crate::sys::ftrace::{RawOps, Regs};
+use crate::sys::global::Global;
 #[cfg(CONFIG_PREEMPTION)]
 use crate::sys::sync::synchronize_rcu_tasks;
 use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion, Refused};
@@ -90,6 +91,18 @@ pub struct GraphStats {
 }
 
 /// The graph core: one per module instance.
+///
+/// # Invariants
+///
+/// - `array[i]` is null or points to the registered [`Slot`] at index `i`; it is set and
+///   cleared only under `reg` (`register*`, `unregister`), and a slot cleared from it stays
+///   valid until a grace period later (`unregister` waits for one before it returns, and the
+///   slot's owner frees it only after that: [`Graph::register`]'s contract). So a slot loaded
+///   from the array is valid under the registration lock, or for as long as the loader keeps
+///   preemption disabled.
+/// - A slot's `hub_ips` is touched only with `reg` held.
+/// - Once published ([`Graph::publish`]), the core is withdrawn only by its drop, after every
+///   ops is unregistered and every live frame handed back or returned.
 #[pin_data(PinnedDrop)]
 pub struct Graph {
     array: [AtomicPtr<Slot>; ARRAY_SIZE],
@@ -107,19 +120,12 @@ pub struct Graph {
 }
 
 // The one instance the trampoline and the ftrace callbacks reach.
-static GRAPH: AtomicPtr<Graph> = AtomicPtr::new(core::ptr::null_mut());
+static GRAPH: Global<Graph> = Global::new();
 
-/// The graph core of this module.
-///
-/// # Safety
-///
-/// Only from code that runs while the core exists: callbacks of registered ops, the return
-/// path of live frames, and API calls made while the module is loaded.
-pub unsafe fn graph<'a>() -> Option<&'a Graph> {
-    let g = GRAPH.load(Acquire);
-    // SAFETY: published by `Graph::publish`, cleared before it is dropped, and (per the contract)
-    // used only while it exists.
-    (!g.is_null()).then(|| unsafe { &*g })
+/// The graph core of this module: published by [`Graph::publish`] until its teardown.
+#[inline(always)]
+pub fn graph() -> Option<&'static Graph> {
+    GRAPH.get()
 }
 
 /// The address of the return trampoline.
@@ -130,15 +136,16 @@ pub fn trampoline() -> usize {
 impl Graph {
     /// A graph core with nothing registered.
     pub fn new(module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        let (hub, hub_state) = Hub::new();
         try_pin_init!(Self {
             array: [const { AtomicPtr::new(core::ptr::null_mut()) }; ARRAY_SIZE],
             reg <- new_mutex!(RegState {
                 lru: Lru::new(),
                 count: 0,
                 probes: KVec::new(),
-                hub: HubState::default(),
+                hub: hub_state,
             }),
-            hub: Hub::new(),
+            hub,
             tasks <- Tasks::new(),
             module,
             timed: AtomicUsize::new(0),
@@ -149,9 +156,15 @@ impl Graph {
         }? Error)
     }
 
-    /// Makes this the instance the trampoline and callbacks use.
-    pub fn publish(self: Pin<&Self>) {
-        GRAPH.store(self.get_ref() as *const Self as *mut Self, Release);
+    /// Makes this the instance the trampoline and callbacks use. `EBUSY` if another is.
+    pub fn publish(self: Pin<&Self>) -> Result {
+        // SAFETY: pinned, so it stays where it is until dropped; its drop withdraws it last, once
+        // nothing can reach it any more: every ops unregistered (no callback runs after
+        // unregistration returns), every live frame handed back or returned, and grace periods
+        // for code still inside the trampoline (`release_frames`). API calls come from this
+        // module's users, which it outlives, and from clients that link against it, which keep
+        // it loaded; the debugfs files go before the core.
+        unsafe { GRAPH.publish(self.get_ref()) }
     }
 
     /// Calls `f` on every registered slot with its index (under the registration lock).
@@ -163,7 +176,8 @@ impl Graph {
         for (i, a) in self.array.iter().enumerate() {
             let p = a.load(Acquire);
             if !p.is_null() {
-                // SAFETY: slots in the array are valid while registered; the lock keeps them so.
+                // SAFETY: slots in the array are valid while registered, and the lock we hold
+                // keeps them so (the type invariants).
                 f(i, unsafe { &*p })?;
             }
         }
@@ -185,7 +199,8 @@ impl Graph {
     #[inline(always)]
     pub(super) fn slot_at(&self, idx: usize) -> Option<&Slot> {
         let p = self.array.get(idx)?.load(Acquire);
-        // SAFETY: see above; the callers are callbacks, which hold preemption disabled.
+        // SAFETY: a slot loaded from the array stays valid while the loader keeps preemption
+        // disabled (the type invariants); the callers are callbacks, which do.
         (!p.is_null()).then(|| unsafe { &*p })
     }
 
@@ -274,7 +289,7 @@ impl Graph {
             slot.assign(self, None);
             return Err(e);
         }
-        // SAFETY: the registration lock is held (the `hub_ips` invariant).
+        // SAFETY: the registration lock is held (`Slot`'s `hub_ips` invariant).
         core::mem::swap(unsafe { &mut *slot.hub_ips.get() }, &mut want);
         slot.on_hub.store(true, Relaxed);
         reg.count += 1;
@@ -293,7 +308,7 @@ impl Graph {
         {
             return Err(ENOENT);
         }
-        // SAFETY: the registration lock is held (the `hub_ips` invariant).
+        // SAFETY: the registration lock is held (`Slot`'s `hub_ips` invariant).
         let cur = unsafe { &mut *slot.hub_ips.get() };
         // Entries the hub took out of its table, on success or (an add that failed half way)
         // not: freed a grace period later either way.
@@ -350,12 +365,13 @@ impl Graph {
             if p.is_null() {
                 continue;
             }
-            // SAFETY: slots in the array are valid while registered; the lock keeps them so.
+            // SAFETY: slots in the array are valid while registered, and the lock we hold keeps
+            // them so (the type invariants).
             let slot = unsafe { &*p };
             if !slot.on_hub() {
                 continue;
             }
-            // SAFETY: the registration lock is held (the `hub_ips` invariant).
+            // SAFETY: the registration lock is held (`Slot`'s `hub_ips` invariant).
             let cur = unsafe { &mut *slot.hub_ips.get() };
             if !cur.iter().any(|&ip| within(ip)) {
                 continue;
@@ -409,7 +425,7 @@ impl Graph {
         let mut dead = KVec::new();
         let mut ips = KVec::new();
         let r = if slot.on_hub() {
-            // SAFETY: the registration lock is held (the `hub_ips` invariant).
+            // SAFETY: the registration lock is held (`Slot`'s `hub_ips` invariant).
             ips = core::mem::replace(unsafe { &mut *slot.hub_ips.get() }, KVec::new());
             self.hub.remove(&mut reg.hub, idx, &ips, &mut dead);
             slot.on_hub.store(false, Relaxed);
@@ -468,7 +484,7 @@ impl PinnedDrop for Graph {
         self.release_frames();
         self.tasks.detach(&mut reg.probes);
         drop(reg);
-        GRAPH.store(core::ptr::null_mut(), Release);
+        GRAPH.withdraw(&self);
     }
 }
 

@@ -24,10 +24,10 @@
 //! is not empty: an empty filter would make ftrace call it for every function.
 
 use super::graph::{graph, Graph, GraphHandler, Slot};
-use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::RawOps;
-use crate::sys::rcutable::RcuTable;
+use crate::sys::rcutable::{Keyed, RcuTable, Writer};
 use crate::sys::sync::{NoPreempt, Recursion, Refused};
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use kernel::alloc::{KBox, KVec};
 use kernel::prelude::*;
@@ -41,15 +41,16 @@ struct IpMask {
     filtered: AtomicBool,
 }
 
-fn mask_key(e: usize) -> usize {
-    // SAFETY: table entries are live `IpMask`s: freed only after removal and a grace period.
-    unsafe { (*(e as *const IpMask)).ip }
+impl Keyed for IpMask {
+    fn key(&self) -> usize {
+        self.ip
+    }
 }
 
 /// What the writers keep, under the graph's registration lock.
-#[derive(Default)]
 pub(super) struct HubState {
-    counts: Counts,
+    /// The writer of [`Hub`]'s table.
+    counts: Writer<IpMask>,
     /// Functions in the hub's ftrace filter.
     filtered: usize,
     /// Whether the hub's `ftrace_ops` is registered.
@@ -66,7 +67,7 @@ impl HubState {
 /// See the module documentation.
 pub(super) struct Hub {
     ops: Opaque<crate::sys::ftrace::RawFtraceOps>,
-    masks: RcuTable,
+    masks: RcuTable<IpMask>,
 }
 
 // SAFETY: the ftrace_ops is handed to ftrace only (which locks), the table is shared by design.
@@ -75,11 +76,19 @@ unsafe impl Send for Hub {}
 unsafe impl Sync for Hub {}
 
 impl Hub {
-    pub(super) fn new() -> Self {
-        Self {
+    /// The hub, and the state its writers keep (under the graph's registration lock).
+    pub(super) fn new() -> (Self, HubState) {
+        let (masks, counts) = RcuTable::new();
+        let hub = Self {
             ops: Opaque::new(crate::sys::ftrace::RawFtraceOps::default()),
-            masks: RcuTable::new(),
-        }
+            masks,
+        };
+        let st = HubState {
+            counts,
+            filtered: 0,
+            live: false,
+        };
+        (hub, st)
     }
 
     fn raw(&self) -> RawOps {
@@ -91,11 +100,9 @@ impl Hub {
     /// The ops that selected `ip`, one bit per array index.
     #[inline(always)]
     fn mask(&self, ip: usize, np: &NoPreempt) -> usize {
-        self.masks.lookup(ip, mask_key, np).map_or(0, |e| {
-            // SAFETY: found in the table, so freed no sooner than a grace period from now, which
-            // `np` holds off.
-            unsafe { (*(e as *const IpMask)).mask.load(Acquire) }
-        })
+        self.masks
+            .lookup(ip, np)
+            .map_or(0, |e| e.mask.load(Acquire))
     }
 
     /// Adds ops `idx` on `ips` (sorted, no duplicates). Functions new to the hub join its ftrace
@@ -117,15 +124,14 @@ impl Hub {
 
     fn try_add(&self, st: &mut HubState, idx: usize, ips: &[usize]) -> Result {
         let bit = 1usize << idx;
-        self.masks.reserve(&mut st.counts, ips.len(), mask_key)?;
+        self.masks.reserve(&mut st.counts, ips.len())?;
+        // The functions not in the hub's filter yet.
         let mut fresh = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
         for &ip in ips {
-            if let Some(e) = self.masks.lookup_w(&st.counts, ip, mask_key) {
-                // SAFETY: a live entry (writers free entries only under the lock we hold).
-                let e = unsafe { &*(e as *const IpMask) };
+            if let Some(e) = self.masks.lookup_w(&st.counts, ip) {
                 e.mask.fetch_or(bit, Release);
                 if !e.filtered.load(Relaxed) {
-                    fresh.push(e as *const IpMask as usize, GFP_KERNEL)?;
+                    fresh.push(ip, GFP_KERNEL)?;
                 }
                 continue;
             }
@@ -137,27 +143,26 @@ impl Hub {
                 },
                 GFP_KERNEL,
             )?;
-            let p = KBox::into_raw(e) as usize;
-            if let Err(err) = self.masks.upsert(&mut st.counts, ip, p, mask_key) {
+            let p = KBox::into_raw(e);
+            // SAFETY: a new entry (`KBox::into_raw` never returns null), ours until it leaves the
+            // table and freed a grace period after that (`remove` hands it to `free_dead`); only
+            // its atomics change meanwhile.
+            let r = unsafe { self.masks.upsert(&mut st.counts, NonNull::new_unchecked(p)) };
+            if let Err(err) = r {
                 // SAFETY: never published: ours to free.
-                drop(unsafe { KBox::from_raw(p as *mut IpMask) });
+                drop(unsafe { KBox::from_raw(p) });
                 return Err(err);
             }
-            fresh.push(p, GFP_KERNEL)?;
+            fresh.push(ip, GFP_KERNEL)?;
         }
         if fresh.is_empty() {
             return Ok(());
         }
-        let mut new_ips = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
-        for &e in fresh.iter() {
-            new_ips.push(mask_key(e), GFP_KERNEL)?;
-        }
-        self.raw().set_filter_ips(&new_ips, false, false)?;
-        for &e in fresh.iter() {
-            // SAFETY: live entries, as above.
-            unsafe { &*(e as *const IpMask) }
-                .filtered
-                .store(true, Relaxed);
+        self.raw().set_filter_ips(&fresh, false, false)?;
+        for &ip in fresh.iter() {
+            if let Some(e) = self.masks.lookup_w(&st.counts, ip) {
+                e.filtered.store(true, Relaxed);
+            }
         }
         st.filtered += fresh.len();
         if !st.live {
@@ -189,11 +194,9 @@ impl Hub {
         let mut gone = KVec::new();
         let mut unfilter = KVec::new();
         for &ip in ips {
-            let Some(e) = self.masks.lookup_w(&st.counts, ip, mask_key) else {
+            let Some(m) = self.masks.lookup_w(&st.counts, ip) else {
                 continue;
             };
-            // SAFETY: a live entry (see `try_add`).
-            let m = unsafe { &*(e as *const IpMask) };
             if m.mask.fetch_and(!bit, Release) & !bit != 0 {
                 continue;
             }
@@ -202,7 +205,7 @@ impl Hub {
             if m.filtered.load(Relaxed) && unfilter.push(ip, GFP_KERNEL).is_err() {
                 continue;
             }
-            if gone.push(e, GFP_KERNEL).is_err() {
+            if gone.push(ip, GFP_KERNEL).is_err() {
                 // Out of the filter (or on its way out) but kept in the table: still harmless.
                 continue;
             }
@@ -228,14 +231,11 @@ impl Hub {
             }
         }
         st.filtered -= unfilter.len();
-        for &e in gone.iter() {
-            // Only ours to drop if it is still the table's entry for its function.
-            if self
-                .masks
-                .remove(&mut st.counts, mask_key(e), mask_key)
-                .is_some()
-                && dead.push(e, GFP_KERNEL).is_err()
-            {
+        for &ip in gone.iter() {
+            let Some(e) = self.masks.remove(&mut st.counts, ip) else {
+                continue;
+            };
+            if dead.push(e.as_ptr() as usize, GFP_KERNEL).is_err() {
                 // Cannot remember it for freeing: leak one small entry rather than free it early.
                 pr_warn!("hub: leaking an entry\n");
             }
@@ -259,8 +259,8 @@ impl Hub {
         }
         self.raw().free_filter();
         let mut left = KVec::new();
-        self.masks.for_each(|e| {
-            let _ = left.push(e, GFP_KERNEL);
+        self.masks.for_each(&st.counts, |e| {
+            let _ = left.push(e as *const IpMask as usize, GFP_KERNEL);
         });
         // Frees the table after a grace period: no reader is left then.
         self.masks.free(&mut st.counts);
@@ -288,8 +288,7 @@ unsafe extern "C" fn hub_entry<Q: GraphHandler>(
     // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (helpers.c),
     // whose ftrace always passes its registers.
     debug_assert!(!fregs.is_null());
-    // SAFETY: the hub's ops is registered only while the graph core exists.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return;
     };
     let guard = match Recursion::try_lock(ip, parent_ip) {

@@ -85,8 +85,7 @@ impl<H: GraphHandler> GraphOps<H> {
             if reset {
                 return Err(EINVAL);
             }
-            // SAFETY: registered, so the graph core exists.
-            let g = unsafe { graph() }.ok_or(ENODEV)?;
+            let g = graph().ok_or(ENODEV)?;
             return g.hub_filter(&self.inner.slot, ips, remove);
         }
         let Some(cur) = self.hub_ips.as_mut() else {
@@ -104,8 +103,7 @@ impl<H: GraphHandler> GraphOps<H> {
         if self.registered {
             return Err(EBUSY);
         }
-        // SAFETY: API calls are made while the module (and its graph core) is loaded.
-        let g = unsafe { graph() }.ok_or(ENODEV)?;
+        let g = graph().ok_or(ENODEV)?;
         match self.hub_ips.as_deref() {
             // SAFETY: the slot is pinned in our box and unregistered before the box is freed.
             Some(ips) if !ips.is_empty() => unsafe { g.register_hub(&self.inner.slot, ips) }?,
@@ -122,8 +120,7 @@ impl<H: GraphHandler> GraphOps<H> {
         if !self.registered {
             return Ok(());
         }
-        // SAFETY: registered, so the graph core exists.
-        let g = unsafe { graph() }.ok_or(ENODEV)?;
+        let g = graph().ok_or(ENODEV)?;
         let on_hub = self.inner.slot.on_hub();
         let ips = g.unregister(&self.inner.slot)?;
         if on_hub {

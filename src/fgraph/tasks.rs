@@ -60,6 +60,7 @@
 use crate::bindings;
 use crate::pure::shadow::ShadowStack;
 use crate::pure::tasktable::{self, Counts, InsertError};
+use crate::sys::global::Global;
 use crate::sys::percpu::per_cpu_vec;
 use crate::sys::sync::{synchronize_rcu, IrqSpinLock, NoPreempt, Work};
 use crate::sys::task::{cpu_online, for_each_thread, this_cpu, TaskRef};
@@ -77,7 +78,8 @@ pub const STACK_WORDS: usize = 506;
 /// A task's shadow stack.
 pub type Stack = ShadowStack<STACK_WORDS>;
 
-/// One page: a task's shadow stack and what it takes to find and free it.
+/// One page: a task's shadow stack and what it takes to find and free it. When and how long one
+/// may be reached: [`Tasks`]'s invariants.
 #[repr(C)]
 pub struct TaskStack {
     task: usize,
@@ -89,8 +91,8 @@ pub struct TaskStack {
 const _: () = assert!(size_of::<TaskStack>() == 4096);
 
 fn key_of(e: usize) -> usize {
-    // SAFETY: table entries are live `TaskStack`s: they are freed only after removal and an RCU
-    // grace period, and every caller reads them inside a reader section or under the writer lock.
+    // SAFETY: table entries are live `TaskStack`s (`Tasks`'s invariants): every caller reads them
+    // inside a reader section or under the writer lock.
     unsafe { (*(e as *const TaskStack)).task }
 }
 
@@ -197,6 +199,21 @@ pub struct TaskStats {
 
 /// Every task's shadow stack. Lives in a pinned box: the tracepoint probes and the rebuild work
 /// hold its address.
+///
+/// # Invariants
+///
+/// - `table` is null or a published `Table`, replaced or cleared only under `writer`, and freed
+///   only an RCU grace period after it was unpublished.
+/// - Every slot of a published table is empty, a tombstone or a `TaskStack` whose `task` is its
+///   key; a `TaskStack` that is in a table or a CPU's `cache` line is freed only after it left
+///   both and a grace period has passed (`remove`, `detach`), so it is valid for a reader that
+///   keeps preemption disabled, and, while its task is alive, for as long as it stays filed
+///   (only the task's free or `detach` unfiles it).
+/// - `TaskStack::task` is written only while the stack is unpublished (spare, pooled, or being
+///   filed).
+/// - A non-null `idle` entry is that CPU's idle task's stack, never in the table, freed only by
+///   `detach`, which runs once no ops is registered, nothing looks stacks up any more and the
+///   CPU hotplug callback is removed.
 #[pin_data(PinnedDrop)]
 pub struct Tasks {
     table: AtomicPtr<Table>,
@@ -242,7 +259,7 @@ unsafe extern "C" fn on_newtask(
 
 // The `Tasks` whose idle stacks the CPU hotplug callback resets (CPU hotplug callbacks carry no
 // data pointer). One graph core, so one `Tasks`, per module.
-static HOTPLUG_TASKS: AtomicPtr<Tasks> = AtomicPtr::new(null_mut());
+static HOTPLUG_TASKS: Global<Tasks> = Global::new();
 
 /// The CPU hotplug prepare callback: resets the idle task's stack of a CPU coming up.
 ///
@@ -250,11 +267,8 @@ static HOTPLUG_TASKS: AtomicPtr<Tasks> = AtomicPtr::new(null_mut());
 ///
 /// Called by CPU hotplug only, while the state is registered.
 unsafe extern "C" fn on_cpu_prepare(cpu: core::ffi::c_uint) -> core::ffi::c_int {
-    let t = HOTPLUG_TASKS.load(Acquire);
-    if !t.is_null() {
-        // SAFETY: published by `attach` and cleared before `detach` removes this callback,
-        // which waits for running callbacks (cpuhp_remove_state takes the hotplug lock).
-        unsafe { &*t }.reset_idle(cpu as usize);
+    if let Some(t) = HOTPLUG_TASKS.get() {
+        t.reset_idle(cpu as usize);
     }
     0
 }
@@ -330,8 +344,9 @@ impl Tasks {
         let line = self.cache.get(this_cpu())?;
         let p = line.0.load(Relaxed);
         if !p.is_null() {
-            // SAFETY: a cached page is live: pages leave every cache before `remove` or `detach`
-            // frees them, after a grace period this (preemption-disabled) reader holds off.
+            // SAFETY: a cached page is live (`Tasks`'s invariants): pages leave every cache before
+            // `remove` or `detach` frees them, after a grace period this (preemption-disabled)
+            // reader holds off.
             let ts = unsafe { &*p };
             if ts.task == me.0 {
                 return Some(&ts.stack);
@@ -384,8 +399,8 @@ impl Tasks {
         // preemption disabled (an RCU-sched reader).
         let slots = unsafe { &(*table).slots };
         if let Some(e) = tasktable::lookup(slots, task.0, key_of) {
-            // SAFETY: the entry is a live `TaskStack` (see `key_of`); it belongs to `task`, which
-            // is alive, so it is not freed while the caller uses it.
+            // SAFETY: the entry is a live `TaskStack` that belongs to `task`, which is alive, so
+            // it stays filed, and valid, while the caller uses it (`Tasks`'s invariants).
             return Some(unsafe { &*(e as *const TaskStack) });
         }
         // SAFETY: `task` is alive (caller's contract).
@@ -399,7 +414,7 @@ impl Tasks {
     fn idle_page(&self, cpu: usize) -> Option<&TaskStack> {
         let p = self.idle.get(cpu)?.load(Acquire);
         // SAFETY: idle stacks live until `detach`, which runs only when nothing looks up stacks
-        // any more.
+        // any more (`Tasks`'s invariants).
         (!p.is_null()).then(|| unsafe { &*p })
     }
 
@@ -662,7 +677,9 @@ impl Tasks {
             self.stats.stacks.fetch_add(1, Relaxed);
             slot.store(p, Release);
         }
-        HOTPLUG_TASKS.store((self as *const Self).cast_mut(), Release);
+        // SAFETY: the caller keeps `self` pinned, and detaches (`detach` withdraws it, after
+        // removing the hotplug state, which waits for a running callback) before it goes.
+        unsafe { HOTPLUG_TASKS.publish(self) }?;
         // SAFETY: `on_cpu_prepare` matches the callback type; it only reaches `self` through
         // HOTPLUG_TASKS, which `detach` clears after removing the state.
         let hp = unsafe { crate::sys::sync::cpuhp_add(on_cpu_prepare) }.inspect_err(|e| {
@@ -738,12 +755,7 @@ impl Tasks {
             // SAFETY: the state `attach` added; removing it waits for a running callback.
             unsafe { crate::sys::sync::cpuhp_remove(hp) };
         }
-        let _ = HOTPLUG_TASKS.compare_exchange(
-            (self as *const Self).cast_mut(),
-            null_mut(),
-            Release,
-            Relaxed,
-        );
+        HOTPLUG_TASKS.withdraw(self);
         self.attached.store(false, Relaxed);
         self.rebuild.cancel_sync();
         self.refill.cancel_sync();
@@ -805,7 +817,8 @@ impl Tasks {
             // SAFETY: the table is live until a grace period after it is replaced, which the
             // caller's preemption-disabled section holds off.
             tasktable::for_each(unsafe { &(*table).slots }, |e| {
-                // SAFETY: entries are live stacks (see `key_of`).
+                // SAFETY: entries are live stacks (`Tasks`'s invariants: the caller's
+                // preemption-disabled section holds the grace period off).
                 let ts = unsafe { &*(e as *const TaskStack) };
                 f(Owner::Task(TaskRef(ts.task)), ts)
             });

@@ -116,12 +116,10 @@ impl GraphHandler for GraphSide {
 /// `Entry` in memory on every path, the single-probe one included (40 instructions a call).
 #[inline(always)]
 pub(super) fn graph_side_lookup(core: &Fprobes, e: &mut Entry<'_>) -> bool {
-    let Some(ent) = core.ips.lookup(e.func, ip_key, e.no_preempt()) else {
+    let Some(ent) = core.ips.lookup(e.func, e.no_preempt()) else {
         return false;
     };
-    // SAFETY: a published entry stays valid until a grace period after it is replaced, which
-    // the entry's preemption-disabled section holds off.
-    graph_side_probes(e, unsafe { &*(ent as *const IpEntry) })
+    graph_side_probes(e, ent)
 }
 
 /// The exit probes of `ent` (the called function's entry) at a call's entry.
@@ -280,15 +278,13 @@ pub(super) fn graph_side_ret_all(
                 let single = core.single_exit.load(Acquire);
                 // SAFETY: see `entry`.
                 let l = if !single.is_null() && unsafe { (*single).id } == id {
-                    Some(single as usize)
+                    // SAFETY: as above.
+                    Some(unsafe { &*single })
                 } else {
-                    core.regs.lookup(id, reg_key, np)
+                    core.regs.lookup(id, np)
                 };
                 if let Some(l) = l {
-                    // SAFETY: a `Live` found in `regs` (or published as the single one) stays
-                    // allocated until a grace period after it leaves, which `np` holds off.
-                    let fp = unsafe { (*(l as *const Live)).fp };
-                    call_exit(fp, func, ret_ip, regs, dptr);
+                    call_exit(l.fp, func, ret_ip, regs, dptr);
                 }
             }
             off += 1 + w;
@@ -342,9 +338,8 @@ pub(super) fn only_exit_probe(e: &mut Entry<'_>, live: &Live) -> bool {
 pub(super) fn missed_at(func: usize, exit: Option<bool>) {
     let Some(core) = core_ref() else { return };
     let np = NoPreempt::new();
-    if let Some(ent) = core.ips.lookup(func, ip_key, &np) {
-        // SAFETY: as in `GraphSide::entry`.
-        for p in unsafe { &*(ent as *const IpEntry) }.probes.iter() {
+    if let Some(ent) = core.ips.lookup(func, &np) {
+        for p in ent.probes.iter() {
             let fp = p.fp.load(Acquire);
             if !fp.is_null()
                 // SAFETY: as in `GraphSide::entry`.
@@ -370,11 +365,9 @@ pub(super) fn entry_side_lookup(
     np: &NoPreempt,
     enter: impl FnOnce(usize, &Regs, &NoPreempt, usize),
 ) {
-    let Some(e) = core.ips.lookup(ip, ip_key, np) else {
+    let Some(ent) = core.ips.lookup(ip, np) else {
         return;
     };
-    // SAFETY: as in `GraphSide::entry`.
-    let ent = unsafe { &*(e as *const IpEntry) };
     let mut exit = false;
     for p in ent.probes.iter() {
         let fp = p.fp.load(Acquire);
@@ -404,6 +397,6 @@ pub(super) fn entry_side_lookup(
         }
     }
     if exit {
-        enter(ip, regs, np, e);
+        enter(ip, regs, np, ent as *const IpEntry as usize);
     }
 }

@@ -207,8 +207,7 @@ unsafe extern "C" fn on_module(
         }
     }
     if going {
-        // SAFETY: the graph core outlives this notifier (`ModuleWatch` is dropped before it).
-        if let Some(g) = unsafe { crate::fgraph::graph::graph() } {
+        if let Some(g) = crate::fgraph::graph::graph() {
             g.drop_module(within);
         }
     }

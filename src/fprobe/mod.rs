@@ -61,13 +61,14 @@ pub use callpath::*;
 use crate::bindings::{self, ufgraph_fprobe};
 use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
 use crate::pure::fprobe_hdr;
-use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::Regs;
+use crate::sys::global::Global;
 use crate::sys::ksym;
-use crate::sys::rcutable::RcuTable;
+use crate::sys::rcutable::{Keyed, RcuTable, Writer};
 use crate::sys::sync::{synchronize_rcu, NoPreempt, Work};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering::*};
 use kernel::alloc::{KBox, KVec};
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -75,12 +76,30 @@ use kernel::str::CStr;
 use kernel::sync::Mutex;
 
 /// The probes on one function. Immutable once published but for `probes[i].fp`, which
-/// unregistration clears in place (readers skip null).
+/// unregistration clears in place (readers skip null), and the writers' counts.
+///
+/// # Invariants
+///
+/// - An entry in `Fprobes::ips` (or handed on as a call's cookie by `pre_entry`) stays valid
+///   until a grace period after it left the table: replaced entries go to `Reg::garbage` (the
+///   reaper frees them after one), removed ones are freed after one (`unregister`,
+///   `drop_module`).
+/// - A non-null `probes[i].fp` is a registered probe: unregistration nulls it in every entry
+///   before it returns, after a grace period, to its caller (who may then free the probe).
+/// - `ip` is the table key, fixed at creation.
 pub struct IpEntry {
     ip: usize,
-    exit: u32,
-    entry_only: u32,
+    /// How many probes on the function have an exit handler, and how many have none: writers
+    /// only (under `Fprobes::reg`), which update them in place on a published entry.
+    exit: AtomicU32,
+    entry_only: AtomicU32,
     probes: KVec<ProbeRef>,
+}
+
+impl Keyed for IpEntry {
+    fn key(&self) -> usize {
+        self.ip
+    }
 }
 
 /// A probe on a function, and its registration's id: what the entry records for the return.
@@ -91,6 +110,14 @@ struct ProbeRef {
 
 /// One registration, as the return side sees it: immutable, freed a grace period after it
 /// leaves `regs`.
+///
+/// # Invariants
+///
+/// - A `Live` is in `Fprobes::regs`, or published as `Fprobes::single_exit` or in `DISPATCH`,
+///   only while its probe is registered; it is freed (by `unregister`) only after it left all
+///   three and a grace period has passed. So it is valid for a reader that keeps preemption
+///   disabled, and `fp` is then a registered probe.
+/// - `hdr == fprobe_hdr::encode(id, words)`.
 struct Live {
     id: usize,
     fp: *mut ufgraph_fprobe,
@@ -102,19 +129,42 @@ struct Live {
     hdr: usize,
 }
 
-fn ip_key(e: usize) -> usize {
-    // SAFETY: table entries are live `IpEntry`s (freed only after removal and a grace period,
-    // read by readers inside preemption-disabled sections or by serialised writers).
-    unsafe { (*(e as *const IpEntry)).ip }
+// SAFETY: immutable; `fp` is dereferenced only while it is a registered probe (the type
+// invariants), which holds on any CPU (the C API's contract: a probe stays valid while
+// registered).
+unsafe impl Send for Live {}
+// SAFETY: as above.
+unsafe impl Sync for Live {}
+
+impl Keyed for Live {
+    fn key(&self) -> usize {
+        self.id
+    }
 }
 
-fn fp_key(e: usize) -> usize {
-    e
+/// A registered probe, as the `live` table holds it: the C caller's `ufgraph_fprobe`, whose
+/// fields change under us (the caller's flags, the atomic miss count), so only ever reached
+/// through the raw pointer [`RegisteredProbe::fp`] gives (an `Opaque`, never a `&ufgraph_fprobe`).
+#[repr(transparent)]
+struct RegisteredProbe(kernel::types::Opaque<ufgraph_fprobe>);
+
+// SAFETY: only its address is used (as the key, and as the raw pointer `fp` returns), and a
+// registered probe is valid on any CPU until it is unregistered (the C API's contract).
+unsafe impl Send for RegisteredProbe {}
+// SAFETY: as above.
+unsafe impl Sync for RegisteredProbe {}
+
+impl RegisteredProbe {
+    /// The probe.
+    fn fp(&self) -> *mut ufgraph_fprobe {
+        self.0.get()
+    }
 }
 
-fn reg_key(e: usize) -> usize {
-    // SAFETY: `regs` entries are live `Live`s (freed only after removal and a grace period).
-    unsafe { (*(e as *const Live)).id }
+impl Keyed for RegisteredProbe {
+    fn key(&self) -> usize {
+        self.fp() as usize
+    }
 }
 
 /// What ufgraph keeps per registered probe, in `fprobe::hlist_array`. Writers only (under
@@ -132,9 +182,10 @@ struct Private {
 }
 
 struct Reg {
-    ips_counts: Counts,
-    live_counts: Counts,
-    regs_counts: Counts,
+    /// The writers of `Fprobes::ips`, `live` and `regs`.
+    ips_counts: Writer<IpEntry>,
+    live_counts: Writer<RegisteredProbe>,
+    regs_counts: Writer<Live>,
     /// The id the next registration gets (never reused).
     next_id: usize,
     /// The shared ops of every probe, registered while `graph_ips` (the functions in its
@@ -175,9 +226,9 @@ pub struct Resolved {
 /// The fprobe core: one per module instance.
 #[pin_data(PinnedDrop)]
 pub struct Fprobes {
-    ips: RcuTable,
-    live: RcuTable,
-    regs: RcuTable,
+    ips: RcuTable<IpEntry>,
+    live: RcuTable<RegisteredProbe>,
+    regs: RcuTable<Live>,
     /// The one registered probe with an exit handler, when there is exactly one (else null).
     /// While `DISPATCH` is 0 the filter holds only its functions: a call needs no lookup.
     single_exit: AtomicPtr<Live>,
@@ -188,7 +239,7 @@ pub struct Fprobes {
     reaper: Work,
 }
 
-static FPROBES: AtomicPtr<Fprobes> = AtomicPtr::new(core::ptr::null_mut());
+static FPROBES: Global<Fprobes> = Global::new();
 
 /// What `GraphSide::pre_entry` does (the diagram above): 0 while no entry-only probe is
 /// registered; the `Live` of the only probe when it is entry-only; else `LOOKUP`. One word, so
@@ -199,21 +250,19 @@ static DISPATCH: AtomicUsize = AtomicUsize::new(0);
 /// `DISPATCH`: look the function up (a `Live` is at least word-aligned: never 1).
 const LOOKUP: usize = 1;
 
-fn core_ref<'a>() -> Option<&'a Fprobes> {
-    let p = FPROBES.load(Acquire);
-    // SAFETY: published by `Fprobes::publish` while the module lives; handlers and API calls
-    // run only then.
-    (!p.is_null()).then(|| unsafe { &*p })
+#[inline(always)]
+fn core_ref() -> Option<&'static Fprobes> {
+    FPROBES.get()
 }
 
 /// The fprobe core of this module, for the C API and the events.
-pub fn fprobes<'a>() -> Option<&'a Fprobes> {
+pub fn fprobes() -> Option<&'static Fprobes> {
     core_ref()
 }
 
 fn missed(fp: *mut ufgraph_fprobe) {
-    // Callers found `fp` in a published entry, inside a preemption-disabled section that
-    // unregistration waits for, so it is a registered probe.
+    // Callers found `fp` in a published entry (`IpEntry`'s invariants) or `Live` (`Live`'s),
+    // inside a preemption-disabled section that unregistration waits for: a registered probe.
     // SAFETY: `fp` is valid (above); `nmissed` is only ever updated atomically.
     unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
         .fetch_add(1, Relaxed);
@@ -297,7 +346,7 @@ impl Fprobes {
         synchronize_rcu();
         for &o in list.iter() {
             // SAFETY: replaced (unpublished) before it was queued; readers are gone after the
-            // grace period.
+            // grace period (`IpEntry`'s invariants: nothing else frees it).
             drop(unsafe { KBox::from_raw(o as *mut IpEntry) });
         }
     }
@@ -306,7 +355,7 @@ impl Fprobes {
 #[pinned_drop]
 impl PinnedDrop for Fprobes {
     fn drop(self: Pin<&mut Self>) {
-        FPROBES.store(core::ptr::null_mut(), Release);
+        FPROBES.withdraw(&self);
         DISPATCH.store(0, Release);
         self.reaper.cancel_sync();
         self.reap_now();
@@ -314,10 +363,10 @@ impl PinnedDrop for Fprobes {
         // Probes of other modules keep this module loaded; the module's own users (events)
         // unregistered before. Anything left is leaked on purpose rather than freed under a
         // registered ops.
-        if reg.live_counts.used != 0 {
+        if reg.live_counts.counts().used != 0 {
             pr_err!(
                 "fprobe: {} probes still registered at teardown\n",
-                reg.live_counts.used
+                reg.live_counts.counts().used
             );
             return;
         }

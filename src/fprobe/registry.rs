@@ -8,15 +8,18 @@ use super::*;
 impl Fprobes {
     /// An empty core.
     pub fn new() -> impl PinInit<Self> {
+        let (ips, ips_counts) = RcuTable::new();
+        let (live, live_counts) = RcuTable::new();
+        let (regs, regs_counts) = RcuTable::new();
         pin_init!(Self {
-            ips: RcuTable::new(),
-            live: RcuTable::new(),
-            regs: RcuTable::new(),
+            ips,
+            live,
+            regs,
             single_exit: AtomicPtr::new(core::ptr::null_mut()),
             reg <- new_mutex!(Reg {
-                ips_counts: Counts::default(),
-                live_counts: Counts::default(),
-                regs_counts: Counts::default(),
+                ips_counts,
+                live_counts,
+                regs_counts,
                 next_id: 1,
                 graph: None,
                 graph_ips: 0,
@@ -31,9 +34,13 @@ impl Fprobes {
         })
     }
 
-    /// Makes this the instance handlers and the C API use.
-    pub fn publish(self: Pin<&Self>) {
-        FPROBES.store(self.get_ref() as *const Self as *mut Self, Release);
+    /// Makes this the instance handlers and the C API use. `EBUSY` if another is.
+    pub fn publish(self: Pin<&Self>) -> Result {
+        // SAFETY: pinned, so it stays where it is until dropped. Its drop withdraws it, then
+        // unregisters the shared graph ops (which waits for running callbacks) and frees its
+        // tables only after grace periods; API calls come from this module's users (events),
+        // dropped before it, and from clients linking against the module, which keep it loaded.
+        unsafe { FPROBES.publish(self.get_ref()) }
     }
 
     /// The ftrace locations `t` selects, sorted and without duplicates. `ENOENT` (with a log
@@ -234,11 +241,7 @@ impl Fprobes {
         // SAFETY: as above.
         let has_exit = unsafe { (*fp).exit_handler.is_some() };
         let mut reg = self.reg.lock();
-        if self
-            .live
-            .lookup_w(&reg.live_counts, fp as usize, fp_key)
-            .is_some()
-        {
+        if self.live.lookup_w(&reg.live_counts, fp as usize).is_some() {
             return Err(EBUSY);
         }
         // Checked under `reg`, which the module notifier takes to drop a going module's
@@ -253,10 +256,7 @@ impl Fprobes {
         };
         // The shared ops gives tasks no shadow stack until a probe needs one (an exit probe).
         if has_exit {
-            // SAFETY: API calls are made while the module (and its graph core) is loaded.
-            unsafe { crate::fgraph::graph::graph() }
-                .ok_or(ENODEV)?
-                .need_stacks()?;
+            crate::fgraph::graph::graph().ok_or(ENODEV)?.need_stacks()?;
         }
         // Everything that can fail first: the new entries, room in both tables, the private
         // record. Then the filter update (which can fail too, and is undone by not publishing).
@@ -264,10 +264,7 @@ impl Fprobes {
         // The functions new to the filter.
         let mut path_new: KVec<usize> = KVec::new();
         for &ip in ips.iter() {
-            let old = self.ips.lookup_w(&reg.ips_counts, ip, ip_key).map(|e| {
-                // SAFETY: writers own the entries (serialised by `reg`).
-                unsafe { &*(e as *const IpEntry) }
-            });
+            let old = self.ips.lookup_w(&reg.ips_counts, ip);
             let mut probes = KVec::new();
             let (mut exit, mut entry_only) = (0, 0);
             if let Some(o) = old {
@@ -283,8 +280,8 @@ impl Fprobes {
                         )?;
                     }
                 }
-                exit = o.exit;
-                entry_only = o.entry_only;
+                exit = o.exit.load(Relaxed);
+                entry_only = o.entry_only.load(Relaxed);
             }
             probes.push(
                 ProbeRef {
@@ -305,8 +302,8 @@ impl Fprobes {
                 KBox::new(
                     IpEntry {
                         ip,
-                        exit,
-                        entry_only,
+                        exit: AtomicU32::new(exit),
+                        entry_only: AtomicU32::new(entry_only),
                         probes,
                     },
                     GFP_KERNEL,
@@ -320,9 +317,9 @@ impl Fprobes {
             regs_counts,
             ..
         } = &mut *reg;
-        self.ips.reserve(ips_counts, ips.len(), ip_key)?;
-        self.live.reserve(live_counts, 1, fp_key)?;
-        self.regs.reserve(regs_counts, 1, reg_key)?;
+        self.ips.reserve(ips_counts, ips.len())?;
+        self.live.reserve(live_counts, 1)?;
+        self.regs.reserve(regs_counts, 1)?;
         // SAFETY: `fp` is valid (caller). Its size was checked (`check`): never E2BIG here.
         let words = fprobe_hdr::data_words(unsafe { (*fp).entry_data_size }).ok_or(E2BIG)?;
         let live = KBox::new(
@@ -381,11 +378,17 @@ impl Fprobes {
         // Publish: nothing below can fail (room was reserved, capacity too).
         for e in fresh.into_iter() {
             let ip = e.ip;
-            let raw = KBox::into_raw(e) as usize;
-            match self.ips.upsert(&mut reg.ips_counts, ip, raw, ip_key) {
+            let raw = KBox::into_raw(e);
+            // SAFETY: a new entry (`KBox::into_raw` never returns null), changed only through
+            // its atomics, freed a grace period after it leaves the table (`reap_now`,
+            // `unregister`, `drop_module`: `IpEntry`'s invariants).
+            match unsafe {
+                self.ips
+                    .upsert(&mut reg.ips_counts, NonNull::new_unchecked(raw))
+            } {
                 Ok(Some(old)) => {
                     // Within the capacity reserved above: does not allocate.
-                    let _ = old_entries.push(old, GFP_ATOMIC);
+                    let _ = old_entries.push(old.as_ptr() as usize, GFP_ATOMIC);
                 }
                 Ok(None) => {}
                 Err(_) => {
@@ -394,13 +397,22 @@ impl Fprobes {
                 }
             }
         }
-        let _ = self
-            .live
-            .upsert(&mut reg.live_counts, fp as usize, fp as usize, fp_key);
+        // SAFETY: the caller's valid probe, valid until it is unregistered (the contract of
+        // `register`), which takes it out of the table; only reached through raw pointers
+        // (`RegisteredProbe`).
+        let _ = unsafe {
+            self.live.upsert(
+                &mut reg.live_counts,
+                NonNull::new_unchecked(fp.cast::<RegisteredProbe>()),
+            )
+        };
         let live = KBox::into_raw(live);
-        let _ = self
-            .regs
-            .upsert(&mut reg.regs_counts, id, live as usize, reg_key);
+        // SAFETY: a new `Live` (`KBox::into_raw` never returns null), immutable, freed by
+        // `unregister` a grace period after it leaves the table (`Live`'s invariants).
+        let _ = unsafe {
+            self.regs
+                .upsert(&mut reg.regs_counts, NonNull::new_unchecked(live))
+        };
         reg.next_id = next_id;
         let mut private = private;
         private.live = live;
@@ -426,7 +438,8 @@ impl Fprobes {
             drop(reg);
             synchronize_rcu();
             for &o in old_entries.iter() {
-                // SAFETY: unpublished; readers are gone after the grace period.
+                // SAFETY: unpublished; readers are gone after the grace period (`IpEntry`'s
+                // invariants).
                 drop(unsafe { KBox::from_raw(o as *mut IpEntry) });
             }
         }
@@ -436,9 +449,7 @@ impl Fprobes {
     /// Whether `fp` is registered.
     pub fn is_registered(&self, fp: *mut ufgraph_fprobe) -> bool {
         let reg = self.reg.lock();
-        self.live
-            .lookup_w(&reg.live_counts, fp as usize, fp_key)
-            .is_some()
+        self.live.lookup_w(&reg.live_counts, fp as usize).is_some()
     }
 
     /// Unregisters `fp`: when this returns, neither handler runs any more. `EINVAL` if it is not
@@ -450,7 +461,7 @@ impl Fprobes {
         let mut reg = self.reg.lock();
         if self
             .live
-            .remove(&mut reg.live_counts, fp as usize, fp_key)
+            .remove(&mut reg.live_counts, fp as usize)
             .is_none()
         {
             return Err(EINVAL);
@@ -477,34 +488,35 @@ impl Fprobes {
         } else {
             reg.entry_probes -= 1
         }
-        self.regs.remove(&mut reg.regs_counts, id, reg_key);
+        self.regs.remove(&mut reg.regs_counts, id);
         // Freed after the grace period below: the return side may be reading it.
-        // SAFETY: as above; unpublished now, and nothing else frees it.
+        // SAFETY: as above; unpublished now (out of `regs`, `single_exit` and `DISPATCH`), and
+        // nothing else frees it; it is dropped only after the grace period below (`Live`'s
+        // invariants).
         let live = unsafe { KBox::from_raw(private.live) };
         // Within the capacity reserved at registration: the pushes below do not allocate.
         let mut path_gone = core::mem::replace(&mut private.gone, KVec::new());
         let mut dead = core::mem::replace(&mut private.dead, KVec::new());
         for &ip in private.ips.iter() {
-            let Some(e) = self.ips.lookup_w(&reg.ips_counts, ip, ip_key) else {
+            let Some(ent) = self.ips.lookup_w(&reg.ips_counts, ip) else {
                 continue;
             };
-            // SAFETY: writers own the entries.
-            let ent = unsafe { &mut *(e as *mut IpEntry) };
             for p in ent.probes.iter() {
                 if p.fp.load(Relaxed) == fp {
                     p.fp.store(core::ptr::null_mut(), Release);
                 }
             }
             let n = if private.exit {
-                &mut ent.exit
+                &ent.exit
             } else {
-                &mut ent.entry_only
+                &ent.entry_only
             };
-            *n -= 1;
-            if ent.exit == 0 && ent.entry_only == 0 {
+            n.fetch_sub(1, Relaxed);
+            if ent.exit.load(Relaxed) == 0 && ent.entry_only.load(Relaxed) == 0 {
                 let _ = path_gone.push(ip, GFP_KERNEL);
-                self.ips.remove(&mut reg.ips_counts, ip, ip_key);
-                let _ = dead.push(e, GFP_KERNEL);
+                if let Some(e) = self.ips.remove(&mut reg.ips_counts, ip) {
+                    let _ = dead.push(e.as_ptr() as usize, GFP_KERNEL);
+                }
             }
         }
         if let Err(e) = reg.update_filter(&path_gone, true) {
@@ -530,7 +542,7 @@ impl Fprobes {
         #[cfg(not(CONFIG_PREEMPTION))]
         let _ = shortcut;
         for &d in dead.iter() {
-            // SAFETY: unpublished, readers gone.
+            // SAFETY: unpublished, readers gone (`IpEntry`'s invariants).
             drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
         }
         drop(live);
@@ -553,9 +565,9 @@ impl Fprobes {
     pub(super) fn settle(&self, reg: &Reg) {
         let (mut exit, mut entry) = (core::ptr::null_mut(), core::ptr::null_mut());
         if reg.exit_probes == 1 || reg.entry_probes == 1 {
-            self.live.for_each(|fp| {
+            self.live.for_each(&reg.live_counts, |fp| {
                 // SAFETY: registered probes carry our private record, and we hold `reg`.
-                let p = unsafe { &*(*(fp as *mut ufgraph_fprobe)).hlist_array.cast::<Private>() };
+                let p = unsafe { &*(*fp.fp()).hlist_array.cast::<Private>() };
                 if p.exit {
                     exit = p.live
                 } else {
@@ -585,13 +597,11 @@ impl Fprobes {
     pub fn missed(&self) -> usize {
         let reg = self.reg.lock();
         let mut n = reg.missed_retired;
-        self.live.for_each(|fp| {
+        self.live.for_each(&reg.live_counts, |fp| {
             // SAFETY: registered probes (we hold `reg`, which unregistration takes); `nmissed`
             // is only ever updated atomically.
             n += unsafe {
-                AtomicUsize::from_ptr(
-                    core::ptr::addr_of_mut!((*(fp as *mut ufgraph_fprobe)).nmissed).cast(),
-                )
+                AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp.fp()).nmissed).cast())
             }
             .load(Relaxed);
         });
@@ -601,7 +611,7 @@ impl Fprobes {
     /// How many distinct functions carry probes, and how many probes are registered.
     pub fn counts(&self) -> (usize, usize) {
         let reg = self.reg.lock();
-        (reg.ips_counts.used, reg.live_counts.used)
+        (reg.ips_counts.counts().used, reg.live_counts.counts().used)
     }
 
     /// A module came: functions resolved before are stale, and a module of its name is no
@@ -635,19 +645,21 @@ impl Fprobes {
     /// Drops every address inside `module` from the probes (the module is going away).
     pub(super) fn drop_module(&self, within: impl Fn(usize) -> bool) {
         let mut reg = self.reg.lock();
+        // The functions to drop.
         let mut doomed: KVec<usize> = KVec::new();
-        self.ips.for_each(|e| {
-            if within(ip_key(e)) {
-                let _ = doomed.push(e, GFP_KERNEL);
+        self.ips.for_each(&reg.ips_counts, |e| {
+            if within(e.ip) {
+                let _ = doomed.push(e.ip, GFP_KERNEL);
             }
         });
         if doomed.is_empty() {
             return;
         }
-        let mut gone: KVec<usize> = KVec::new();
-        for &e in doomed.iter() {
-            // SAFETY: writers own the entries.
-            let ent = unsafe { &*(e as *const IpEntry) };
+        let mut dead: KVec<usize> = KVec::new();
+        for &ip in doomed.iter() {
+            let Some(ent) = self.ips.lookup_w(&reg.ips_counts, ip) else {
+                continue;
+            };
             for p in ent.probes.iter() {
                 let fp = p.fp.load(Relaxed);
                 if fp.is_null() {
@@ -663,14 +675,16 @@ impl Fprobes {
                 }
                 private.ips = kept;
             }
-            let _ = gone.push(ent.ip, GFP_KERNEL);
-            self.ips.remove(&mut reg.ips_counts, ent.ip, ip_key);
+            if let Some(e) = self.ips.remove(&mut reg.ips_counts, ip) {
+                // Out of memory: the entry is leaked rather than freed under readers.
+                let _ = dead.push(e.as_ptr() as usize, GFP_KERNEL);
+            }
         }
-        let _ = reg.update_filter(&gone, true);
+        let _ = reg.update_filter(&doomed, true);
         drop(reg);
         synchronize_rcu();
-        for &e in doomed.iter() {
-            // SAFETY: unpublished, readers gone.
+        for &e in dead.iter() {
+            // SAFETY: unpublished, readers gone (`IpEntry`'s invariants).
             drop(unsafe { KBox::from_raw(e as *mut IpEntry) });
         }
         pr_info!(

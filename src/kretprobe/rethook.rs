@@ -10,11 +10,12 @@
 use crate::bindings::ufgraph_rethook;
 use crate::fgraph::graph::{graph, Slot};
 use crate::fgraph::{Entry, GraphHandler, Return};
-use crate::pure::tasktable::Counts;
 use crate::sys::ftrace::RawOps;
-use crate::sys::rcutable::RcuTable;
+use crate::sys::global::Global;
+use crate::sys::rcutable::{Keyed, RcuTable, Writer};
 use crate::sys::sync::synchronize_rcu;
 use core::ffi::c_void;
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering::*};
 use kernel::alloc::KBox;
 use kernel::ffi::c_ulong;
@@ -27,40 +28,53 @@ pub struct RethookSide;
 struct RethookCore {
     slot: Slot,
     /// Registrations by id: `RhLive`s.
-    live: RcuTable,
+    live: RcuTable<RhLive>,
     /// The table's counts, the number of registered rethooks, the next id.
     #[pin]
-    counts: kernel::sync::Mutex<(Counts, usize, usize)>,
+    counts: kernel::sync::Mutex<(Writer<RhLive>, usize, usize)>,
 }
 
 /// One registration of a rethook (in its `ufgraph_private`): immutable, freed a grace period
 /// after it leaves `live`.
+///
+/// # Invariants
+///
+/// `rh` is a registered rethook (valid, the caller's contract of [`rethook_register`]) for as
+/// long as this registration is in `live`, or may still be found there by a reader (until a
+/// grace period after it left: unregistration frees the `RhLive` only then).
 struct RhLive {
     id: usize,
     rh: *mut ufgraph_rethook,
 }
 
-static RETHOOK: core::sync::atomic::AtomicPtr<RethookCore> =
-    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+// SAFETY: immutable; `rh` is only dereferenced under the type invariant, which holds on any CPU.
+unsafe impl Send for RhLive {}
+// SAFETY: as above.
+unsafe impl Sync for RhLive {}
+
+impl Keyed for RhLive {
+    fn key(&self) -> usize {
+        self.id
+    }
+}
+
+static RETHOOK: Global<RethookCore> = Global::new();
 
 /// The registration of `rh`, found in the table rather than through `rh->ufgraph_private`, so
 /// that a rethook the caller never registered (or never zeroed) is simply not found. Writers
 /// only (under `counts`); registration and unregistration are rare, a scan is fine.
-fn registration_of(rc: &RethookCore, _w: &Counts, rh: *mut ufgraph_rethook) -> Option<*mut RhLive> {
+fn registration_of(
+    rc: &RethookCore,
+    w: &Writer<RhLive>,
+    rh: *mut ufgraph_rethook,
+) -> Option<usize> {
     let mut found = None;
-    rc.live.for_each(|e| {
-        // SAFETY: entries are live `RhLive`s, freed only by unregistration, which holds the
-        // same lock as the caller.
-        if unsafe { (*(e as *const RhLive)).rh } == rh {
-            found = Some(e as *mut RhLive);
+    rc.live.for_each(w, |e| {
+        if e.rh == rh {
+            found = Some(e.id);
         }
     });
     found
-}
-
-fn rh_key(e: usize) -> usize {
-    // SAFETY: table entries are live `RhLive`s (freed only after removal and a grace period).
-    unsafe { (*(e as *const RhLive)).id }
 }
 
 impl GraphHandler for RethookSide {
@@ -87,20 +101,13 @@ impl GraphHandler for RethookSide {
     }
 
     fn ret(&self, r: &mut Return<'_>) {
-        let p = RETHOOK.load(Acquire);
-        if p.is_null() {
-            return;
-        }
-        // SAFETY: published while the module lives.
-        let rc = unsafe { &*p };
+        let Some(rc) = RETHOOK.get() else { return };
         let Some(w) = r.data() else { return };
-        let Some(l) = rc.live.lookup(w[0], rh_key, r.no_preempt()) else {
+        let Some(l) = rc.live.lookup(w[0], r.no_preempt()) else {
             return;
         };
-        // SAFETY: found in `live`: freed only a grace period after it leaves, which the
-        // preemption-disabled return path holds off.
-        let rh = unsafe { (*(l as *const RhLive)).rh };
-        // SAFETY: registered (checked; unregistration waits for us).
+        let rh = l.rh;
+        // SAFETY: registered: `l` is in `live` (`RhLive`'s invariant).
         if let Some(h) = unsafe { (*rh).handler } {
             let data = if w.len() > 1 {
                 w[1..].as_ptr().cast_mut().cast::<c_void>()
@@ -131,33 +138,33 @@ impl Rethooks {
                 RawOps::from_raw(core::ptr::null_mut()),
             )
         };
+        let (live, writer) = RcuTable::new();
         let inner = KBox::pin_init(
             pin_init!(RethookCore {
                 slot,
-                live: RcuTable::new(),
-                counts <- kernel::new_mutex!((Counts::default(), 0, 1)),
+                live,
+                counts <- kernel::new_mutex!((writer, 0, 1)),
             }),
             GFP_KERNEL,
         )?;
         Ok(Self { inner })
     }
 
-    /// Makes this the instance the C API uses.
-    pub fn publish(&self) {
-        RETHOOK.store(
-            &*self.inner as *const RethookCore as *mut RethookCore,
-            Release,
-        );
+    /// Makes this the instance the C API uses. `EBUSY` if another is.
+    pub fn publish(&self) -> Result {
+        // SAFETY: pinned in its box until `Rethooks` is dropped. The drop withdraws it, then
+        // unregisters the slot (waiting for running return callbacks) before the box goes; API
+        // calls come from clients linking against the module, which keep it loaded.
+        unsafe { RETHOOK.publish(&self.inner) }
     }
 }
 
 impl Drop for Rethooks {
     fn drop(&mut self) {
-        RETHOOK.store(core::ptr::null_mut(), Release);
+        RETHOOK.withdraw(&self.inner);
         let mut c = self.inner.counts.lock();
         if c.1 > 0 {
-            // SAFETY: the graph core outlives us (module field order).
-            if let Some(g) = unsafe { graph() } {
+            if let Some(g) = graph() {
                 g.unregister_manual(&self.inner.slot);
             }
         }
@@ -172,12 +179,7 @@ impl Drop for Rethooks {
 ///
 /// `rh` must stay valid until [`rethook_unregister`] returns.
 pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
-    let p = RETHOOK.load(Acquire);
-    if p.is_null() {
-        return Err(ENODEV);
-    }
-    // SAFETY: published while the module lives.
-    let rc = unsafe { &*p };
+    let rc = RETHOOK.get().ok_or(ENODEV)?;
     // SAFETY: the caller's rethook.
     let r = unsafe { &*rh };
     if r.handler.is_none() {
@@ -193,18 +195,20 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
     }
     let id = *next_id;
     let next = crate::pure::fprobe_hdr::next_id(id).ok_or(ENOSPC)?;
-    rc.live.reserve(counts, 1, rh_key)?;
+    rc.live.reserve(counts, 1)?;
     let live = KBox::new(RhLive { id, rh }, GFP_KERNEL)?;
     if *users == 0 {
-        // SAFETY: the graph core exists while the module does; the slot is pinned in `rc`.
-        let g = unsafe { graph() }.ok_or(ENODEV)?;
+        let g = graph().ok_or(ENODEV)?;
         // SAFETY: the slot lives until `Rethooks` is dropped, which unregisters it.
         unsafe { g.register_manual(&rc.slot) }?;
     }
     *users += 1;
     *next_id = next;
     let live = KBox::into_raw(live);
-    let _ = rc.live.upsert(counts, id, live as usize, rh_key);
+    // SAFETY: a new registration (`KBox::into_raw` never returns null), immutable, freed by
+    // `rethook_unregister` only a grace period after it leaves the table; `rh` stays valid
+    // until then (the caller's contract): `RhLive`'s invariant.
+    let _ = unsafe { rc.live.upsert(counts, NonNull::new_unchecked(live)) };
     // SAFETY: the caller's rethook (contract); the field is ours while registered. Written
     // last: `rethook_hook` finds the registration through it.
     unsafe { core::ptr::addr_of_mut!((*rh).ufgraph_private).write_volatile(live.cast()) };
@@ -216,35 +220,28 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
 // unregistered (the contract of `rethook_register`). Any other pointer is only compared.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn rethook_unregister(rh: *mut ufgraph_rethook) {
-    let p = RETHOOK.load(Acquire);
-    if p.is_null() {
-        return;
-    }
-    // SAFETY: published while the module lives.
-    let rc = unsafe { &*p };
+    let Some(rc) = RETHOOK.get() else { return };
     let mut c = rc.counts.lock();
     let (counts, users, _) = &mut *c;
-    let Some(l) = registration_of(rc, counts, rh) else {
+    let Some(id) = registration_of(rc, counts, rh) else {
         return;
     };
-    // SAFETY: set by `rethook_register`, freed only here.
-    let id = unsafe { (*l).id };
-    if rc.live.remove(counts, id, rh_key).is_none() {
+    let Some(l) = rc.live.remove(counts, id) else {
         return;
-    }
-    // SAFETY: as above.
+    };
+    // SAFETY: `rh` was registered (its registration was in the table), so it is valid until
+    // this returns (the contract of `rethook_register`).
     unsafe { core::ptr::addr_of_mut!((*rh).ufgraph_private).write_volatile(core::ptr::null_mut()) };
     *users -= 1;
     if *users == 0 {
-        // SAFETY: as in `rethook_register`.
-        if let Some(g) = unsafe { graph() } {
+        if let Some(g) = graph() {
             g.unregister_manual(&rc.slot);
         }
     }
     drop(c);
     synchronize_rcu();
     // SAFETY: unpublished (table and rethook) and every reader is gone after the grace period.
-    drop(unsafe { KBox::from_raw(l) });
+    drop(unsafe { KBox::from_raw(l.as_ptr()) });
 }
 
 /// Hooks the return of the function whose entry registers are `fregs`, for `rh`.
@@ -257,16 +254,16 @@ pub unsafe fn rethook_hook(
     rh: *mut ufgraph_rethook,
     fregs: *mut crate::sys::ftrace::RawFregs,
 ) -> *mut c_void {
-    let p = RETHOOK.load(Acquire);
-    // SAFETY: the graph core exists while the module does.
-    let Some(g) = (unsafe { graph() }) else {
+    let rc = RETHOOK.get();
+    let Some(g) = graph() else {
         return core::ptr::null_mut();
     };
-    if p.is_null() || fregs.is_null() || rh.is_null() {
+    let Some(rc) = rc else {
+        return core::ptr::null_mut();
+    };
+    if fregs.is_null() || rh.is_null() {
         return core::ptr::null_mut();
     }
-    // SAFETY: published while the module lives.
-    let rc = unsafe { &*p };
     // SAFETY: the caller's rethook; its registration (freed a grace period after unregistering,
     // and the caller runs with preemption disabled) or null.
     let l = unsafe { core::ptr::addr_of!((*rh).ufgraph_private).read_volatile() };

@@ -8,6 +8,7 @@
 pub mod btf;
 pub mod debugfs;
 pub mod ftrace;
+pub mod global;
 pub mod hookers;
 pub mod ksym;
 #[cfg(ufgraph_kunit)]

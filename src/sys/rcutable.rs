@@ -3,14 +3,18 @@
 //! An RCU-published open-addressing table (`pure::tasktable`) with writers in process context.
 //!
 //! Readers (ftrace callbacks, any context) look keys up lock-free with preemption disabled.
-//! Writers are serialised by the caller, which owns the table's [`Counts`] (typically inside the
-//! mutex that serialises them) and may sleep: growing allocates a new table, publishes it and
-//! frees the old one after an RCU grace period. Entries are the caller's: the table stores their
-//! addresses and finds their keys with `key_of`.
+//! Writers are serialised by the caller, which keeps the table's [`Writer`] (its counts, and the
+//! proof of being the writer) inside the mutex that serialises them, and may sleep: growing
+//! allocates a new table, publishes it and frees the old one after an RCU grace period. Entries
+//! are the caller's: the table stores their addresses (`RcuTable<T>` holds `T`s the caller
+//! allocated and frees, a grace period after they leave), finds their keys with
+//! [`Keyed::key`], and hands them out as `&T` for as long as the reader's preemption-disabled
+//! section (or the writer's serialisation) lasts.
 
 use crate::pure::tasktable::{self, Counts, InsertError};
 use crate::sys::sync::{synchronize_rcu, NoPreempt};
-use core::ptr::null_mut;
+use core::marker::PhantomData;
+use core::ptr::{null_mut, NonNull};
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 use kernel::alloc::{flags::__GFP_NOWARN, KBox, KVVec};
 use kernel::prelude::*;
@@ -28,23 +32,94 @@ pub fn alloc_slots(cap: usize) -> Result<KVVec<AtomicUsize>> {
     Ok(v)
 }
 
-/// The table. See the module documentation.
-pub struct RcuTable {
-    slots: AtomicPtr<Slots>,
+/// What a table finds its entries by: a word of the entry, the same every time it is asked.
+pub trait Keyed {
+    /// The entry's key.
+    fn key(&self) -> usize;
 }
 
-impl Default for RcuTable {
-    fn default() -> Self {
-        Self::new()
+/// The writers' side of one [`RcuTable`]: its occupancy, and the proof that its holder is the
+/// table's (serialised) writer. Made only together with its table ([`RcuTable::new`]) and
+/// neither `Copy`, `Clone` nor `Default`, so it cannot be forged: it lives in the state the
+/// writers' lock guards, and a `&Writer` or `&mut Writer` is reached only through that lock's
+/// guard. Each table checks that a writer passed to it is its own (as the kernel crate's
+/// `LockedBy` checks its owner).
+pub struct Writer<T> {
+    counts: Counts,
+    /// The table's identity ([`RcuTable::id`]).
+    table: usize,
+    _entries: PhantomData<fn() -> T>,
+}
+
+impl<T> Writer<T> {
+    /// The table's occupancy.
+    pub fn counts(&self) -> Counts {
+        self.counts
     }
 }
 
-impl RcuTable {
-    /// An empty table (no memory until the first insert).
-    pub const fn new() -> Self {
-        Self {
-            slots: AtomicPtr::new(null_mut()),
+/// The identity of the next table made: a table and its writer carry the same one.
+static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// The table. See the module documentation.
+///
+/// # Invariants
+///
+/// - `slots` is null or a slot array allocated by [`RcuTable::reserve`] and published with
+///   `Release`; an array that is replaced or unpublished is freed only after an RCU grace
+///   period.
+/// - Every slot holds [`tasktable::EMPTY`], [`tasktable::TOMBSTONE`] or the address of a `T`
+///   (never 0 or 1: a `T` is non-null and at least 2-aligned, checked in [`RcuTable::new`]),
+///   whose key is [`Keyed::key`] of that `T`.
+/// - A `T` whose address is in a slot stays valid until a grace period after it left the table
+///   (the writer that removed it frees it no sooner: [`RcuTable::remove`]'s contract with its
+///   callers), and, while in the table, is only reached through shared references.
+pub struct RcuTable<T> {
+    slots: AtomicPtr<Slots>,
+    /// The identity its [`Writer`] carries.
+    id: usize,
+    // Hands out `&T` to any CPU; the entries are the writers' to free.
+    _entries: PhantomData<T>,
+}
+
+/// The key of the entry at address `e`.
+///
+/// # Safety
+///
+/// `e` must be the address of a `T` in the table, or of one a writer removed but cannot have
+/// freed yet (see the type invariants).
+unsafe fn key_at<T: Keyed>(e: usize) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe { &*(e as *const T) }.key()
+}
+
+impl<T: Keyed> RcuTable<T> {
+    /// An empty table (no memory until the first insert), and its only writer, for the state
+    /// the writers' lock guards.
+    pub fn new() -> (Self, Writer<T>) {
+        // An entry's address is never EMPTY (0: `NonNull`) nor TOMBSTONE (1: alignment).
+        const {
+            assert!(core::mem::align_of::<T>() > tasktable::TOMBSTONE);
         }
+        let id = NEXT_ID.fetch_add(1, Relaxed);
+        // INVARIANT: no slot array yet.
+        let table = Self {
+            slots: AtomicPtr::new(null_mut()),
+            id,
+            _entries: PhantomData,
+        };
+        let writer = Writer {
+            counts: Counts::default(),
+            table: id,
+            _entries: PhantomData,
+        };
+        (table, writer)
+    }
+
+    /// Checks that `w` is this table's writer: another table's would be no proof that this
+    /// one's writers are serialised.
+    fn own(&self, w: &Writer<T>) {
+        assert_eq!(w.table, self.id, "rcutable: another table's writer");
     }
 
     fn slots(&self) -> Option<&[AtomicUsize]> {
@@ -54,33 +129,39 @@ impl RcuTable {
         (!p.is_null()).then(|| unsafe { (*p).0.as_slice() })
     }
 
-    /// Finds the entry for `key`.
-    pub fn lookup(
-        &self,
-        key: usize,
-        key_of: impl Fn(usize) -> usize,
-        _np: &NoPreempt,
-    ) -> Option<usize> {
-        tasktable::lookup(self.slots()?, key, key_of)
+    // The probe's key function: every slot a probe reads holds an entry of the table.
+    fn key_of(e: usize) -> usize {
+        // SAFETY: `e` was read from a slot (`tasktable` passes only entries to `key_of`), so it
+        // is a `T` of the table, or one removed since, which is freed no sooner than a grace
+        // period later (the type invariants): the caller of every table operation is a reader
+        // inside a preemption-disabled section or a writer, serialised with the frees.
+        unsafe { key_at::<T>(e) }
     }
 
-    /// Finds the entry for `key`, from a writer (serialised with every other writer).
-    pub fn lookup_w(
-        &self,
-        _w: &Counts,
-        key: usize,
-        key_of: impl Fn(usize) -> usize,
-    ) -> Option<usize> {
-        tasktable::lookup(self.slots()?, key, key_of)
+    /// Finds the entry for `key`. The reference lives no longer than the preemption-disabled
+    /// section `np` stands for: the entry may be freed a grace period after it is removed.
+    pub fn lookup<'a>(&'a self, key: usize, _np: &'a NoPreempt) -> Option<&'a T> {
+        let e = tasktable::lookup(self.slots()?, key, Self::key_of)?;
+        // SAFETY: an entry of the table, freed no sooner than a grace period after its removal
+        // (type invariants), which `_np` holds off for the reference's lifetime.
+        Some(unsafe { &*(e as *const T) })
+    }
+
+    /// Finds the entry for `key`, from a writer (serialised with every other writer). The
+    /// reference lives no longer than the borrow of the writer `w`: entries are freed only by
+    /// writers.
+    pub fn lookup_w<'a>(&'a self, w: &'a Writer<T>, key: usize) -> Option<&'a T> {
+        self.own(w);
+        let e = tasktable::lookup(self.slots()?, key, Self::key_of)?;
+        // SAFETY: an entry of the table; only writers free entries, and the caller, the writer,
+        // holds `w` (so the writers' lock) for the reference's lifetime.
+        Some(unsafe { &*(e as *const T) })
     }
 
     /// Makes room for `n` more entries, growing the table if needed. Writers only; may sleep.
-    pub fn reserve(
-        &self,
-        w: &mut Counts,
-        n: usize,
-        key_of: impl Fn(usize) -> usize + Copy,
-    ) -> Result {
+    pub fn reserve(&self, w: &mut Writer<T>, n: usize) -> Result {
+        self.own(w);
+        let w = &mut w.counts;
         let cap = self.slots().map_or(0, |s| s.len());
         if cap > 0 && tasktable::has_room(w, cap, n) {
             return Ok(());
@@ -90,10 +171,12 @@ impl RcuTable {
             GFP_KERNEL,
         )?;
         let counts = match self.slots() {
-            Some(old) => tasktable::rebuild(old, &new.0, key_of).map_err(|_| ENOMEM)?,
+            Some(old) => tasktable::rebuild(old, &new.0, Self::key_of).map_err(|_| ENOMEM)?,
             None => Counts::default(),
         };
         *w = counts;
+        // INVARIANT: the new array holds the same entries; the old one is freed after a grace
+        // period.
         let old = self.slots.swap(KBox::into_raw(new), AcqRel);
         if !old.is_null() {
             synchronize_rcu();
@@ -103,58 +186,73 @@ impl RcuTable {
         Ok(())
     }
 
-    /// Inserts `entry` for a new `key`, or replaces the entry of an existing one (returning
-    /// the old entry, which the caller frees after a grace period). Room must have been
-    /// reserved for new keys. Writers only.
-    pub fn upsert(
+    /// Inserts `entry` under its key, or replaces the entry of an existing one (returning the
+    /// old entry, which the caller frees after a grace period). Room must have been reserved
+    /// for new keys. Writers only.
+    ///
+    /// # Safety
+    ///
+    /// `entry` must stay valid, and not be mutated but through shared references, until a
+    /// grace period after it leaves the table ([`RcuTable::upsert`] replacing it, or
+    /// [`RcuTable::remove`]).
+    pub unsafe fn upsert(
         &self,
-        w: &mut Counts,
-        key: usize,
-        entry: usize,
-        key_of: impl Fn(usize) -> usize + Copy,
-    ) -> Result<Option<usize>> {
+        w: &mut Writer<T>,
+        entry: NonNull<T>,
+    ) -> Result<Option<NonNull<T>>> {
+        self.own(w);
+        let w = &mut w.counts;
         let slots = self.slots().ok_or(ENOMEM)?;
-        if let Some(old) = tasktable::replace(slots, key, entry, key_of) {
-            return Ok(Some(old));
+        let e = entry.as_ptr() as usize;
+        // SAFETY: the caller's valid entry.
+        let key = unsafe { key_at::<T>(e) };
+        // INVARIANT: the caller's contract keeps `entry` valid while it is in the table.
+        if let Some(old) = tasktable::replace(slots, key, e, Self::key_of) {
+            return Ok(NonNull::new(old as *mut T));
         }
-        match tasktable::insert(slots, w, key, entry, key_of) {
+        match tasktable::insert(slots, w, key, e, Self::key_of) {
             Ok(()) => Ok(None),
             Err(InsertError::Exists(_)) => Err(EEXIST),
             Err(InsertError::Full) => Err(ENOMEM),
         }
     }
 
-    /// Removes and returns the entry for `key`. Writers only.
-    pub fn remove(
-        &self,
-        w: &mut Counts,
-        key: usize,
-        key_of: impl Fn(usize) -> usize,
-    ) -> Option<usize> {
-        tasktable::remove(self.slots()?, w, key, key_of)
+    /// Removes and returns the entry for `key`, which the caller frees no sooner than a grace
+    /// period from now (readers may still hold it). Writers only.
+    pub fn remove(&self, w: &mut Writer<T>, key: usize) -> Option<NonNull<T>> {
+        self.own(w);
+        let e = tasktable::remove(self.slots()?, &mut w.counts, key, Self::key_of)?;
+        NonNull::new(e as *mut T)
     }
 
-    /// Calls `f` on every entry. Writers, or readers with preemption disabled.
-    pub fn for_each(&self, f: impl FnMut(usize)) {
+    /// Calls `f` on every entry. Writers only.
+    pub fn for_each(&self, w: &Writer<T>, mut f: impl FnMut(&T)) {
+        self.own(w);
         if let Some(s) = self.slots() {
-            tasktable::for_each(s, f);
+            tasktable::for_each(s, |e| {
+                // SAFETY: an entry of the table; only writers free entries, and the caller is
+                // the writer (it holds `w`) for the whole walk.
+                f(unsafe { &*(e as *const T) })
+            });
         }
     }
 
     /// Frees the table itself (not the entries). Writers only, with no reader left (the caller
     /// has waited for a grace period since the last lookup could start).
-    pub fn free(&self, w: &mut Counts) {
+    pub fn free(&self, w: &mut Writer<T>) {
+        self.own(w);
         let old = self.slots.swap(null_mut(), AcqRel);
         if !old.is_null() {
             synchronize_rcu();
             // SAFETY: unpublished; readers are gone after the grace period.
             drop(unsafe { KBox::from_raw(old) });
         }
-        *w = Counts::default();
+        w.counts = Counts::default();
     }
 }
 
-// SAFETY: the table is a pointer to atomics, shared by design (see the module documentation).
-unsafe impl Send for RcuTable {}
+// SAFETY: the table holds pointers to atomics and to entries it only hands out as `&T`: moving
+// or sharing it shares the entries (`T: Sync`), which writers on any CPU free (`T: Send`).
+unsafe impl<T: Send + Sync> Send for RcuTable<T> {}
 // SAFETY: as above.
-unsafe impl Sync for RcuTable {}
+unsafe impl<T: Send + Sync> Sync for RcuTable<T> {}

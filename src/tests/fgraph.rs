@@ -101,8 +101,7 @@ fn ops_on(t: &Test, glob: &CStr, h: Rec) -> Result<GraphOps<Rec>, Failed> {
 }
 
 fn core_is_idle(t: &Test) -> CaseResult {
-    // SAFETY: the module is loaded while its tests run.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     kcheck_eq!(t, g.registered(), 0);
     Ok(())
 }
@@ -246,8 +245,7 @@ fn fill(t: &Test, n: usize) -> Result<KVec<GraphOps<Rec>>, Failed> {
 fn seventeenth_ops_is_enospc(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let all = fill(t, ARRAY_SIZE)?;
-    // SAFETY: the module is loaded.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     kcheck_eq!(t, g.registered(), ARRAY_SIZE);
     let mut extra = ops_on(t, c_str!("ufg_test_mul"), Rec::new(0, 0, false))?;
     match extra.register() {
@@ -585,8 +583,7 @@ fn hub_ops(t: &Test, ips: &[usize], h: Rec) -> Result<GraphOps<Rec>, Failed> {
 
 fn hub_shares_one_ftrace_ops(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
-    // SAFETY: the module is loaded while its tests run.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     let add_ip = bindings::ufg_test_add as *const () as usize;
     let mul_ip = bindings::ufg_test_mul as *const () as usize;
     // Three ops on the hub and one on its own ftrace_ops hook ufg_test_add together; a fourth
@@ -692,8 +689,7 @@ fn hub_shares_one_ftrace_ops(t: &mut Test) -> CaseResult {
 /// ops registers fine once the cause is gone.
 fn hub_refusals_leave_nothing(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
-    // SAFETY: the module is loaded while its tests run.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     let add_ip = bindings::ufg_test_add as *const () as usize;
     // An address that is no traceable function, beside a good one.
     let mut bad = hub_ops(t, &[add_ip, 1], Rec::new(8, 1, true))?;
@@ -800,8 +796,7 @@ fn hub_filter_list_follows_the_ops(t: &mut Test) -> CaseResult {
 /// others none, and the hub's filter holds the function exactly while a hub ops is registered.
 fn hub_and_own_ops_in_every_order(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
-    // SAFETY: the module is loaded while its tests run.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     let add_ip = bindings::ufg_test_add as *const () as usize;
     const ORDERS: [[usize; 3]; 6] = [
         [0, 1, 2],
@@ -906,8 +901,7 @@ fn hub_callback_recursion(t: &mut Test) -> CaseResult {
             sl.missed_recursion.load(Relaxed)
         );
     }
-    // SAFETY: the module is loaded while its tests run.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     kcheck_eq!(t, g.tasks().frames_now(), 0);
     drop(r);
     drop(s);
@@ -1085,8 +1079,7 @@ impl Drop for CTestOps {
 /// registration; a filter emptied again is refused (-EINVAL) at registration.
 fn c_shared_filter(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
-    // SAFETY: the module is loaded while its tests run.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     let add_ip = bindings::ufg_test_add as *const () as usize;
     let mul_ip = bindings::ufg_test_mul as *const () as usize;
     let mut o = CTestOps::new(t)?;
@@ -1229,8 +1222,7 @@ fn forks_with_an_empty_pool(t: &mut Test) -> CaseResult {
     // A registered ops: every task has a stack, and the pool is full.
     let mut ops = ops_on(t, c_str!("ufg_test_add"), Rec::new(0, 0, false))?;
     t.check_ok(ops.register(), "register")?;
-    // SAFETY: the module is loaded while its tests run.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     // Fake tasks, zeroed and as big as the fields looking a task up reads (`is_idle_task()`
     // reads `flags`): two words each, as before session 10, made those reads run past the
     // allocation, which KASAN reported now and then (the debug kernel's "flaky" failure).
@@ -1460,8 +1452,7 @@ impl GraphHandler for Joiner {
         self.depth.store(e.depth, Relaxed);
         let peek = self.peek.load(Relaxed);
         if peek != usize::MAX {
-            // SAFETY: the module is loaded while its tests run.
-            if let Some(g) = unsafe { graph() } {
+            if let Some(g) = graph() {
                 if g.retrieve_data(peek, 0).is_some() {
                     self.bad.fetch_add(1, Relaxed);
                 }
@@ -1583,8 +1574,7 @@ fn hub_join_all_callbacks(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, depth, 1);
     // Every hook from inside the joining callback was refused and counted, none returned.
     kcheck_eq!(t, (jrh_missed, JRH_RETURNS.load(Relaxed)), (N, 0));
-    // SAFETY: the module is loaded while its tests run.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     kcheck_eq!(t, g.tasks().frames_now(), 0);
     for o in hub.iter_mut() {
         t.check_ok(o.unregister(), "unregister")?;

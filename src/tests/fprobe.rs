@@ -587,8 +587,7 @@ fn recursion_misses_both_kinds(t: &mut Test) -> CaseResult {
 /// on every call and missed nothing; a disabled exit probe was not called and missed nothing.
 fn overrun_misses_only_exit_probes(t: &mut Test) -> CaseResult {
     reset();
-    // SAFETY: the module is loaded.
-    let g = unsafe { graph() }.ok_or_else(|| t.fail(format_args!("no graph")))?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph")))?;
     let overruns = || {
         let mut n = 0u64;
         let _ = g.for_each_slot(|_, s| -> core::result::Result<(), ()> {

@@ -9,6 +9,7 @@ mod fgraph;
 mod fprobe;
 mod hot;
 mod kretprobe;
+mod typed;
 
 /// Whether ftrace may call ufgraph's ftrace_ops through its list function, whose own recursion
 /// guard then refuses a nested call before ufgraph's guard can count it: on arm64 without

@@ -104,8 +104,7 @@ pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
     debug_assert!(!fregs.is_null());
     // SAFETY: the caller's contract.
     let slot = unsafe { op_slot(op) };
-    // SAFETY: registered ops exist only while the graph core does.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return;
     };
     // SAFETY: the slot was made for an `H`, alive while it is registered.
@@ -149,8 +148,7 @@ pub(super) unsafe fn graph_enter<H: GraphHandler>(
     cookie: usize,
     np: &NoPreempt,
 ) {
-    // SAFETY: registered ops exist only while the graph core does.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return;
     };
     // SAFETY: the slot was made for an `H`, alive while it is registered.
@@ -589,9 +587,7 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
             &bare
         }
     };
-    // SAFETY: frames return through us only while the graph core exists (teardown hands the
-    // others back and waits for the rest).
-    let g = unsafe { graph() }.expect("ufgraph: return trampoline without a graph core");
+    let g = graph().expect("ufgraph: return trampoline without a graph core");
     // SAFETY: the trampoline passes the registers it saved.
     let regs = unsafe { Regs::from_raw(fregs) };
     let Some(stack) = g.tasks.current(np) else {
@@ -713,8 +709,7 @@ pub fn ret_addr(
     if ret != trampoline() {
         return ret;
     }
-    // SAFETY: API calls are made while the module is loaded.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return ret;
     };
     let np = NoPreempt::new();

@@ -44,8 +44,7 @@ pub(super) fn reserve_failed(bytes: usize) {
     if bytes == 0 || bytes > crate::pure::shadow::MAX_DATA_BYTES {
         return;
     }
-    // SAFETY: callbacks run only while the graph core exists.
-    if let Some(g) = unsafe { graph() } {
+    if let Some(g) = graph() {
         g.stats.reserve_failed.fetch_add(1, Relaxed);
     }
 }
@@ -54,8 +53,7 @@ pub(super) fn reserve_failed(bytes: usize) {
 /// ops' `missed_overrun` (the handler reports the miss to its users itself).
 #[cold]
 pub(super) fn lazy_overrun(idx: usize) {
-    // SAFETY: callbacks run only while the graph core exists.
-    let Some(g) = (unsafe { graph() }) else {
+    let Some(g) = graph() else {
         return;
     };
     let Some(p) = g
@@ -66,8 +64,8 @@ pub(super) fn lazy_overrun(idx: usize) {
     else {
         return;
     };
-    // SAFETY: a slot in the array stays valid until a grace period after it is removed, and the
-    // entry callback runs with preemption disabled.
+    // SAFETY: a slot in the array stays valid until a grace period after it is removed (`Graph`'s
+    // invariants), and the entry callback runs with preemption disabled.
     unsafe { &*p }.missed_overrun.fetch_add(1, Relaxed);
 }
 
@@ -293,6 +291,16 @@ pub(super) unsafe fn slot_entry<H: GraphHandler>(this: *const (), e: &mut Entry<
 
 /// What the core knows of a registered ops. Type-erased: Rust handlers and C `ufgraph_ops` both
 /// sit behind it.
+///
+/// # Invariants
+///
+/// - `entry`, `ret`, `missed`, `set_index` and `ftrace_func` were made for one handler type
+///   `H` ([`Slot::new`]), and `this` points to an `H` (`slot_entry::<H>` as `entry` tells
+///   which), valid from `new` until the slot is unregistered and no callback that found it
+///   can still be running (the contract of `new`: its owner drops the handler only after
+///   [`Graph::unregister`], which waits a grace period, has returned).
+/// - `hub_ips` is touched only by `Graph` methods holding the graph's registration lock.
+/// - While registered on its own `ftrace_ops`, that ops' `private` is this slot.
 pub struct Slot {
     pub(super) idx: AtomicUsize,
     pub(super) ftrace: RawOps,
@@ -393,8 +401,8 @@ impl Slot {
             };
         }
         self.idx.store(idx.unwrap_or(usize::MAX), Relaxed);
-        // SAFETY: the handler is alive while the slot is being registered or unregistered
-        // (`Slot::new`'s contract).
+        // SAFETY: `this` is the handler `set_index` was made for, alive while the slot is being
+        // registered or unregistered (the type invariants).
         unsafe { (self.set_index)(self.this, idx) };
     }
 
@@ -406,13 +414,15 @@ impl Slot {
         which: impl FnOnce(&Self) -> &AtomicU64,
     ) {
         which(self).fetch_add(1, Relaxed);
-        // SAFETY: the slot's handler is alive while the slot is registered.
+        // SAFETY: `this` is the handler `missed` was made for, alive while the slot is registered
+        // (the type invariants).
         unsafe { (self.missed)(self.this, ip) };
     }
 
     /// The handler's entry callback, through the slot.
     pub(in crate::fgraph) fn call_entry(&self, e: &mut Entry<'_>) -> bool {
-        // SAFETY: the slot's handler is alive while the slot is registered.
+        // SAFETY: `this` is the handler `entry` was made for, alive while the slot is registered
+        // (the type invariants).
         unsafe { (self.entry)(self.this, e) }
     }
 
@@ -429,7 +439,8 @@ impl Slot {
             self.entry,
             slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
         ) {
-            // SAFETY: the slot was made for a `Q` (above), alive while it is registered.
+            // SAFETY: the slot was made for a `Q` (its `entry` says so, above), and `this` is that
+            // `Q`, alive while the slot is registered (the type invariants).
             unsafe { &*self.this.cast::<Q>() }.entry(&mut make())
         } else {
             self.call_entry(&mut make())
@@ -443,7 +454,7 @@ impl Slot {
             self.entry,
             slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
         ) {
-            // SAFETY: the slot was made for a `Q` (above), alive while it is registered.
+            // SAFETY: as in `call_entry_built`.
             unsafe { &*self.this.cast::<Q>() }.entry(e)
         } else {
             self.call_entry(e)
