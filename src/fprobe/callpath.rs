@@ -184,7 +184,7 @@ pub(super) fn graph_side_probes(e: &mut Entry<'_>, ent: &IpEntry) -> bool {
                 None => {
                     // Entry data and no entry handler to fill it: the exit handler gets zeros,
                     // not what an earlier call left in these words.
-                    data[off + 1..off + 1 + w].fill(0);
+                    zero(data.get_mut(off + 1..off + 1 + w));
                     false
                 }
             };
@@ -205,6 +205,15 @@ pub(super) fn graph_side_probes(e: &mut Entry<'_>, ent: &IpEntry) -> bool {
     }
 }
 
+/// Zeroes entry data words (none for an exit-only probe without data, the common case: no
+/// call, no slice check out of line).
+#[inline(always)]
+fn zero(words: Option<&mut [usize]>) {
+    if let Some(d) = words.filter(|d| !d.is_empty()) {
+        d.fill(0);
+    }
+}
+
 /// [`GraphSide::ret`].
 #[inline(always)]
 pub(super) fn graph_side_ret(r: &mut Return<'_>) {
@@ -217,7 +226,7 @@ pub(super) fn graph_side_ret(r: &mut Return<'_>) {
             // SAFETY: see `GraphSide::entry`.
             let live = unsafe { &*single };
             // The header names the registration and the data's size: one compare for both.
-            if hdr == live.hdr && live.words + 1 == data.len() {
+            if hdr == live.hdr && live.words.wrapping_add(1) == data.len() {
                 let dptr = if live.words > 0 {
                     data[1..].as_ptr().cast_mut().cast::<c_void>()
                 } else {
@@ -323,7 +332,7 @@ pub(super) fn only_exit_probe(e: &mut Entry<'_>, live: &Live) -> bool {
         Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
         None => {
             // Entry data and no entry handler to fill it: zeros for the exit handler, as above.
-            data[1..=w].fill(0);
+            zero(data.get_mut(1..1 + w));
             false
         }
     };

@@ -937,6 +937,9 @@ fn compare(s: &Stack, m: &Model, deep: bool) -> Verdict {
         ensure(s.data_on_top(idx) == want, || {
             format!("data on top of {idx}: {:?}", s.data_on_top(idx))
         })?;
+        // The return path finds it from the top word it read with the top frame.
+        let head = s.top_frame_head().and_then(|(_, h)| h.data(idx));
+        ensure(head == want, || format!("head data of {idx}: {head:?}"))?;
         let depths = if deep { m.frames.len() + 1 } else { 1 };
         for depth in 0..depths {
             let want = m
