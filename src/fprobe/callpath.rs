@@ -217,27 +217,27 @@ fn zero(words: Option<&mut [usize]>) {
 /// [`GraphSide::ret`].
 #[inline(always)]
 pub(super) fn graph_side_ret(r: &mut Return<'_>) {
-    {
-        let Some(core) = core_ref() else { return };
-        let Some(data) = r.data() else { return };
-        // The common case first: the only exit probe, alone in the call's data.
-        let single = core.single_exit.load(Acquire);
-        if let (false, Some(&hdr)) = (single.is_null(), data.first()) {
-            // SAFETY: see `GraphSide::entry`.
-            let live = unsafe { &*single };
-            // The header names the registration and the data's size: one compare for both.
-            if hdr == live.hdr && live.words.wrapping_add(1) == data.len() {
-                let dptr = if live.words > 0 {
-                    data[1..].as_ptr().cast_mut().cast::<c_void>()
-                } else {
-                    core::ptr::null_mut()
+    let Some(core) = core_ref() else { return };
+    // The common case first: the only exit probe, its data all the frame holds (the one-step
+    // push of `only_exit_probe`): one compare finds it, one more checks the header, which
+    // names the registration and the data's size.
+    let single = core.single_exit.load(Acquire);
+    if !single.is_null() {
+        // SAFETY: see `GraphSide::entry`.
+        let live = unsafe { &*single };
+        if let Some(data) = r.data_exact(live.words.wrapping_add(1)) {
+            if data.first() == Some(&live.hdr) {
+                let dptr = match data.get(1..) {
+                    Some(d) if !d.is_empty() => d.as_ptr().cast_mut().cast::<c_void>(),
+                    _ => core::ptr::null_mut(),
                 };
                 call_exit(live.fp, r.func, r.ret_ip, r.regs, dptr);
                 return;
             }
         }
-        graph_side_ret_all(core, r.func, r.ret_ip, r.regs, r.no_preempt(), data);
     }
+    let Some(data) = r.data() else { return };
+    graph_side_ret_all(core, r.func, r.ret_ip, r.regs, r.no_preempt(), data);
 }
 
 /// Runs `fp`'s exit handler (a registered probe, found live for this return) unless the probe

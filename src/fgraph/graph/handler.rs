@@ -193,6 +193,15 @@ impl<'a> Return<'a> {
         }
     }
 
+    /// What this ops' entry callback reserved for this frame, if it is `words` words (1..=32)
+    /// and all the frame holds (a frame pushed with its data in one step, by this ops alone):
+    /// one compare, for a caller that knows the size it expects. `None` does not mean there is
+    /// none: [`Return::data`] finds it wherever it lies.
+    #[inline(always)]
+    pub fn data_exact(&self, words: usize) -> Option<&'a [usize]> {
+        data_slice(self.stack, self.head.data_exact(self.idx, words)?)
+    }
+
     /// What this ops reserved `depth` frames up (0: this frame).
     pub fn parent_data(&self, depth: usize) -> Option<&'a [usize]> {
         data_slice(self.stack, self.stack.retrieve_data(self.idx, depth)?)
