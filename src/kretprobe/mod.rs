@@ -40,6 +40,9 @@ use kernel::str::CStr;
 /// A kretprobe's fprobe: its handlers turn the fprobe's calls into the kretprobe API's.
 pub struct Shim {
     rp: *mut ufgraph_kretprobe,
+    /// No entry handler and no data (read once, at registration): see
+    /// [`FprobeHandler::has_entry`] below.
+    bare: bool,
 }
 
 // SAFETY: `rp` is the caller's kretprobe, valid while the shim is registered (the API's
@@ -53,15 +56,6 @@ type ShimProbe = Fprobe<Shim>;
 
 const INSTANCE_HDR: usize = size_of::<ufgraph_kretprobe_instance>();
 
-impl Shim {
-    /// No entry handler and no data: see [`FprobeHandler::has_entry`] below.
-    fn bare(&self) -> bool {
-        // SAFETY: the kretprobe is valid while the shim exists.
-        let rp = unsafe { &*self.rp };
-        rp.entry_handler.is_none() && rp.data_size == 0
-    }
-}
-
 impl FprobeHandler for Shim {
     const EXIT: bool = true;
 
@@ -70,11 +64,11 @@ impl FprobeHandler for Shim {
     // data, so a call costs what an exit-only fprobe's does, and the exit builds the instance
     // (the probe and the return address, both known there) on its own stack.
     fn has_entry(&self) -> bool {
-        !self.bare()
+        !self.bare
     }
 
     fn entry_data_size(&self) -> usize {
-        if self.bare() {
+        if self.bare {
             return 0;
         }
         // SAFETY: the kretprobe is valid while the shim exists.
@@ -113,9 +107,7 @@ impl FprobeHandler for Shim {
         // A bare kretprobe's instance: made here, for the handler's call only (the kernel's
         // handlers do not keep `ri`; it goes back to its pool when they return).
         let mut own = MaybeUninit::<ufgraph_kretprobe_instance>::uninit();
-        let ri = if data.len() >= INSTANCE_HDR {
-            data.as_mut_ptr().cast::<ufgraph_kretprobe_instance>()
-        } else if data.is_empty() && self.bare() {
+        let ri = if self.bare {
             let ri = own.as_mut_ptr();
             // SAFETY: a local instance with no data bytes (`data_size` is 0): its two fields
             // are all of it.
@@ -124,6 +116,8 @@ impl FprobeHandler for Shim {
                 (*ri).ret_addr = ret_ip as _;
             }
             ri
+        } else if data.len() >= INSTANCE_HDR {
+            data.as_mut_ptr().cast::<ufgraph_kretprobe_instance>()
         } else {
             return;
         };
@@ -162,7 +156,8 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
     if r.kp.offset != 0 || (r.kp.symbol_name.is_null() == r.kp.addr.is_null()) {
         return Err(EINVAL);
     }
-    let mut probe = ShimProbe::new(Shim { rp })?;
+    let bare = r.entry_handler.is_none() && r.data_size == 0;
+    let mut probe = ShimProbe::new(Shim { rp, bare })?;
     let name = if r.kp.symbol_name.is_null() {
         None
     } else {

@@ -151,8 +151,11 @@ unsafe extern "C" fn bare_ret(
     // SAFETY: the instance the shim made for this call, and its pt_regs.
     unsafe {
         BARE_RP.store((*ri).rp as usize, Relaxed);
-        BARE_RET_ADDR.store((*ri).ret_addr as usize, Relaxed);
-        BARE_RETVAL.store(bindings::ufg_regs_return_value(regs) as u32 as usize, Relaxed);
+        BARE_RET_ADDR.store((*ri).ret_addr, Relaxed);
+        BARE_RETVAL.store(
+            bindings::ufg_regs_return_value(regs) as u32 as usize,
+            Relaxed,
+        );
     }
     0
 }
