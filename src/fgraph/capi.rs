@@ -41,7 +41,7 @@ impl GraphHandler for COps {
         };
         let mut trace = ufgraph_ent {
             func: e.func as _,
-            depth: e.depth as c_int,
+            depth: e.depth() as c_int,
         };
         // SAFETY: the C caller registered this callback for exactly these arguments.
         unsafe { f(&mut trace, self.gops(), e.regs.as_ptr()) != 0 }
@@ -56,7 +56,7 @@ impl GraphHandler for COps {
         let mut trace = ufgraph_ret {
             func: r.func as _,
             retval: r.retval() as _,
-            depth: r.depth as c_int,
+            depth: r.depth() as c_int,
             overrun: 0,
             calltime: r.calltime,
             rettime: r.rettime,

@@ -54,7 +54,7 @@ use crate::arch::Slot as ArchSlot;
 use crate::bindings;
 use crate::pure::handback::{self, Hooker, Plan};
 use crate::pure::lru::Lru;
-use crate::pure::shadow::{mark, DataRef, Frame, ARRAY_SIZE, FRAME_WORDS};
+use crate::pure::shadow::{mark, DataRef, Frame, Head, ARRAY_SIZE, FRAME_WORDS};
 use crate::sys::ftrace::{RawOps, Regs};
 use crate::sys::global::Global;
 #[cfg(CONFIG_PREEMPTION)]

@@ -182,7 +182,7 @@ pub(super) fn graph_side_probes(e: &mut Entry<'_>, ent: &IpEntry) -> bool {
                 None => {
                     // Entry data and no entry handler to fill it: the exit handler gets zeros,
                     // not what an earlier call left in these words.
-                    data[off + 1..off + 1 + w].fill(0);
+                    zero(data.get_mut(off + 1..off + 1 + w));
                     false
                 }
             };
@@ -203,30 +203,39 @@ pub(super) fn graph_side_probes(e: &mut Entry<'_>, ent: &IpEntry) -> bool {
     }
 }
 
+/// Zeroes entry data words (none for an exit-only probe without data, the common case: no
+/// call, no slice check out of line).
+#[inline(always)]
+fn zero(words: Option<&mut [usize]>) {
+    if let Some(d) = words.filter(|d| !d.is_empty()) {
+        d.fill(0);
+    }
+}
+
 /// [`GraphSide::ret`].
 #[inline(always)]
 pub(super) fn graph_side_ret(r: &mut Return<'_>) {
-    {
-        let Some(core) = core_ref() else { return };
-        let Some(data) = r.data() else { return };
-        // The common case first: the only exit probe, alone in the call's data.
-        let single = core.single_exit.load(Acquire);
-        if let (false, Some(&hdr)) = (single.is_null(), data.first()) {
-            // SAFETY: see `GraphSide::entry`.
-            let live = unsafe { &*single };
-            // The header names the registration and the data's size: one compare for both.
-            if hdr == live.hdr && live.words + 1 == data.len() {
-                let dptr = if live.words > 0 {
-                    data[1..].as_ptr().cast_mut().cast::<c_void>()
-                } else {
-                    core::ptr::null_mut()
+    let Some(core) = core_ref() else { return };
+    // The common case first: the only exit probe, its data all the frame holds (the one-step
+    // push of `only_exit_probe`): one compare finds it, one more checks the header, which
+    // names the registration and the data's size.
+    let single = core.single_exit.load(Acquire);
+    if !single.is_null() {
+        // SAFETY: see `GraphSide::entry`.
+        let live = unsafe { &*single };
+        if let Some(data) = r.data_exact(live.words.wrapping_add(1)) {
+            if data.first() == Some(&live.hdr) {
+                let dptr = match data.get(1..) {
+                    Some(d) if !d.is_empty() => d.as_ptr().cast_mut().cast::<c_void>(),
+                    _ => core::ptr::null_mut(),
                 };
                 call_exit(live.fp, r.func, r.ret_ip, r.regs, dptr);
                 return;
             }
         }
-        graph_side_ret_all(core, r.func, r.ret_ip, r.regs, r.no_preempt(), data);
     }
+    let Some(data) = r.data() else { return };
+    graph_side_ret_all(core, r.func, r.ret_ip, r.regs, r.no_preempt(), data);
 }
 
 /// Runs `fp`'s exit handler (a registered probe, found live for this return) unless the probe
@@ -319,7 +328,7 @@ pub(super) fn only_exit_probe(e: &mut Entry<'_>, live: &Live) -> bool {
         Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
         None => {
             // Entry data and no entry handler to fill it: zeros for the exit handler, as above.
-            data[1..=w].fill(0);
+            zero(data.get_mut(1..1 + w));
             false
         }
     };

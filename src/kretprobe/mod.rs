@@ -17,6 +17,9 @@
 //!                                      missed --> rp.nmissed += 1
 //!   entry data (shadow stack): [ rp | ret_addr | data[data_size] ]  = the kretprobe_instance
 //! ```
+//!
+//! A kretprobe with neither an entry handler nor data has no entry side at all: its fprobe is
+//! exit-only, and the exit makes the instance on its own stack.
 
 pub mod capi;
 mod rethook;
@@ -37,6 +40,9 @@ use kernel::str::CStr;
 /// A kretprobe's fprobe: its handlers turn the fprobe's calls into the kretprobe API's.
 pub struct Shim {
     rp: *mut ufgraph_kretprobe,
+    /// No entry handler and no data (read once, at registration): see
+    /// [`FprobeHandler::has_entry`] below.
+    bare: bool,
 }
 
 // SAFETY: `rp` is the caller's kretprobe, valid while the shim is registered (the API's
@@ -53,7 +59,18 @@ const INSTANCE_HDR: usize = size_of::<ufgraph_kretprobe_instance>();
 impl FprobeHandler for Shim {
     const EXIT: bool = true;
 
+    // A kretprobe without an entry handler and without data (the common kind: a return
+    // handler alone) needs nothing from the entry: its probe has no entry handler and no entry
+    // data, so a call costs what an exit-only fprobe's does, and the exit builds the instance
+    // (the probe and the return address, both known there) on its own stack.
+    fn has_entry(&self) -> bool {
+        !self.bare
+    }
+
     fn entry_data_size(&self) -> usize {
+        if self.bare {
+            return 0;
+        }
         // SAFETY: the kretprobe is valid while the shim exists.
         INSTANCE_HDR + unsafe { (*self.rp).data_size }
     }
@@ -83,17 +100,32 @@ impl FprobeHandler for Shim {
     }
 
     fn exit(&self, _ip: usize, ret_ip: usize, regs: &Regs, data: &mut [u8]) {
-        if data.len() < INSTANCE_HDR {
-            return;
-        }
         // SAFETY: as in `entry`.
         let Some(h) = (unsafe { (*self.rp).handler }) else {
             return;
         };
+        // A bare kretprobe's instance: made here, for the handler's call only (the kernel's
+        // handlers do not keep `ri`; it goes back to its pool when they return).
+        let mut own = MaybeUninit::<ufgraph_kretprobe_instance>::uninit();
+        let ri = if self.bare {
+            let ri = own.as_mut_ptr();
+            // SAFETY: a local instance with no data bytes (`data_size` is 0): its two fields
+            // are all of it.
+            unsafe {
+                (*ri).rp = self.rp;
+                (*ri).ret_addr = ret_ip as _;
+            }
+            ri
+        } else if data.len() >= INSTANCE_HDR {
+            data.as_mut_ptr().cast::<ufgraph_kretprobe_instance>()
+        } else {
+            return;
+        };
         let mut pt = MaybeUninit::<bindings::pt_regs>::uninit();
         crate::arch::fill_pt_regs(regs, Some(ret_ip), &mut pt);
-        // SAFETY: the instance the entry filled, and the user's handler.
-        unsafe { h(data.as_mut_ptr().cast(), pt.as_mut_ptr()) };
+        // SAFETY: the instance the entry filled (or the one made above), and the user's
+        // handler.
+        unsafe { h(ri, pt.as_mut_ptr()) };
     }
 
     fn missed(&self) {
@@ -124,7 +156,8 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
     if r.kp.offset != 0 || (r.kp.symbol_name.is_null() == r.kp.addr.is_null()) {
         return Err(EINVAL);
     }
-    let mut probe = ShimProbe::new(Shim { rp })?;
+    let bare = r.entry_handler.is_none() && r.data_size == 0;
+    let mut probe = ShimProbe::new(Shim { rp, bare })?;
     let name = if r.kp.symbol_name.is_null() {
         None
     } else {

@@ -1449,7 +1449,7 @@ fn jrh() -> *mut bindings::ufgraph_rethook {
 impl GraphHandler for Joiner {
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         self.entries.fetch_add(1, Relaxed);
-        self.depth.store(e.depth, Relaxed);
+        self.depth.store(e.depth(), Relaxed);
         let peek = self.peek.load(Relaxed);
         if peek != usize::MAX {
             if let Some(g) = graph() {
@@ -1492,7 +1492,7 @@ impl GraphHandler for Joiner {
 
     fn ret(&self, r: &mut Return<'_>) {
         self.returns.fetch_add(1, Relaxed);
-        self.ret_depth.store(r.depth, Relaxed);
+        self.ret_depth.store(r.depth(), Relaxed);
         let ok = matches!(r.data(), Some(w) if w.len() == 2
             && w[0] ^ self.tag == r.retval() as u32 as usize
             && w[1] == !self.tag);

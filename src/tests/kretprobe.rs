@@ -134,6 +134,65 @@ fn kretprobe_sees_every_return(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+static BARE_RP: AtomicUsize = AtomicUsize::new(0);
+static BARE_RET_ADDR: AtomicUsize = AtomicUsize::new(0);
+static BARE_RETVAL: AtomicUsize = AtomicUsize::new(0);
+
+/// The return handler of a kretprobe without entry handler or data.
+///
+/// # Safety
+///
+/// Called by the kretprobe shim only, for a registered test kretprobe.
+unsafe extern "C" fn bare_ret(
+    ri: *mut ufgraph_kretprobe_instance,
+    regs: *mut bindings::pt_regs,
+) -> c_int {
+    RETURNS.fetch_add(1, Relaxed);
+    // SAFETY: the instance the shim made for this call, and its pt_regs.
+    unsafe {
+        BARE_RP.store((*ri).rp as usize, Relaxed);
+        BARE_RET_ADDR.store((*ri).ret_addr, Relaxed);
+        BARE_RETVAL.store(
+            bindings::ufg_regs_return_value(regs) as u32 as usize,
+            Relaxed,
+        );
+    }
+    0
+}
+
+// A kretprobe with a return handler alone (the common kind) has no entry side: its instance is
+// made at the return. The handler must still see its probe, the real return address (inside
+// the C caller) and the return value, on every call.
+fn bare_kretprobe_gets_its_instance(t: &mut Test) -> CaseResult {
+    reset();
+    let mut rp = ufgraph_kretprobe::default();
+    rp.kp.symbol_name = c_str!("ufg_test_add").as_char_ptr();
+    rp.handler = Some(bare_ret);
+    // SAFETY: `rp` outlives its registration (unregistered below).
+    t.check_ok(unsafe { register_kretprobe(&mut rp) }, "register_kretprobe")?;
+    let rpp: *mut ufgraph_kretprobe = &mut rp;
+    // SAFETY: `rp` lives on this frame, which the guard does not outlive.
+    let _undo = ScopeGuard::new(move || unsafe { unregister_kretprobe(rpp) });
+    let caller = bindings::ufg_test_caller as *const () as usize;
+    for i in 0..20 {
+        // SAFETY: a plain C fixture: ufg_test_add(i, 1) + 1.
+        kcheck_eq!(t, unsafe { bindings::ufg_test_caller(i) }, i + 2);
+        kcheck_eq!(t, BARE_RP.load(Relaxed), rpp as usize);
+        kcheck_eq!(t, BARE_RETVAL.load(Relaxed), (i + 1) as usize);
+        let ret_addr = BARE_RET_ADDR.load(Relaxed);
+        kcheck!(
+            t,
+            ret_addr > caller && ret_addr < caller + 256,
+            "ret_addr {:#x}, ufg_test_caller at {:#x}",
+            ret_addr,
+            caller
+        );
+    }
+    kcheck_eq!(t, RETURNS.load(Relaxed), 20);
+    kcheck_eq!(t, rp.nmissed, 0);
+    Ok(())
+}
+
 fn kretprobe_errors(t: &mut Test) -> CaseResult {
     let mut rp = kretprobe_on(c_str!("ufg_no_such_function"));
     // SAFETY: (all below) each kretprobe outlives its (failed or undone) registration.
@@ -314,6 +373,7 @@ kunit_suite!(
     "ufgraph_kretprobe",
     [
         kretprobe_sees_every_return,
+        bare_kretprobe_gets_its_instance,
         kretprobe_errors,
         rethook_from_a_kprobe,
         rethook_from_an_ftrace_ops,

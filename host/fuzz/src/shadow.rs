@@ -937,6 +937,25 @@ fn compare(s: &Stack, m: &Model, deep: bool) -> Verdict {
         ensure(s.data_on_top(idx) == want, || {
             format!("data on top of {idx}: {:?}", s.data_on_top(idx))
         })?;
+        // The return path finds it from the top word it read with the top frame.
+        let head = s.top_frame_head().and_then(|(_, h)| h.data(idx));
+        ensure(head == want, || format!("head data of {idx}: {head:?}"))?;
+        // The exact layout only when the top frame holds that one reservation alone.
+        let alone = m
+            .frames
+            .last()
+            .filter(|f| f.data.len() == 1 && f.data[0].idx == idx)
+            .map(|f| DataRef {
+                start: f.data[0].start,
+                words: f.data[0].words,
+            });
+        let exact = want.and_then(|w| {
+            s.top_frame_head()
+                .and_then(|(_, h)| h.data_exact(idx, w.words))
+        });
+        ensure(exact == alone, || {
+            format!("exact data of {idx}: {exact:?}, alone {alone:?}")
+        })?;
         let depths = if deep { m.frames.len() + 1 } else { 1 };
         for depth in 0..depths {
             let want = m

@@ -301,7 +301,6 @@ impl Graph {
             let mut e = Entry {
                 func: ip,
                 ret_ip: old_ret,
-                depth: stack.depth().wrapping_add(1),
                 regs,
                 cookie,
                 stack,
@@ -415,7 +414,6 @@ impl Graph {
         let mut e = Entry {
             func: ip,
             ret_ip,
-            depth: stack.depth(),
             regs,
             cookie,
             stack,
@@ -483,7 +481,6 @@ impl Graph {
         let mut seen = 0;
         // SAFETY: valid for the call (caller).
         let regs = unsafe { Regs::from_raw(fregs) };
-        let depth = stack.depth();
         while mask != 0 {
             // Below 16: the mask has a bit per array index.
             let idx = mask.trailing_zeros() as usize % ARRAY_SIZE;
@@ -500,7 +497,6 @@ impl Graph {
             let wanted = slot.call_entry_built::<Q>(|| Entry {
                 func: ip,
                 ret_ip,
-                depth,
                 regs,
                 cookie: 0,
                 stack,
@@ -577,23 +573,44 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
 ) -> usize {
     // The frame is popped whatever happens; only the callbacks need the recursion guard (a
     // return callback that calls a hooked function, whose own return would re-enter here).
-    // Either way preemption is disabled once.
-    let guard = Recursion::try_lock(trampoline(), 0);
-    let bare;
-    let np: &NoPreempt = match &guard {
-        Ok(g) => g.no_preempt(),
-        Err(_) => {
-            bare = NoPreempt::new();
-            &bare
+    // Either way preemption is disabled once. The body is instantiated once per outcome, so
+    // that the common one carries no test of it per callback and no guard state in memory.
+    match Recursion::try_lock(trampoline(), 0) {
+        Ok(guard) => {
+            // SAFETY: the caller's contract; the guard is held.
+            let ret = unsafe { return_body::<P, Q>(fregs, guard.no_preempt(), None) };
+            drop(guard);
+            ret
         }
-    };
+        Err(refused) => {
+            let np = NoPreempt::new();
+            // SAFETY: the caller's contract; preemption is disabled.
+            unsafe { return_body::<P, Q>(fregs, &np, Some(refused)) }
+        }
+    }
+}
+
+/// [`return_handler`] once preemption is disabled (`np`), with the recursion guard held unless
+/// `refused` says why not: then the frame is popped and no callback runs.
+///
+/// # Safety
+///
+/// As for [`return_handler`].
+#[inline(always)]
+unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
+    fregs: *mut crate::sys::ftrace::RawFregs,
+    np: &NoPreempt,
+    refused: Option<Refused>,
+) -> usize {
+    // Frames return through us only while the graph core exists (teardown hands the others
+    // back and waits for the rest).
     let g = graph().expect("ufgraph: return trampoline without a graph core");
     // SAFETY: the trampoline passes the registers it saved.
     let regs = unsafe { Regs::from_raw(fregs) };
     let Some(stack) = g.tasks.current(np) else {
         panic!("ufgraph: return trampoline on a task without a shadow stack");
     };
-    let Some(mut f) = stack.top_frame() else {
+    let Some((mut f, mut head)) = stack.top_frame_head() else {
         panic!("ufgraph: return trampoline with an empty shadow stack");
     };
     // The frame must be this return's. If it is not, returns were skipped above it (a frame of
@@ -611,7 +628,10 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
         }
         g.stats.skipped_frames.fetch_add(skipped, Relaxed);
         stack.drop_frames(c_top, skipped as usize);
-        f = c;
+        let Some((c, h)) = stack.top_frame_head() else {
+            panic!("ufgraph: no shadow-stack frame for this return");
+        };
+        (f, head) = (c, h);
     }
 
     // Before the callbacks: put the real return address where the trampoline's frame keeps the
@@ -632,9 +652,32 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
     } else {
         f.ret
     };
-    // The same for every ops: nothing pops before the loop ends.
-    let depth = stack.depth();
+    // The common case first: one ops on the frame, of type `P` (fprobe's), its callback inlined
+    // with nothing kept for another (the loop below would do the same, with more to carry).
     let mut bits = f.bitmap;
+    if refused.is_none() && bits.is_power_of_two() {
+        let idx = bits.trailing_zeros() as usize % ARRAY_SIZE;
+        let sp = g.array[idx].load(Acquire);
+        // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it is
+        // removed, and preemption is disabled.
+        if !sp.is_null() && unsafe { (*sp).ret_is::<P>() } {
+            // SAFETY: as above; the slot was made for a `P` (`ret_is`), alive while it is.
+            let h = unsafe { &*(*sp).this.cast::<P>() };
+            h.ret(&mut Return {
+                func: f.func,
+                ret_ip,
+                calltime: f.calltime,
+                rettime,
+                regs,
+                stack,
+                head,
+                idx,
+                np,
+            });
+            stack.pop(&f);
+            return f.ret;
+        }
+    }
     while bits != 0 {
         let idx = bits.trailing_zeros() as usize;
         bits &= bits - 1;
@@ -645,44 +688,36 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
         // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it is
         // removed, and we hold preemption disabled.
         let slot = unsafe { &*sp };
-        match guard {
-            Ok(_) => {}
-            Err(Refused::Recursion) => {
+        match refused {
+            None => {}
+            Some(Refused::Recursion) => {
                 slot.missed_recursion.fetch_add(1, Relaxed);
                 // SAFETY: the slot's handler is alive while the slot is.
                 unsafe { (slot.missed)(slot.this, f.func) };
                 continue;
             }
             // Nothing but the pop where RCU does not protect what callbacks would read.
-            Err(Refused::Unsafe) => continue,
+            Some(Refused::Unsafe) => continue,
         }
         // One `Return` per branch: the one handed to the slot's function pointer has to be in
         // memory, the direct call's need not be.
         let r = || Return {
             func: f.func,
             ret_ip,
-            depth,
             calltime: f.calltime,
             rettime,
             regs,
             stack,
+            head,
             idx,
             np,
         };
-        // A slot whose return callback is `slot_ret::<P>` was made for a `P` (one instance of it
-        // in the module: the kernel builds Rust as one codegen unit; were two identical
-        // instances merged, calling one for the other would do the same), so its callback is
-        // inlined here. Any other goes through the slot.
-        if core::ptr::fn_addr_eq(
-            slot.ret,
-            slot_ret::<P> as unsafe fn(*const (), &mut Return<'_>),
-        ) {
+        // A slot made for a `P` or a `Q` (`Slot::ret_is`) has its callback inlined here. Any
+        // other goes through the slot.
+        if slot.ret_is::<P>() {
             // SAFETY: the slot was made for a `P` (above), alive while the slot is.
             unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
-        } else if core::ptr::fn_addr_eq(
-            slot.ret,
-            slot_ret::<Q> as unsafe fn(*const (), &mut Return<'_>),
-        ) {
+        } else if slot.ret_is::<Q>() {
             // The same for the second type (the C API's ops: several on one function).
             // SAFETY: the slot was made for a `Q` (above), alive while the slot is.
             unsafe { &*slot.this.cast::<Q>() }.ret(&mut r());

@@ -11,8 +11,6 @@ pub struct Entry<'a> {
     pub func: usize,
     /// Where the function will return to (its caller).
     pub ret_ip: usize,
-    /// How many hooked frames the task has below this one, plus one.
-    pub depth: usize,
     /// Arguments, stack pointer.
     pub regs: &'a Regs,
     /// What the hooking code passed (the rethook API: its `ufgraph_rethook`); from the
@@ -110,6 +108,16 @@ impl<'a> Entry<'a> {
         Some(unsafe { core::slice::from_raw_parts_mut(self.stack.word_ptr(d.start), d.words) })
     }
 
+    /// How many hooked frames the task has below this one, plus one (read when asked: most
+    /// callbacks never do).
+    pub fn depth(&self) -> usize {
+        match self.frame {
+            EntryFrame::Pushed(_) => self.stack.depth(),
+            // Not pushed yet: this call's frame is not counted.
+            EntryFrame::Lazy { .. } => self.stack.depth().wrapping_add(1),
+        }
+    }
+
     /// This ops' variable in the current task.
     pub fn task_var(&self) -> &'a AtomicUsize {
         self.stack.task_var(self.idx)
@@ -139,8 +147,6 @@ pub struct Return<'a> {
     pub func: usize,
     /// Where the function returns to.
     pub ret_ip: usize,
-    /// As in [`Entry::depth`].
-    pub depth: usize,
     /// When the function was entered (`trace_clock_local`); 0 for handlers that do not want
     /// times (`GraphHandler::WANTS_TIMES`).
     pub calltime: u64,
@@ -149,6 +155,8 @@ pub struct Return<'a> {
     /// The return value registers and the stack pointer as the function left them.
     pub regs: &'a Regs,
     pub(super) stack: &'a Stack,
+    /// The stack's top word, read with the frame: where the last reservation's data is.
+    pub(super) head: Head,
     pub(super) idx: usize,
     pub(super) np: &'a NoPreempt,
 }
@@ -159,6 +167,12 @@ impl<'a> Return<'a> {
         self.np
     }
 
+    /// As [`Entry::depth`]: the frame being returned from is still on the stack while the
+    /// return callbacks run (read when asked: most callbacks never do).
+    pub fn depth(&self) -> usize {
+        self.stack.depth()
+    }
+
     /// The return value.
     pub fn retval(&self) -> usize {
         self.regs.retval()
@@ -167,11 +181,23 @@ impl<'a> Return<'a> {
     /// What this ops' entry callback reserved for this frame.
     #[inline(always)]
     pub fn data(&self) -> Option<&'a [usize]> {
-        // The frame being returned from is the top one: its last reservation is on top.
-        match self.stack.data_on_top(self.idx) {
+        // The frame being returned from is the top one: its last reservation is on top, and
+        // the return path read the top word already.
+        // The search takes the stack and the index, not `self`: a call given `&self` would make
+        // the caller build the whole `Return` in memory, on the fast path too.
+        match self.head.data(self.idx) {
             Some(d) => data_slice(self.stack, d),
-            None => self.parent_data(0),
+            None => search_data(self.stack, self.idx),
         }
+    }
+
+    /// What this ops' entry callback reserved for this frame, if it is `words` words (1..=32)
+    /// and all the frame holds (a frame pushed with its data in one step, by this ops alone):
+    /// one compare, for a caller that knows the size it expects. `None` does not mean there is
+    /// none: [`Return::data`] finds it wherever it lies.
+    #[inline(always)]
+    pub fn data_exact(&self, words: usize) -> Option<&'a [usize]> {
+        data_slice(self.stack, self.head.data_exact(self.idx, words)?)
     }
 
     /// What this ops reserved `depth` frames up (0: this frame).
@@ -183,6 +209,12 @@ impl<'a> Return<'a> {
     pub fn task_var(&self) -> &'a AtomicUsize {
         self.stack.task_var(self.idx)
     }
+}
+
+/// The data ops `idx` reserved in the top frame of `stack`, wherever it lies there.
+#[inline(never)]
+fn search_data(stack: &Stack, idx: usize) -> Option<&[usize]> {
+    data_slice(stack, stack.retrieve_data(idx, 0)?)
 }
 
 pub(super) fn data_slice(stack: &Stack, d: DataRef) -> Option<&[usize]> {
@@ -459,6 +491,18 @@ impl Slot {
         } else {
             self.call_entry(e)
         }
+    }
+
+    /// Whether the slot's return callback is `H`'s (`slot_ret::<H>`): then it was made for an
+    /// `H` (one instance of it in the module: the kernel builds Rust as one codegen unit; were
+    /// two identical instances merged, calling one for the other would do the same), and the
+    /// return path calls `H::ret` directly, inlined.
+    #[inline(always)]
+    pub(in crate::fgraph) fn ret_is<H: GraphHandler>(&self) -> bool {
+        core::ptr::fn_addr_eq(
+            self.ret,
+            slot_ret::<H> as unsafe fn(*const (), &mut Return<'_>),
+        )
     }
 
     /// Whether the slot is registered on the hub.

@@ -12,13 +12,20 @@ impl<const W: usize> ShadowStack<W> {
     /// The frame whose top word sits just below `top`, if `top` is a frame boundary.
     #[inline(always)]
     fn frame_below(&self, top: usize) -> Option<Frame> {
+        self.frame_head_below(top).map(|(f, _)| f)
+    }
+
+    /// [`Self::frame_below`], with the top word it decoded.
+    #[inline(always)]
+    fn frame_head_below(&self, top: usize) -> Option<(Frame, Head)> {
         if top == 0 || top > Self::MAX_OFFSET {
             return None;
         }
         // `top` is at most MAX_OFFSET (above) and `off` below it: no sum or difference here
         // can wrap, and the frame is read through one bounds-checked window (the return path
         // reads every frame it pops through here).
-        let off = word::offset(self.w(top - 1));
+        let head = self.w(top - 1);
+        let off = word::offset(head);
         if off < FRAME_WORDS || off > top - 1 {
             return None;
         }
@@ -31,7 +38,7 @@ impl<const W: usize> ShadowStack<W> {
         let bm = fr[FRAME_WORDS].load(Relaxed);
         let seen = fr[SEEN].load(Relaxed);
         let kind = word::kind(bm);
-        Some(Frame {
+        let frame = Frame {
             start,
             ret: fr[RET].load(Relaxed),
             func: fr[FUNC].load(Relaxed),
@@ -45,12 +52,30 @@ impl<const W: usize> ShadowStack<W> {
             seen: seen as u16,
             marks: seen & mark::ALL,
             building: kind == WordType::Reserved,
-        })
+        };
+        // `floor`: the frame's first word above its bitmap word, at most `top` (`off` is at
+        // least FRAME_WORDS).
+        let floor = start.wrapping_add(FRAME_WORDS + 1);
+        Some((
+            frame,
+            Head {
+                top,
+                word: head,
+                floor,
+            },
+        ))
     }
 
     /// The top frame.
     pub fn top_frame(&self) -> Option<Frame> {
         self.frame_below(self.top())
+    }
+
+    /// The top frame and the top word it was found with: the return path's one decode, from
+    /// which [`Head::data`] finds the data on top without reading the stack again.
+    #[inline(always)]
+    pub fn top_frame_head(&self) -> Option<(Frame, Head)> {
+        self.frame_head_below(self.top())
     }
 
     /// The frames from the top down: the top frame first.
@@ -111,6 +136,57 @@ impl<const W: usize> ShadowStack<W> {
         (n < top).then(|| DataRef {
             start: top.wrapping_sub(1).wrapping_sub(n),
             words: n,
+        })
+    }
+}
+
+/// The top word of a stack, as [`ShadowStack::top_frame_head`] read it with the top frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head {
+    /// The stack's top (the index above the word).
+    top: usize,
+    /// The word.
+    word: usize,
+    /// The first word above the frame's bitmap word (at most `top`).
+    floor: usize,
+}
+
+impl Head {
+    /// The data ops `idx` reserved last in the frame read with this head, if the head is its
+    /// header: what [`ShadowStack::data_on_top`] finds, without reading the stack. Valid while
+    /// the frame is the top one (interrupts that push above it pop again before it is read).
+    #[inline(always)]
+    pub fn data(&self, idx: usize) -> Option<DataRef> {
+        let w = self.word;
+        if word::kind(w) != WordType::Data || word::data_index(w) != idx {
+            return None;
+        }
+        let n = word::data_words(w);
+        // The data and its header lie between the bitmap word and the top: `floor <= top`, so
+        // neither difference wraps.
+        (n < self.top.wrapping_sub(self.floor)).then(|| DataRef {
+            start: self.top.wrapping_sub(1).wrapping_sub(n),
+            words: n,
+        })
+    }
+}
+
+impl Head {
+    /// The data of ops `idx` if it is all the frame holds above its bitmap word, `words`
+    /// (1..=32) words under one header (what [`ShadowStack::push_with_data`] leaves): one
+    /// compare of the head with the header that layout has, no decoding. `None` does not mean
+    /// there is none: [`Head::data`] decodes.
+    #[inline(always)]
+    pub fn data_exact(&self, idx: usize, words: usize) -> Option<DataRef> {
+        // The header at `FRAME_WORDS + 1 + words` from the frame's start, right above the
+        // data, names the frame this head was decoded with: the data starts at `floor`.
+        let ok = (1..=MAX_DATA_WORDS).contains(&words)
+            && idx < ARRAY_SIZE
+            && self.word == word::data(idx, words, FRAME_WORDS + 1 + words);
+        debug_assert!(!ok || self.floor + words + 1 == self.top);
+        ok.then_some(DataRef {
+            start: self.floor,
+            words,
         })
     }
 }

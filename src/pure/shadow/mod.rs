@@ -62,7 +62,7 @@ mod push;
 mod tests;
 pub mod word;
 
-pub use frames::Frames;
+pub use frames::{Frames, Head};
 
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 

@@ -77,6 +77,14 @@ fn push_with_data_equals_push_then_reserve() {
         }
         assert!(b.top_frame().unwrap().building);
         assert_eq!(b.data_on_top(idx), Some(d2));
+        assert_eq!(b.top_frame_head().unwrap().1.data(idx), Some(d2));
+        assert_eq!(b.top_frame_head().unwrap().1.data((idx + 1) % 16), None);
+        // The one-step push's layout is recognised whole, and nothing else is.
+        let head = b.top_frame_head().unwrap().1;
+        assert_eq!(head.data_exact(idx, words), Some(d2));
+        assert_eq!(head.data_exact(idx, words + 1), None);
+        assert_eq!(head.data_exact((idx + 1) % 16, words), None);
+        assert_eq!(head.data_exact(idx, 0), None);
         assert_eq!(b.retrieve_data(idx, 0), Some(d2));
         b.set_bitmap(bm2, 1 << idx);
         let f = b.top_frame().unwrap();
@@ -190,6 +198,13 @@ fn several_ops_store_and_retrieve_their_own_data() {
     // The last reservation is found on top; the others are not, and a full search finds all.
     assert_eq!(s.data_on_top(15), s.retrieve_data(15, 0));
     assert!(s.data_on_top(0).is_none());
+    // The return path's decode finds the same from the top word it read with the frame.
+    let (_, head) = s.top_frame_head().unwrap();
+    assert_eq!(head.data(15), s.data_on_top(15));
+    assert!(head.data(0).is_none());
+    // Several reservations: the last is not the frame's only data.
+    let last = s.data_on_top(15).unwrap();
+    assert_eq!(head.data_exact(15, last.words), None);
     for &(idx, bytes) in &sizes {
         let d = s.retrieve_data(idx, 0).unwrap();
         assert_eq!(d.words, bytes.div_ceil(8), "ops {idx}");
