@@ -80,7 +80,7 @@ build() {
 		git -C "$UFG_TOP" archive "$UFG_BENCH_REV" Kbuild src include arch | tar -C "$bdir/ufgraph" -x
 		echo "commit $(git -C "$UFG_TOP" rev-parse --short "$UFG_BENCH_REV")" > "$bdir/source"
 	else
-		cp -a "$UFG_TOP"/{Kbuild,src,include,arch} "$bdir/ufgraph/"
+		cp -a "$UFG_TOP"/{Kbuild,src,include} "$bdir/ufgraph/"
 		local dirty=""
 		git -C "$UFG_TOP" diff --quiet HEAD -- Kbuild src include arch || dirty=" with uncommitted changes"
 		echo "the work tree at $(git -C "$UFG_TOP" rev-parse --short HEAD)$dirty" > "$bdir/source"

@@ -18,7 +18,7 @@ src=$UFG_BUILD/mod-$tag
 
 rm -rf "$src" "$moddir"
 mkdir -p "$src" "$moddir"
-cp -a "$UFG_TOP"/{Kbuild,src,include,arch} "$src/"
+cp -a "$UFG_TOP"/{Kbuild,src,include} "$src/"
 log=$UFG_BUILD/module-$tag.log
 if ! ufg_kmake "$arch" "$flavour" M="$src" modules >"$log" 2>&1; then
 	cat "$log"
@@ -43,7 +43,7 @@ if [ -z "$flavour" ] && [ "${UFG_CLIPPY:-1}" = 1 ]; then
 	lint=$UFG_BUILD/mod-$tag-clippy
 	rm -rf "$lint"
 	mkdir -p "$lint"
-	cp -a "$UFG_TOP"/{Kbuild,src,include,arch} "$lint/"
+	cp -a "$UFG_TOP"/{Kbuild,src,include} "$lint/"
 	if ! ufg_kmake "$arch" "$flavour" M="$lint" CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver \
 		modules >"$log.clippy" 2>&1; then
 		cat "$log.clippy"

@@ -8,7 +8,6 @@
 #                                                            by gdb on the host
 # ufg.benchq=1 makes everything small (a quick smoke run of the script itself).
 . /selftests/lib.sh
-T=/sys/kernel/tracing
 B=$DBG/ufgraph_bench
 pass=wall
 quick=0

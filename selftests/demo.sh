@@ -15,8 +15,6 @@ echo "   (the one vfs_read without its return yet is this cat, reading the file)
 cat $DBG/ufgraph/graph
 echo "== the fgraph core (stats)"
 cat $DBG/ufgraph/stats
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 echo "== fprobe events: upstream's f: syntax, real trace events (Documentation/events.md)"
 # Appended with >>, as upstream's documentation does: `tee -a` would fopen(..., "a"), whose
 # seek to the end the control file refuses (seq_lseek has no SEEK_END, upstream's neither).

@@ -4,6 +4,10 @@
 
 KO=/lib/ufgraph
 DBG=/sys/kernel/debug
+# tracefs, and ufgraph's own dynamic_events and error_log (Documentation/events.md).
+T=/sys/kernel/tracing
+DE=$DBG/ufgraph/dynamic_events
+EL=$DBG/ufgraph/error_log
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 4; }
@@ -18,6 +22,13 @@ count_of() {
 load() {
 	insmod "$KO/ufgraph.ko" "$@" ||
 		fail "insmod ufgraph.ko $* failed ($(loaded ufgraph && echo 'ufgraph still loaded; ')$(dmesg | tail -n 3 | tr '\n' ' '))"
+}
+# The start of an event test: load ufgraph (arguments passed on), turn tracing off and empty
+# the trace, so that the test's records are the only ones there.
+load_tracing_off() {
+	load "$@"
+	echo 0 > $T/tracing_on
+	echo > $T/trace
 }
 unload() { rmmod ufgraph || fail "rmmod ufgraph failed: $(cat $DBG/ufgraph/stats 2>/dev/null)"; }
 loaded() { grep -q "^$1 " /proc/modules; }

@@ -63,7 +63,7 @@ const long UFG_TRACE_REG_PERF_UNREGISTER = -1;
 #include <ufgraph/rethook.h>
 
 /*
- * The hot path's primitives, inlined in Rust (src/arch/): where the current task, the CPU
+ * The hot path's primitives, inlined in Rust (src/fgraph/arch/): where the current task, the CPU
  * number and the preempt count live, the task's ftrace recursion bits, and what says whether
  * RCU watches this CPU.
  */
@@ -96,7 +96,7 @@ const unsigned long UFG_FREGS_X0 = offsetof(struct __arch_ftrace_regs, regs),
 	UFG_FREGS_PC = offsetof(struct __arch_ftrace_regs, pc),
 	UFG_FREGS_LR = offsetof(struct __arch_ftrace_regs, lr);
 /*
- * Teardown's view of stacks (src/arch/arm64.rs): ftrace_caller puts a traced function's entry
+ * Teardown's view of stacks (src/fgraph/arch/arm64.rs): ftrace_caller puts a traced function's entry
  * ftrace_regs this far below the stack pointer it was entered with (the registers and two
  * frame records, arch/arm64/kernel/entry-ftrace.S), and the frame record an exception builds
  * inside its pt_regs.

@@ -20,7 +20,6 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-pub mod arch;
 pub mod bindings;
 pub mod demo;
 pub mod events;
@@ -212,7 +211,7 @@ fn show_stats(m: &mut SeqFile) -> fmt::Result {
         writeln!(m, "event_tracepoint_stubs {}", n)?;
     }
     writeln!(m, "live_frames {}", t.frames_now())?;
-    writeln!(m, "return_slots {}", arch::return_slots())?;
+    writeln!(m, "return_slots {}", fgraph::arch::return_slots())?;
     if let Some(f) = fprobe::fprobes() {
         writeln!(m, "fprobe_missed {}", f.missed())?;
     }

@@ -2,7 +2,6 @@
 # the same function at once, in both stacking orders: every one of them sees every
 # return with the right value, and the callers get their values back.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
 F=version_proc_show
 
 # The kernel's own fprobe events exist on x86_64 only (6.12 arm64 has no fprobe).

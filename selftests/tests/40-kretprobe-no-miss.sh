@@ -2,7 +2,6 @@
 # the kernel's own kretprobe (maxactive 5) misses returns, the ufgraph shim (maxactive 5
 # too, ignored) handles every one. Both in the same run, on the same function.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
 load
 echo 'r5:kk pipe_read' > $T/kprobe_events || fail "kernel kretprobe"
 echo 1 > $T/events/kprobes/kk/enable

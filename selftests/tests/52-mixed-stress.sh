@@ -9,7 +9,6 @@
 # what was written, and the kernel must not complain. UFG_STRESS (rounds) scales it: short in
 # make check, long in make stress.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
 [ -d $T/events ] || skip "no tracefs"
 R=${UFG_STRESS:-1}
 KFPROBE=0

@@ -3,13 +3,8 @@
 # saw, bad definitions are logged upstream's way and leave nothing behind, and rmmod is refused
 # while an event is enabled.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
-EL=$DBG/ufgraph/error_log
-load
+load_tracing_off
 [ -w $DE ] || fail "no $DE"
-echo 0 > $T/tracing_on
-echo > $T/trace
 
 # Entry probe with a numeric argument; the format file is upstream's.
 echo 'f:ufgt/rd vfs_read count=$arg3:u32' > $DE || fail "define rd"

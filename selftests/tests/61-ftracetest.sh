@@ -7,7 +7,6 @@
 # modprobe. Before that, ufgraph's README is checked for upstream's syntax lines of what
 # ufgraph has, and for the absence of those of what it has not.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
 [ -x /ftrace/ftracetest ] || skip "ftracetest is not in the initramfs"
 grep -q 'f\[:\[<group>/\]\[<event>\]\] <func-name>' $T/README && \
 	skip "this kernel has its own fprobe events (CONFIG_FPROBE_EVENTS): they would answer instead"

@@ -3,11 +3,7 @@
 # (register, stack, dereference, user string, char, array, bitfield, symbol, symstr,
 # immediates, @SYM), and a bad pointer that must show as a fault, not an oops.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
-load
-echo 0 > $T/tracing_on
-echo > $T/trace
+load_tracing_off
 # do_sys_openat2(int dfd, const char __user *filename, struct open_how *how)
 echo 'f:ufga/o do_sys_openat2 dfd=$arg1:s32 path=+0($arg2):ustring c=+0($arg2):char n=+0($arg2):u8 arr=+0($arg2):u8[4] bits=+0($arg2):b4@4/8 x=+1($arg2):x8' > $DE || fail "define o"
 echo 'f:ufga/s do_sys_openat2 caller=$stack0:symbol callerstr=$stack0:symstr k=\1234 ks=\"hello" b=@linux_banner:x32 bad=+0($arg1):ustring' >> $DE || fail "define s: $(cat $DBG/ufgraph/error_log)"

@@ -2,8 +2,6 @@
 # this process, its sample records carry the event record (the argument's value), and closing
 # it lets go of the event and of ufgraph.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 command -v perfcount > /dev/null || skip "no perfcount helper (x86_64 only)"
 load
 echo 'f:ufgp/rd vfs_read count=$arg3:u32' > $DE || fail "define"

@@ -3,8 +3,6 @@
 # functions. Each instance gets its own records; nothing oopses, nothing is left behind, and
 # the kernel checkers (on the debug kernel) stay quiet.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 load
 echo 1 > $T/tracing_on
 mkdir $T/instances/ufgi || fail "cannot make an instance"

@@ -5,14 +5,9 @@
 # events (or unloading the module their functions live in) unhooks every function. (Test 68 has
 # the details of register on enable.)
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
-EL=$DBG/ufgraph/error_log
 P=/sys/module/globfns/parameters
-load
+load_tracing_off
 insmod $KO/globfns.ko || fail "insmod globfns"
-echo 0 > $T/tracing_on
-echo > $T/trace
 # The functions ufgraph hooked, as ftrace lists them.
 hooked() { grep -c "$1" $T/enabled_functions; }
 

@@ -2,12 +2,8 @@
 # first exit probe (GraphHandler::STACKS_ON_DEMAND), so a user of entry-only probes alone costs
 # what the kernel's entry-only fprobe costs, no page per task. An exit probe then does.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
-load
+load_tracing_off
 [ "$(stat_of tasks_with_stack)" = 0 ] || fail "stacks at load: $(cat $DBG/ufgraph/stats)"
-echo 0 > $T/tracing_on
-echo > $T/trace
 echo 'f:ufgs/e vfs_read' > $DE || fail "define e"
 echo 1 > $T/events/ufgs/e/enable || fail "enable e"
 echo 1 > $T/tracing_on

@@ -5,11 +5,7 @@
 # own event's function. No crash, nothing left behind. (Records are read from trace_pipe as they
 # come: a record read after its event went prints as "Unknown type" and is not judged.)
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
-load
-echo 0 > $T/tracing_on
-echo > $T/trace
+load_tracing_off
 io() {
 	( while :; do dd if=/proc/version of=/dev/null bs=64 count=1 2>/dev/null; echo x > /tmp/ufgr; done ) > /dev/null 2>&1 &
 	echo $!

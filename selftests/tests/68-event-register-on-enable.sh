@@ -8,13 +8,9 @@
 # none); a module reloaded between definition and enable is matched again; rmmod ufgraph is
 # refused while an event is enabled and takes idle events with it.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
-EL=$DBG/ufgraph/error_log
 P=/sys/module/globfns/parameters
-load
+load_tracing_off
 insmod $KO/globfns.ko || fail "insmod globfns"
-echo 0 > $T/tracing_on
 hooked() { grep -c "$1" $T/enabled_functions; }
 st() { tr '\n' ' ' < $DBG/ufgraph/stats; }
 ops0=$(stat_of registered_ops)

@@ -7,8 +7,6 @@
 # kernel, nothing leaked (the final kmemleak scan). Tests 83 and 84 go on: allocation failures
 # under enable and disable, rmmod racing enables.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 P=/sys/module/globfns/parameters
 [ -d $T/events ] || skip "no tracefs"
 st() { tr '\n' ' ' < $DBG/ufgraph/stats; }

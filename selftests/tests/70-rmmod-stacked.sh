@@ -14,8 +14,6 @@
 # finished while a stacked frame still existed, and the task later returned into freed module
 # text (an Oops).
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 [ -d $T/events ] || skip "no tracefs"
 arch=$(uname -m)
 

@@ -7,8 +7,6 @@
 # one nested level may pass through the guard's transition bit (an interrupt that arrives
 # before the preempt count says so looks like recursion): never more.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 [ -d $T/events ] || skip "no tracefs"
 load
 # A caller we control: a kprobe event whose argument reads kernel memory (probe_mem_read() is

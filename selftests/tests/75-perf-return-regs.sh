@@ -3,8 +3,6 @@
 # stack pointer. Before session 4 they carried the entry-side view of the exit registers:
 # a user-space ip and stale values.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 command -v perfcount > /dev/null || skip "no perfcount helper (x86_64 only)"
 load
 echo 'f:ufgp/rdret vfs_read%return ret=$retval' > $DE || fail "define"

@@ -3,7 +3,6 @@
 # rmmod does, so waiting for it would never end (it did, for a while, during session 4);
 # teardown rewrites the kretprobe's copy of the trampoline instead.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
 [ "$(uname -m)" = x86_64 ] || skip "kretprobes do not stack over ufgraph on arm64"
 f=__x64_sys_delete_module
 grep -qw $f $T/available_filter_functions || skip "$f is not traceable"

@@ -9,8 +9,6 @@
 # (found by session 4's review: rethook's "Return address not found", a kernel BUG). Teardown
 # hands the whole chain back, through the kretprobe's copy, or waits for all of it.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 [ "$(uname -m)" = x86_64 ] || skip "kretprobes do not stack over ufgraph on arm64"
 reader() {
 	rm -f /tmp/go-x /tmp/out-x

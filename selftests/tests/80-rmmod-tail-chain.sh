@@ -11,7 +11,6 @@
 # then consumed g1 and r1 only, leaving g0 and r0 behind (tcu_a's kretprobe never fired; the
 # next fgraph return of the caller went through them: rethook WARNed "rhn->frame != frame").
 . /selftests/lib.sh
-T=/sys/kernel/tracing
 P=/sys/module/tailchain/parameters
 [ "$(uname -m)" = x86_64 ] || skip "x86_64 only"
 

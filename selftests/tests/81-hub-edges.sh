@@ -8,7 +8,6 @@
 #   are out of it; an ops all of whose functions went is refused (-EINVAL) rather than
 #   registered with an empty filter, which would hook every function.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
 P=/sys/module/ufgraph_client/parameters
 hub() { stat_of hub_functions; }
 hooked() { grep -c "^$1 " $T/enabled_functions; }

@@ -5,8 +5,6 @@
 # held; and an fprobe unregistration whose allocation failed leaked an entry and left its
 # function in the shared ops' filter.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 F=$DBG/failslab
 [ -d $T/events ] || skip "no tracefs"
 [ -d $F ] || skip "no failslab (only on the debug kernel)"

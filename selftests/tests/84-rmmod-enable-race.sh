@@ -4,8 +4,6 @@
 # event enabled, leaked it with its probe registered, and freed the text the probe's ops still
 # called (an Oops within a second, before session 7).
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 [ -d $T/events ] || skip "no tracefs"
 ef0=$(grep -c . $T/enabled_functions)
 dmesg -c > /dev/null

@@ -7,8 +7,6 @@
 # back first (its entry then holds the real address) made the outer frame's count disagree with
 # its frame records, and rmmod waited forever for a task that only sleeps.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 [ -d $T/events ] || skip "no tracefs"
 
 # A task, named by its command ($1), that blocks in pipe_read until /tmp/go-$1 exists, then

@@ -6,11 +6,7 @@
 # will return to then standing for the caller's own return address (Documentation/fgraph.md,
 # "Unwinding": on x86_64 the kernel's ORC unwinder stops there cleanly, on arm64 it goes on).
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
-load
-echo 0 > $T/tracing_on
-echo > $T/trace
+load_tracing_off
 # Offsets in the trace: the trampoline's own frame (its call of the return handler) is
 # ufgraph_return_trampoline+0x<n>, a return address that is our trampoline is +0x0.
 echo 1 > $T/options/sym-offset

@@ -8,12 +8,7 @@
 # tracepoint refused with upstream's error_log entry and caret; removal leaving nothing behind
 # (no event, probe, attachment or hooked function).
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
-EL=$DBG/ufgraph/error_log
-load
-echo 0 > $T/tracing_on
-echo > $T/trace
+load_tracing_off
 st() { tr '\n' ' ' < $DBG/ufgraph/stats; }
 stubs_hooked() { grep -c '^__probestub_' $T/enabled_functions; }
 ef0=$(stubs_hooked)

@@ -5,8 +5,6 @@
 # through tracefs (events/GROUP/EVENT/format and id) like any other, and must let go of them
 # when done: afterwards the events are removed and ufgraph unloads.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
 # scripts/initramfs.sh puts them in /usr/bin on x86_64 only (the host's binaries).
 have_tc=$(command -v trace-cmd)
 have_perf=$(command -v perf)

@@ -5,12 +5,7 @@
 # fields differ (name, type, count) is refused with EEXIST and upstream's DIFF_ARG_TYPE, its
 # caret under the first differing argument; other kinds and exact duplicates as upstream.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
-EL=$DBG/ufgraph/error_log
-load
-echo 0 > $T/tracing_on
-echo > $T/trace
+load_tracing_off
 
 F=/tmp/ufgx-file
 NONE=/tmp/ufgx-none

@@ -50,8 +50,8 @@
 
 use super::hub::{Hub, HubState};
 use super::tasks::{Owner, Stack, TaskStack, Tasks};
-use crate::arch::Slot as ArchSlot;
 use crate::bindings;
+use crate::fgraph::arch::{self, Slot as ArchSlot};
 use crate::pure::handback::{self, Hooker, Plan};
 use crate::pure::lru::Lru;
 use crate::pure::shadow::{mark, DataRef, Frame, Head, ARRAY_SIZE, FRAME_WORDS};

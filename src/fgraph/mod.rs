@@ -7,8 +7,10 @@
 //! - `hub`: the one `ftrace_ops` of every graph ops whose functions the core knows;
 //! - [`ops`]: [`GraphOps`], the owner type for Rust users.
 //!
-//! The shadow stack's layout is in `pure::shadow`, the return trampolines under `arch/`.
+//! The shadow stack's layout is in `pure::shadow`, the architectures' code (the
+//! return trampolines in assembly beside it) in [`arch`].
 
+pub mod arch;
 pub mod capi;
 pub mod graph;
 mod hub;

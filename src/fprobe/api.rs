@@ -99,7 +99,7 @@ static NOTIFYING: [AtomicU8; 256] = [const { AtomicU8::new(0) }; 256];
 /// `fp` must be a registered probe flagged [`FL_RUST`] (the head of a live [`RustHead`]), and
 /// preemption must be disabled.
 pub(super) unsafe fn notify_missed(fp: *mut ufgraph_fprobe) {
-    let cell = &NOTIFYING[crate::arch::hot::cpu() % NOTIFYING.len()];
+    let cell = &NOTIFYING[crate::fgraph::arch::hot::cpu() % NOTIFYING.len()];
     let bit = 1 << crate::sys::sync::context_level();
     if cell.fetch_or(bit, Relaxed) & bit != 0 {
         return;

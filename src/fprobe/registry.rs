@@ -178,24 +178,7 @@ impl Fprobes {
     /// `fp` must point to a valid probe.
     pub(super) unsafe fn check(fp: *mut ufgraph_fprobe) -> Result {
         // SAFETY: the caller passes a valid probe.
-        Self::check_probe(unsafe { &*fp })
-    }
-
-    /// What registration checks of a probe itself (handlers, entry data size), without
-    /// registering it: `EINVAL` or `E2BIG` as [`Fprobes::register`] would fail.
-    pub fn check_probe(fp: &ufgraph_fprobe) -> Result {
-        let (has_entry, has_exit, size) = (
-            fp.entry_handler.is_some(),
-            fp.exit_handler.is_some(),
-            fp.entry_data_size,
-        );
-        if !has_entry && !has_exit {
-            return Err(EINVAL);
-        }
-        if fprobe_hdr::data_words(size).is_none() {
-            return Err(E2BIG);
-        }
-        Ok(())
+        check_probe(unsafe { &*fp })
     }
 
     /// Registers `fp` on `ips`, ftrace locations from [`Fprobes::resolve`] (sorted, without
@@ -692,4 +675,21 @@ impl Fprobes {
             doomed.len()
         );
     }
+}
+
+/// What registration checks of a probe itself (handlers, entry data size), without
+/// registering it: `EINVAL` or `E2BIG` as [`Fprobes::register`] would fail.
+fn check_probe(fp: &ufgraph_fprobe) -> Result {
+    let (has_entry, has_exit, size) = (
+        fp.entry_handler.is_some(),
+        fp.exit_handler.is_some(),
+        fp.entry_data_size,
+    );
+    if !has_entry && !has_exit {
+        return Err(EINVAL);
+    }
+    if fprobe_hdr::data_words(size).is_none() {
+        return Err(E2BIG);
+    }
+    Ok(())
 }

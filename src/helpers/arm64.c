@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * arm64 (src/arch/arm64.rs): what teardown needs to hand return addresses back at unload
+ * arm64 (src/fgraph/arch/arm64.rs): what teardown needs to hand return addresses back at unload
  * (ftrace_regs and pt_regs layouts, the shadow call stack, pointer authentication), and the
  * pt_regs views of ftrace_regs the kretprobe shim hands its users (ftrace_partial_regs() is a
  * static inline).

@@ -2,7 +2,7 @@
 /*
  * Registers (src/sys/ftrace.rs; src/tests/kretprobe.rs checks the shim's pt_regs): stack
  * arguments from ftrace_regs and pt_regs accessors are static inlines per architecture. The
- * register arguments themselves are read inline (src/arch/hot_*.rs).
+ * register arguments themselves are read inline (src/fgraph/arch/hot_*.rs).
  */
 
 unsigned long ufg_fregs_arg(const struct ftrace_regs *fregs, unsigned int n)

@@ -153,7 +153,7 @@ unsigned long ufg_stack_index_max(void);
 /* Kernel reads below this go to user memory (ARCH_HAS_NON_OVERLAPPING_ADDRESS_SPACE). */
 unsigned long ufg_user_space_end(void);
 
-/* The architecture's return trampoline (arch/.../ufgraph_tramp*.S). */
+/* The architecture's return trampoline (src/fgraph/arch/tramp_*.S). */
 void ufgraph_return_trampoline(void);
 /* Test fixtures (tests/testfns.c), linked into ufgraph_kunit.ko only. */
 int ufg_test_add(int a, int b);
@@ -201,7 +201,7 @@ int ufg_cpuhp_add(int (*prepare)(unsigned int cpu));
 void ufg_cpuhp_remove(int state);
 
 #ifdef CONFIG_ARM64
-/* arm64 (src/arch/arm64.rs): handing return addresses back at unload, under stop_machine. */
+/* arm64 (src/fgraph/arch/arm64.rs): handing return addresses back at unload, under stop_machine. */
 /* A word of another task's stack, read without KASAN checks (as the unwinder does). */
 unsigned long ufg_arm64_peek(unsigned long addr);
 /* scs_is_enabled(): the kernel returns through its shadow call stack (a static key). */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * x86_64 unwinding (src/arch/x86_64.rs, ufgraph's stack traces through its trampoline): the
+ * x86_64 unwinding (src/fgraph/arch/x86_64.rs, ufgraph's stack traces through its trampoline): the
  * unwinder's state and its accessors are static inlines over a struct Rust does not see.
  */
 

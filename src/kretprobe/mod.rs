@@ -93,7 +93,7 @@ impl FprobeHandler for Shim {
             return true;
         };
         let mut pt = MaybeUninit::<bindings::pt_regs>::uninit();
-        crate::arch::fill_pt_regs(regs, None, &mut pt);
+        crate::fgraph::arch::fill_pt_regs(regs, None, &mut pt);
         // SAFETY: the user's handler with the kretprobe API's arguments; nonzero skips the
         // return handler.
         unsafe { h(ri, pt.as_mut_ptr()) == 0 }
@@ -122,7 +122,7 @@ impl FprobeHandler for Shim {
             return;
         };
         let mut pt = MaybeUninit::<bindings::pt_regs>::uninit();
-        crate::arch::fill_pt_regs(regs, Some(ret_ip), &mut pt);
+        crate::fgraph::arch::fill_pt_regs(regs, Some(ret_ip), &mut pt);
         // SAFETY: the instance the entry filled (or the one made above), and the user's
         // handler.
         unsafe { h(ri, pt.as_mut_ptr()) };

@@ -61,7 +61,7 @@ impl NoPreempt {
     #[allow(clippy::new_without_default)]
     #[inline(always)]
     pub fn new() -> Self {
-        crate::arch::hot::preempt_disable();
+        crate::fgraph::arch::hot::preempt_disable();
         Self(())
     }
 }
@@ -83,7 +83,7 @@ impl Drop for NoPreempt {
     #[inline(always)]
     fn drop(&mut self) {
         // Balances `new`.
-        crate::arch::hot::preempt_enable();
+        crate::fgraph::arch::hot::preempt_enable();
     }
 }
 
@@ -105,8 +105,8 @@ impl Recursion {
     #[inline(always)]
     pub fn try_lock(ip: usize, parent_ip: usize) -> core::result::Result<Self, Refused> {
         let _ = (ip, parent_ip);
-        use crate::arch::hot;
         use crate::bindings as b;
+        use crate::fgraph::arch::hot;
         // Where RCU does not watch, or on a CPU going offline (which RCU no longer waits for
         // once rcutree_report_cpu_dead() ran, though rcu_is_watching() still says yes there):
         // nothing. Preemption may be enabled here; the CPU may change under us, but only to
@@ -169,7 +169,7 @@ impl Recursion {
 /// 2 hardirq, 3 NMI.
 pub fn context_level() -> usize {
     use crate::bindings as b;
-    let pc = crate::arch::hot::preempt_count() as usize;
+    let pc = crate::fgraph::arch::hot::preempt_count() as usize;
     (pc & b::UFG_NMI_MASK != 0) as usize
         + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) != 0) as usize
         + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) != 0) as usize
@@ -189,9 +189,9 @@ impl Drop for Recursion {
     #[inline(always)]
     fn drop(&mut self) {
         // ftrace_test_recursion_unlock(): preemption first, then the bit.
-        crate::arch::hot::preempt_enable();
+        crate::fgraph::arch::hot::preempt_enable();
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
-        let bits = crate::arch::hot::current()
+        let bits = crate::fgraph::arch::hot::current()
             .wrapping_add(crate::bindings::UFG_TASK_TRACE_RECURSION)
             as *mut usize;
         // `bit` is below 64 by construction; the mask tells the compiler, which then needs no

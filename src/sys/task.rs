@@ -14,7 +14,7 @@ impl TaskRef {
     /// The task running this code.
     #[inline(always)]
     pub fn current() -> Self {
-        Self(crate::arch::hot::current())
+        Self(crate::fgraph::arch::hot::current())
     }
 
     /// The raw pointer, for C calls.
@@ -150,13 +150,13 @@ impl TaskRef {
 
 /// Whether `cpu` is online.
 pub fn cpu_online(cpu: usize) -> bool {
-    cpu < nr_cpu_ids() && crate::arch::hot::cpu_online(cpu)
+    cpu < nr_cpu_ids() && crate::fgraph::arch::hot::cpu_online(cpu)
 }
 
 /// The CPU this code runs on. Stable only with preemption disabled.
 #[inline(always)]
 pub fn this_cpu() -> usize {
-    crate::arch::hot::cpu()
+    crate::fgraph::arch::hot::cpu()
 }
 
 /// One more than the highest possible CPU number.

@@ -186,7 +186,7 @@ impl PerfCall {
         // give them).
         // SAFETY: `pt` is this CPU's perf register buffer, handed out with `p`, ours until
         // submitted.
-        crate::arch::fill_pt_regs(regs, ret_addr, unsafe {
+        crate::fgraph::arch::fill_pt_regs(regs, ret_addr, unsafe {
             &mut *pt.cast::<core::mem::MaybeUninit<bindings::pt_regs>>()
         });
         // SAFETY: `p` points to `size` bytes of perf's buffer, ours until submitted; zeroed

@@ -4,8 +4,8 @@
 //! what the kernel's own inline helpers say, through the C glue: they must agree exactly, or the
 //! hot path reads the wrong task, CPU, preempt count or recursion bits.
 
-use crate::arch::hot;
 use crate::bindings;
+use crate::fgraph::arch::hot;
 use crate::sys::ktest::{CaseResult, Test};
 use crate::sys::sync::{NoPreempt, Recursion, Refused};
 use crate::{kcheck, kcheck_eq, kunit_suite};

@@ -25,9 +25,10 @@
 use std::fmt::{self, Write as _};
 
 use crate::common::{Source, CONFIGS};
+use ufgraph_pure::event::fake::{Fake, Region};
 use ufgraph_pure::event::{
-    compile, dynamic_size, make_data_loc, render_args, split_data_loc, store, write_print_fmt, Env,
-    Out, Program, ENTRY_HEAD, EXIT_HEAD, FAULT_STRING, MAX_STRING_SIZE,
+    compile, dynamic_size, make_data_loc, render_args, split_data_loc, store, write_print_fmt, Out,
+    Program, ENTRY_HEAD, EXIT_HEAD, FAULT_STRING, MAX_STRING_SIZE,
 };
 use ufgraph_pure::probedef::{parse, Command};
 
@@ -52,184 +53,86 @@ const KBASE: u64 = 0xffff_8880_0000_0000;
 const UBASE: u64 = 0x0000_7fff_0000_0000;
 const COMM: u64 = 0xffff_8880_8000_0000;
 
-/// A fake probe hit: one kernel and one user region of memory, everything else faults.
-#[derive(Clone)]
-struct Fake {
-    kmem: Vec<u8>,
-    umem: Vec<u8>,
-    args: [u64; 8],
-    stack: [u64; 8],
-    slots: [u64; 16],
-    retval: u64,
-    /// Symbol texts are made from the address and this.
-    sym_salt: u64,
+/// A fake probe hit (the event tests' [`Fake`]): one kernel and one user region of memory,
+/// `current->comm`, everything else faults; symbol texts vary with the salt. An empty user
+/// string is stored as measured (its NUL), so that a record of the measured size is filled
+/// exactly (the promise `check_hit` checks).
+fn fake(rng: &mut impl Source) -> Fake {
+    let klen = rng.below(1024);
+    let ulen = rng.below(256);
+    let kmem = region(rng, klen, klen, ulen);
+    let umem = region(rng, ulen, klen, ulen);
+    let mut f = Fake {
+        sp: KBASE + 64,
+        comm: COMM,
+        sym_salt: Some(rng.next()),
+        ..Fake::default()
+    };
+    let at = |user, start, bytes| Region { user, start, bytes };
+    f.regions = vec![
+        at(false, KBASE, kmem),
+        at(true, UBASE, umem),
+        at(false, COMM, b"fuzzer-comm\0\0\0\0\0".to_vec()),
+    ];
+    f.args = (0..8).map(|_| value(rng, klen, ulen)).collect();
+    f.stack = (0..8).map(|_| value(rng, klen, ulen)).collect();
+    f.slots = (0..16).map(|_| value(rng, klen, ulen)).collect();
+    f.retval = value(rng, klen, ulen);
+    f
 }
 
-impl Fake {
-    /// An address or value, likely to lead somewhere.
-    fn value(rng: &mut impl Source, klen: usize, ulen: usize) -> u64 {
-        match rng.below(6) {
-            0 => KBASE + rng.below(klen + 16) as u64,
-            1 => UBASE + rng.below(ulen + 16) as u64,
-            2 => rng.below(256) as u64,
-            3 => COMM,
-            4 => KBASE + (klen as u64).saturating_sub(rng.below(12) as u64),
-            _ => rng.next(),
-        }
+/// An address or value, likely to lead somewhere.
+fn value(rng: &mut impl Source, klen: usize, ulen: usize) -> u64 {
+    match rng.below(6) {
+        0 => KBASE + rng.below(klen + 16) as u64,
+        1 => UBASE + rng.below(ulen + 16) as u64,
+        2 => rng.below(256) as u64,
+        3 => COMM,
+        4 => KBASE + (klen as u64).saturating_sub(rng.below(12) as u64),
+        _ => rng.next(),
     }
+}
 
-    /// `len` bytes of text with NULs, and pointers into both regions.
-    fn region(rng: &mut impl Source, len: usize, klen: usize, ulen: usize) -> Vec<u8> {
-        let nul = 1 + rng.below(64);
-        let mut m: Vec<u8> = (0..len)
-            .map(|_| {
-                if rng.below(nul) == 0 {
-                    0
-                } else {
-                    b' ' + rng.below(95) as u8
-                }
-            })
-            .collect();
-        for _ in 0..rng.below(len / 8 + 1) {
-            let at = rng.below(len / 8 + 1) * 8;
-            let p = Fake::value(rng, klen, ulen).to_le_bytes();
-            if let Some(dst) = m.get_mut(at..at + 8) {
-                dst.copy_from_slice(&p);
-            }
-        }
-        m
-    }
-
-    fn new(rng: &mut impl Source) -> Self {
-        let klen = rng.below(1024);
-        let ulen = rng.below(256);
-        let kmem = Fake::region(rng, klen, klen, ulen);
-        let umem = Fake::region(rng, ulen, klen, ulen);
-        let mut f = Fake {
-            kmem,
-            umem,
-            args: [0; 8],
-            stack: [0; 8],
-            slots: [0; 16],
-            retval: 0,
-            sym_salt: rng.next(),
-        };
-        for v in f
-            .args
-            .iter_mut()
-            .chain(f.stack.iter_mut())
-            .chain(f.slots.iter_mut())
-        {
-            *v = Fake::value(rng, klen, ulen);
-        }
-        f.retval = Fake::value(rng, klen, ulen);
-        f
-    }
-
-    /// The same hit with memory changed: strings that grow, shrink, or go away.
-    fn changed(&self, rng: &mut impl Source) -> Self {
-        let mut f = self.clone();
-        for _ in 0..1 + rng.below(8) {
-            let m = if rng.below(2) == 0 {
-                &mut f.kmem
+/// `len` bytes of text with NULs, and pointers into both regions.
+fn region(rng: &mut impl Source, len: usize, klen: usize, ulen: usize) -> Vec<u8> {
+    let nul = 1 + rng.below(64);
+    let mut m: Vec<u8> = (0..len)
+        .map(|_| {
+            if rng.below(nul) == 0 {
+                0
             } else {
-                &mut f.umem
-            };
-            if m.is_empty() {
-                continue;
+                b' ' + rng.below(95) as u8
             }
-            let i = rng.below(m.len());
-            m[i] = if rng.below(2) == 0 { 0 } else { b'a' };
+        })
+        .collect();
+    for _ in 0..rng.below(len / 8 + 1) {
+        let at = rng.below(len / 8 + 1) * 8;
+        let p = value(rng, klen, ulen).to_le_bytes();
+        if let Some(dst) = m.get_mut(at..at + 8) {
+            dst.copy_from_slice(&p);
         }
-        if rng.below(4) == 0 {
-            f.kmem.truncate(rng.below(f.kmem.len() + 1));
-        }
-        f.sym_salt ^= rng.below(2) as u64;
-        f
     }
-
-    fn byte(&self, addr: u64, user: bool) -> Option<u8> {
-        if !user && (COMM..COMM + 16).contains(&addr) {
-            return Some(b"fuzzer-comm\0\0\0\0\0"[(addr - COMM) as usize]);
-        }
-        let (mem, base) = if user {
-            (&self.umem, UBASE)
-        } else {
-            (&self.kmem, KBASE)
-        };
-        let off = usize::try_from(addr.checked_sub(base)?).ok()?;
-        mem.get(off).copied()
-    }
+    m
 }
 
-impl Env for Fake {
-    fn arg(&self, n: u16) -> u64 {
-        self.args.get(usize::from(n)).copied().unwrap_or(0)
-    }
-    fn entry_slot(&self, slot: u8) -> u64 {
-        self.slots.get(usize::from(slot)).copied().unwrap_or(0)
-    }
-    fn retval(&self) -> u64 {
-        self.retval
-    }
-    fn stack(&self, n: u16) -> Option<u64> {
-        self.stack.get(usize::from(n)).copied()
-    }
-    fn stack_pointer(&self) -> u64 {
-        KBASE + 64
-    }
-    fn comm(&self) -> u64 {
-        COMM
-    }
-    fn read(&self, addr: u64, user: bool, buf: &mut [u8]) -> bool {
-        for (i, b) in buf.iter_mut().enumerate() {
-            match self.byte(addr.wrapping_add(i as u64), user) {
-                Some(c) => *b = c,
-                None => return false,
-            }
+/// The same hit with memory changed: strings that grow, shrink, or go away.
+fn changed(f: &Fake, rng: &mut impl Source) -> Fake {
+    let mut f = f.clone();
+    for _ in 0..1 + rng.below(8) {
+        // The kernel region or the user one.
+        let m = &mut f.regions[rng.below(2)].bytes;
+        if m.is_empty() {
+            continue;
         }
-        true
+        let i = rng.below(m.len());
+        m[i] = if rng.below(2) == 0 { 0 } else { b'a' };
     }
-    fn strlen(&self, addr: u64, user: bool) -> Option<usize> {
-        for len in 1..=MAX_STRING_SIZE {
-            if self.byte(addr.wrapping_add(len as u64 - 1), user)? == 0 {
-                return Some(len);
-            }
-        }
-        Some(MAX_STRING_SIZE)
+    if rng.below(4) == 0 {
+        let k = &mut f.regions[0].bytes;
+        k.truncate(rng.below(k.len() + 1));
     }
-    fn read_str(&self, addr: u64, user: bool, buf: &mut [u8]) -> Option<usize> {
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = self.byte(addr.wrapping_add(i as u64), user)?;
-            if *b == 0 {
-                return Some(i + 1);
-            }
-        }
-        if let Some(last) = buf.last_mut() {
-            *last = 0;
-        }
-        Some(buf.len())
-    }
-    fn symstr(&self, addr: u64, buf: &mut [u8]) -> usize {
-        let h = (addr ^ self.sym_salt).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        if h.is_multiple_of(7) {
-            return 0;
-        }
-        let mut text = String::new();
-        let _ = write!(
-            text,
-            "sym{:x}+0x{:x}/0x{:x}",
-            h >> 40,
-            h % 256,
-            256 + h % 1024
-        );
-        if h.is_multiple_of(3) {
-            text.push_str(" [mod]");
-        }
-        let n = text.len().min(buf.len());
-        buf[..n].copy_from_slice(&text.as_bytes()[..n]);
-        n
-    }
+    f.sym_salt = f.sym_salt.map(|s| s ^ rng.below(2) as u64);
+    f
 }
 
 /// A symbol table: some names resolve (one to 0, which upstream takes for none), others not.
@@ -303,12 +206,12 @@ fn check_hit(
     head: usize,
     args_size: usize,
 ) -> Result<&'static str, String> {
-    let env = Fake::new(rng);
+    let env = fake(rng);
     let stable = rng.below(4) != 0;
     let second = if stable {
         env.clone()
     } else {
-        env.changed(rng)
+        changed(&env, rng)
     };
     let dsize = dynamic_size(progs, &env);
     ensure(dsize <= progs.len() * 64 * MAX_STRING_SIZE, || {

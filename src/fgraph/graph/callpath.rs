@@ -282,7 +282,7 @@ impl Graph {
         // tells the compiler, which then needs no check for the shifts.
         let idx = slot.idx() % ARRAY_SIZE;
         // SAFETY: the return-address location of this call (caller: entry registers).
-        let retp = unsafe { crate::arch::hot::fregs::retp(fregs) };
+        let retp = unsafe { arch::hot::fregs::retp(fregs) };
         // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
         let old_ret = unsafe { retp.read() };
         let tramp = trampoline();
@@ -615,8 +615,8 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
     };
     // The frame must be this return's. If it is not, returns were skipped above it (a frame of
     // a call that never returned normally): find ours further down and drop the others.
-    if !crate::arch::frame_matches(&f, regs) {
-        let Some(c) = stack.frames().find(|c| crate::arch::frame_matches(c, regs)) else {
+    if !arch::frame_matches(&f, regs) {
+        let Some(c) = stack.frames().find(|c| arch::frame_matches(c, regs)) else {
             panic!("ufgraph: no shadow-stack frame for this return");
         };
         // Everything above `c` belongs to calls that will never return through us.
@@ -640,7 +640,7 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
     // callback, perf callchains, an interrupt's trace) goes on from the trampoline to the real
     // caller instead of stopping at our address. Preemption is disabled from here to the pop,
     // so teardown never sees a settled slot with its frame still on the stack.
-    crate::arch::settle_slot(&f, regs);
+    arch::settle_slot(&f, regs);
     let rettime = g.now();
     // Where the call returns to: a tail call's inner frame saved our own trampoline, and the
     // frame below knows the real address (as at the entry).
@@ -772,7 +772,7 @@ pub fn ret_addr(
 /// Stack trace of the current task into `store`, with our trampoline replaced by the real
 /// return addresses. Returns how many entries were stored.
 pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
-    crate::arch::stack_trace(store, skip)
+    arch::stack_trace(store, skip)
 }
 
 /// Exposed for the architecture code: the real return address of the frame at `retp`, or

@@ -54,7 +54,7 @@ pub(super) fn judge_chain(
     too_long: bool,
     owner: Owner,
     view: Option<&crate::sys::task::StackView>,
-    walk: &mut crate::arch::TaskWalk,
+    walk: &mut arch::TaskWalk,
     tally: &mut Tally,
 ) -> bool {
     let Some(top) = chain.first() else {
@@ -86,7 +86,7 @@ pub(super) fn judge_chain(
         return pend();
     }
     // SAFETY: under stop_machine (the caller), with the owner alive and not running.
-    let (addr, value) = match unsafe { crate::arch::find_slot(top, owner.task(), view, walk) } {
+    let (addr, value) = match unsafe { arch::find_slot(top, owner.task(), view, walk) } {
         ArchSlot::Gone => {
             for f in chain {
                 stack.set_marks(f, mark::GONE);
@@ -200,7 +200,7 @@ impl Graph {
                 let mut pending = false;
                 // What the architecture learns about this task's stack as its frames are handed
                 // back, innermost first (arm64: the shadow call stack entries rewritten).
-                let mut walk = crate::arch::TaskWalk::new();
+                let mut walk = arch::TaskWalk::new();
                 // Frames sharing a return slot are adjacent: judge them together (a chain).
                 let mut chain: [Frame; CHAIN] = [Frame::default(); CHAIN];
                 let mut n = 0;

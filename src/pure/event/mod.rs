@@ -74,6 +74,8 @@ mod program;
 mod render;
 mod run;
 
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 #[cfg(test)]
 mod tests;
 

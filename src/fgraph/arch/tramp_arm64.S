@@ -28,7 +28,7 @@
  *   sp     -> +--------------------------------+
  *
  * - Same address as the entry registers: the frame's `retp` (the entry `lr` field) is then
- *   the exit `lr` field, which is how src/arch/arm64.rs matches a return to its frame
+ *   the exit `lr` field, which is how src/fgraph/arch/arm64.rs matches a return to its frame
  *   (a stack pointer test, like x86_64's).
  * - The frame record's return address is the trampoline's until ufgraph_return_handler()
  *   has found the frame, and then, before any return callback runs, the real return address

@@ -2,7 +2,8 @@
 
 //! What differs between architectures on the Rust side: how a return matches its frame, how to
 //! unwind through our trampoline, where teardown finds a return slot, and the hot path's per-CPU
-//! and per-task primitives (`hot`). The trampolines themselves are assembly, under `arch/`.
+//! and per-task primitives (`hot`). The trampolines themselves are assembly, beside them here
+//! (`tramp_*.S`).
 //! What both architectures share is here.
 
 #[cfg(CONFIG_X86_64)]

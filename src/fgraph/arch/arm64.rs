@@ -45,7 +45,7 @@ const RECORD: usize = 16;
 pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
     // SAFETY: `regs` wraps a valid `ftrace_regs` (type invariant); the glue only computes the
     // address of its `lr` field.
-    f.retp == unsafe { crate::arch::hot::fregs::retp(regs.as_ptr()) } as usize
+    f.retp == unsafe { crate::fgraph::arch::hot::fregs::retp(regs.as_ptr()) } as usize
 }
 
 /// The `pt_regs` the kretprobe API's handlers and perf samples get, from ftrace's registers
@@ -67,7 +67,7 @@ pub fn fill_pt_regs(
 
 /// How far below the stack pointer a traced function was entered with ftrace_caller keeps its
 /// entry `ftrace_regs`: the registers and two frame records (arch/arm64/kernel/entry-ftrace.S).
-/// arch/arm64/ufgraph_tramp.S lays out its exit registers the same way.
+/// src/fgraph/arch/tramp_arm64.S lays out its exit registers the same way.
 const FTRACE_FRAME: usize = bindings::UFG_ARM64_FTRACE_FRAME;
 
 /// The stack pointer S a hooked function was entered with, from its frame's `retp` (the `lr`

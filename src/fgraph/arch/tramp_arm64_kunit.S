@@ -1,3 +1,3 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The trampoline as linked into ufgraph_kunit.ko (Kbuild builds each object into one module). */
-#include "ufgraph_tramp_64.S"
+#include "tramp_arm64.S"

@@ -16,7 +16,7 @@
  * from the hooked function's caller: UNWIND_HINT_FUNC then lets an unwinder started inside
  * a return callback walk out through the trampoline. ufgraph_return_handler() writes the
  * real return address into that slot once it has found the frame, before any return
- * callback runs (settle_slot in src/arch/x86_64.rs), so the kernel's own unwinder
+ * callback runs (settle_slot in src/fgraph/arch/x86_64.rs), so the kernel's own unwinder
  * (stack_trace_save() in a callback, perf callchains) goes on to the real caller.
  *
  * Our address also turns up as the return address of hooked frames further out. The

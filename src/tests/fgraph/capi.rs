@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The C API's ops and its shared filter.
+
+use super::*;
+
+/// A C `ufgraph_ops`, counting its entries in `private`; unregistered and its shared filter freed
+/// when dropped.
+struct CTestOps(KBox<bindings::ufgraph_ops>, KBox<AtomicUsize>);
+
+/// The C ops' entry callback.
+///
+/// # Safety
+///
+/// Called by the graph core only, for a registered `CTestOps`.
+unsafe extern "C" fn c_test_entry(
+    _trace: *mut bindings::ufgraph_ent,
+    gops: *mut bindings::ufgraph_ops,
+    _fregs: *mut bindings::ftrace_regs,
+) -> core::ffi::c_int {
+    // SAFETY: `private` is the counter of the `CTestOps` that registered `gops`, alive while it is.
+    unsafe { &*(*gops).private.cast::<AtomicUsize>() }.fetch_add(1, Relaxed);
+    0
+}
+
+impl CTestOps {
+    fn new(t: &Test) -> Result<Self, Failed> {
+        let n = t.check_ok(
+            KBox::new(AtomicUsize::new(0), GFP_KERNEL).map_err(Into::into),
+            "alloc",
+        )?;
+        let o = bindings::ufgraph_ops {
+            entryfunc: Some(c_test_entry),
+            private: (&*n as *const AtomicUsize).cast_mut().cast(),
+            idx: -1,
+            ..Default::default()
+        };
+        Ok(Self(
+            t.check_ok(KBox::new(o, GFP_KERNEL).map_err(Into::into), "alloc")?,
+            n,
+        ))
+    }
+    fn ptr(&mut self) -> *mut bindings::ufgraph_ops {
+        &mut *self.0
+    }
+    fn entries(&self) -> usize {
+        self.1.load(Relaxed)
+    }
+    fn set_ips(&mut self, ips: &[usize], remove: bool, reset: bool) -> core::ffi::c_int {
+        let mut v: [core::ffi::c_ulong; 4] = [0; 4];
+        for (d, &s) in v.iter_mut().zip(ips) {
+            *d = s as _;
+        }
+        // SAFETY: a valid ops, `ips.len()` (at most 4) addresses.
+        unsafe {
+            crate::fgraph::capi::ufgraph_set_filter_ips(
+                self.ptr(),
+                v.as_mut_ptr(),
+                ips.len().min(4) as _,
+                remove as _,
+                reset as _,
+            )
+        }
+    }
+    fn register(&mut self) -> core::ffi::c_int {
+        // SAFETY: the ops lives in its box until dropped, which unregisters it.
+        unsafe { crate::fgraph::capi::ufgraph_register(self.ptr()) }
+    }
+    fn unregister(&mut self) {
+        // SAFETY: our ops.
+        unsafe { crate::fgraph::capi::ufgraph_unregister(self.ptr()) }
+    }
+}
+
+impl Drop for CTestOps {
+    fn drop(&mut self) {
+        self.unregister();
+        // SAFETY: our ops, unregistered.
+        unsafe { crate::fgraph::capi::ufgraph_free_filter(self.ptr()) };
+    }
+}
+
+/// The C API's shared filter: a glob adds functions by their ftrace location and an address
+/// removes them by their start; changes made while registered are kept for the next
+/// registration; a filter emptied again is refused (-EINVAL) at registration.
+pub(super) fn c_shared_filter(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let mul_ip = bindings::ufg_test_mul as *const () as usize;
+    let mut o = CTestOps::new(t)?;
+    kcheck_eq!(
+        t,
+        // SAFETY: a valid ops and a NUL-terminated glob.
+        unsafe {
+            crate::fgraph::capi::ufgraph_set_filter(
+                o.ptr(),
+                c_str!("ufg_test_add").as_char_ptr(),
+                0,
+                0,
+            )
+        },
+        0
+    );
+    kcheck_eq!(t, o.set_ips(&[mul_ip, mul_ip], false, false), 0);
+    kcheck_eq!(t, o.set_ips(&[add_ip], true, false), 0);
+    kcheck_eq!(t, o.set_ips(&[1], false, false), EINVAL.to_errno());
+    kcheck_eq!(t, o.register(), 0);
+    kcheck_eq!(t, g.hub_functions(), 1);
+    add(1, 1);
+    kcheck_eq!(t, o.entries(), 0);
+    mul(1, 1);
+    kcheck_eq!(t, o.entries(), 1);
+    // While registered: ufg_test_add instead of ufg_test_mul, kept across a restart.
+    kcheck_eq!(t, o.set_ips(&[add_ip], false, false), 0);
+    kcheck_eq!(t, o.set_ips(&[mul_ip], true, false), 0);
+    kcheck_eq!(t, o.set_ips(&[add_ip], true, false), EINVAL.to_errno());
+    o.unregister();
+    kcheck_eq!(t, g.hub_functions(), 0);
+    kcheck_eq!(t, o.register(), 0);
+    add(1, 1);
+    mul(1, 1);
+    kcheck_eq!(t, o.entries(), 2);
+    o.unregister();
+    // Emptied while unregistered: refused.
+    kcheck_eq!(t, o.set_ips(&[add_ip], true, false), 0);
+    let r = o.register();
+    let hooked = o.entries();
+    o.unregister();
+    kcheck!(
+        t,
+        r == EINVAL.to_errno(),
+        "an emptied shared filter: ufgraph_register returned {}, {} entries meanwhile",
+        r,
+        hooked.wrapping_sub(2)
+    );
+    drop(o);
+    core_is_idle(t)
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One ops and many: return values and counts, call times, data slots of several sizes, the
+//! 16-ops limit, LRU index reuse, deep recursion.
+
+use super::*;
+
+pub(super) fn return_values_and_counts(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let mut ops = ops_on(t, c_str!("ufg_test_add"), Rec::new(8, 1, true))?;
+    t.check_ok(ops.register(), "register")?;
+    for i in 0..200 {
+        kcheck_eq!(t, add(i, 2 * i), 3 * i);
+    }
+    let h = ops.handler();
+    kcheck_eq!(t, h.entries.load(Relaxed), 200);
+    kcheck_eq!(t, h.returns.load(Relaxed), 200);
+    kcheck_eq!(t, h.bad.load(Relaxed), 0);
+    t.check_ok(ops.unregister(), "unregister")?;
+    add(1, 1);
+    kcheck_eq!(t, ops.handler().entries.load(Relaxed), 200);
+    Ok(())
+}
+
+/// Counts, at each return, whether the call times were taken (`calltime` set and `rettime` not
+/// before it) or left at 0 (both 0).
+struct Timed<const WANT: bool> {
+    taken: AtomicUsize,
+    zero: AtomicUsize,
+}
+
+impl<const WANT: bool> Timed<WANT> {
+    fn new() -> Self {
+        Self {
+            taken: AtomicUsize::new(0),
+            zero: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<const WANT: bool> GraphHandler for Timed<WANT> {
+    const WANTS_TIMES: bool = WANT;
+
+    fn entry(&self, _e: &mut Entry<'_>) -> bool {
+        true
+    }
+
+    fn ret(&self, r: &mut Return<'_>) {
+        if r.calltime != 0 && r.rettime >= r.calltime {
+            self.taken.fetch_add(1, Relaxed);
+        } else if r.calltime == 0 && r.rettime == 0 {
+            self.zero.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+// The clock is read only while a registered handler wants call times; one that does, on the
+// same function as one that does not, gets them whichever of the two pushed the frame.
+pub(super) fn call_times_only_when_wanted(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let mut plain = t.check_ok(GraphOps::new(Timed::<false>::new()), "GraphOps::new")?;
+    t.check_ok(plain.set_filter(c_str!("ufg_test_add")), "set_filter")?;
+    t.check_ok(plain.register(), "register")?;
+    for i in 0..20 {
+        add(i, 1);
+    }
+    kcheck_eq!(t, plain.handler().zero.load(Relaxed), 20);
+
+    let mut timed = t.check_ok(GraphOps::new(Timed::<true>::new()), "GraphOps::new")?;
+    t.check_ok(timed.set_filter(c_str!("ufg_test_add")), "set_filter")?;
+    t.check_ok(timed.register(), "register")?;
+    for i in 0..20 {
+        add(i, 1);
+    }
+    kcheck_eq!(t, timed.handler().taken.load(Relaxed), 20);
+    kcheck_eq!(t, timed.handler().zero.load(Relaxed), 0);
+    t.check_ok(timed.unregister(), "unregister")?;
+
+    for i in 0..20 {
+        add(i, 1);
+    }
+    kcheck_eq!(t, plain.handler().zero.load(Relaxed), 40);
+    t.check_ok(plain.unregister(), "unregister")?;
+    Ok(())
+}
+
+// Upstream's "multiple fgraph storage" selftest: several ops on one function, each storing data
+// of a different size, each reading back exactly its own on return.
+pub(super) fn multiple_storage(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let sizes = [1usize, 8, 24, 100, 256];
+    let mut all = KVec::new();
+    for (n, &bytes) in sizes.iter().enumerate() {
+        let mut ops = ops_on(t, c_str!("ufg_test_add"), Rec::new(bytes, n + 7, false))?;
+        t.check_ok(ops.register(), "register")?;
+        t.check_ok(all.push(ops, GFP_KERNEL).map_err(Into::into), "push")?;
+    }
+    for i in 0..50 {
+        kcheck_eq!(t, add(i, 1), i + 1);
+    }
+    for (n, ops) in all.iter().enumerate() {
+        let h = ops.handler();
+        kcheck!(
+            t,
+            h.entries.load(Relaxed) == 50 && h.returns.load(Relaxed) == 50,
+            "ops {} ({} bytes): {} entries {} returns",
+            n,
+            sizes[n],
+            h.entries.load(Relaxed),
+            h.returns.load(Relaxed)
+        );
+        kcheck!(
+            t,
+            h.bad.load(Relaxed) == 0,
+            "ops {} ({} bytes): {} bad data",
+            n,
+            sizes[n],
+            h.bad.load(Relaxed)
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn seventeenth_ops_is_enospc(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let all = fill(t, ARRAY_SIZE)?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    kcheck_eq!(t, g.registered(), ARRAY_SIZE);
+    let mut extra = ops_on(t, c_str!("ufg_test_mul"), Rec::new(0, 0, false))?;
+    match extra.register() {
+        Err(e) => kcheck!(t, e == ENOSPC, "17th register: {:?}", e),
+        Ok(()) => return Err(t.fail(format_args!("a 17th ops was accepted"))),
+    }
+    kcheck_eq!(t, g.registered(), ARRAY_SIZE);
+    kcheck!(t, extra.idx().is_none());
+    kcheck_eq!(t, mul(6, 7), 42);
+    // Every registered ops saw the call; the refused one did not.
+    for ops in all.iter() {
+        kcheck_eq!(t, ops.handler().returns.load(Relaxed), 1);
+    }
+    kcheck_eq!(t, extra.handler().entries.load(Relaxed), 0);
+    drop(all);
+    kcheck_eq!(t, g.registered(), 0);
+    // With room again, the refused ops registers fine.
+    t.check_ok(extra.register(), "register after the others left")?;
+    kcheck_eq!(t, mul(2, 3), 6);
+    kcheck_eq!(t, extra.handler().returns.load(Relaxed), 1);
+    Ok(())
+}
+
+pub(super) fn lru_reuses_released_index_last(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    // With free indexes around, a released index is not handed out next.
+    let a = fill(t, 1)?;
+    let freed = a[0].idx().unwrap_or(usize::MAX);
+    drop(a);
+    let b = fill(t, 1)?;
+    kcheck!(
+        t,
+        b[0].idx() != Some(freed),
+        "index {} reused at once",
+        freed
+    );
+    drop(b);
+    // Full array: free two, in order; they come back in the order they were freed.
+    let mut all = fill(t, ARRAY_SIZE)?;
+    let first = all[3].idx().unwrap_or(usize::MAX);
+    let second = all[11].idx().unwrap_or(usize::MAX);
+    t.check_ok(all[3].unregister(), "unregister")?;
+    t.check_ok(all[11].unregister(), "unregister")?;
+    let x = fill(t, 1)?;
+    let y = fill(t, 1)?;
+    kcheck_eq!(t, x[0].idx(), Some(first));
+    kcheck_eq!(t, y[0].idx(), Some(second));
+    Ok(())
+}
+
+pub(super) fn deep_recursion_counts_overrun(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let mut ops = ops_on(t, c_str!("ufg_test_recurse"), Rec::new(0, 0, false))?;
+    t.check_ok(ops.register(), "register")?;
+    const DEPTH: i32 = 150;
+    // SAFETY: a plain C fixture; 150 levels are well within the kernel stack.
+    let r = unsafe { bindings::ufg_test_recurse(DEPTH) };
+    kcheck_eq!(t, r, DEPTH);
+    let h = ops.handler();
+    let overrun = ops.slot().missed_overrun.load(Relaxed) as usize;
+    kcheck!(t, overrun > 0, "150 nested frames fit in one page?");
+    kcheck_eq!(t, h.entries.load(Relaxed) + overrun, DEPTH as usize + 1);
+    kcheck_eq!(t, h.returns.load(Relaxed), h.entries.load(Relaxed));
+    t.info(format_args!(
+        "{} frames hooked, {} overrun",
+        h.entries.load(Relaxed),
+        overrun
+    ));
+    // And the stack is usable again at once.
+    // SAFETY: as above.
+    kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(5) }, 5);
+    Ok(())
+}

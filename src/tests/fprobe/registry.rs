@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Registration: refusals leave nothing, stale and going modules, attaching to every function.
+
+use super::*;
+
+pub(super) fn bad_registrations_leave_nothing(t: &mut Test) -> CaseResult {
+    let c = core(t)?;
+    let before = c.counts();
+    let mut fp = probe(true, true, 8);
+    // SAFETY: (all registrations below) each probe outlives the test and is unregistered.
+    unsafe {
+        expect_err(
+            t,
+            c.register(
+                &mut *fp,
+                &Target::Syms(&[c_str!("ufg_test_add"), c_str!("ufg_no_such_symbol")]),
+            ),
+            ENOENT,
+            "unknown symbol",
+        )?;
+        expect_err(
+            t,
+            c.register(&mut *fp, &Target::Filter(c_str!("ufg_no_such_*"), None)),
+            ENOENT,
+            "empty glob",
+        )?;
+        let data = &BAD as *const AtomicUsize as usize;
+        expect_err(
+            t,
+            c.register(&mut *fp, &Target::Ips(&[data])),
+            EINVAL,
+            "data address",
+        )?;
+        let mut none = probe(false, false, 0);
+        expect_err(
+            t,
+            c.register(&mut *none, &Target::Syms(&[c_str!("ufg_test_add")])),
+            EINVAL,
+            "no handler",
+        )?;
+        let mut big = probe(true, true, 15 * 8 + 1);
+        expect_err(
+            t,
+            c.register(&mut *big, &Target::Syms(&[c_str!("ufg_test_add")])),
+            E2BIG,
+            "entry data too big",
+        )?;
+    }
+    kcheck!(t, !c.is_registered(&mut *fp));
+    kcheck_eq!(t, c.counts(), before);
+    expect_err(
+        t,
+        c.unregister(&mut *fp),
+        EINVAL,
+        "unregister of an unregistered probe",
+    )?;
+    reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_add")]))?;
+    expect_err(
+        t,
+        // SAFETY: as above.
+        unsafe { c.register(&mut *fp, &Target::Syms(&[c_str!("ufg_test_mul")])) },
+        EBUSY,
+        "double registration",
+    )?;
+    kcheck!(t, c.is_registered(&mut *fp));
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
+    kcheck_eq!(t, c.counts(), before);
+    Ok(())
+}
+
+/// Marks the test module as going (as far as its fprobe core knows) while it lives.
+struct Going<'a>(&'a Fprobes);
+
+impl Drop for Going<'_> {
+    fn drop(&mut self) {
+        self.0.module_coming(b"ufgraph_kunit");
+    }
+}
+
+pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
+    reset();
+    let c = core(t)?;
+    let before = c.counts();
+    let add_sym = [c_str!("ufg_test_add")];
+    let mut fp = probe(true, false, 0);
+    // Functions resolved before a module came (or went) are refused, and nothing is left.
+    let r = match Fprobes::resolve_gen(&Target::Syms(&add_sym)) {
+        Ok(r) => r,
+        Err(e) => return Err(t.fail(format_args!("resolve: {:?}", e))),
+    };
+    c.module_coming(b"ufg_no_such_module");
+    expect_err(
+        t,
+        // SAFETY: (registrations below) `fp` is a `TestProbe`, unregistered before it goes.
+        unsafe { c.register_checked(&mut *fp, r) },
+        EAGAIN,
+        "stale resolution",
+    )?;
+    kcheck!(t, !c.is_registered(&mut *fp));
+    kcheck_eq!(t, c.counts(), before);
+    {
+        // This module's functions while it is going: not resolved, by name or by glob.
+        c.module_going(b"ufgraph_kunit", |_| false);
+        let _g = Going(c);
+        match Fprobes::resolve_gen(&Target::Syms(&add_sym)) {
+            Ok(_) => return Err(t.fail(format_args!("resolved a going module's function"))),
+            Err(e) => kcheck!(t, e == ENOENT, "resolve while going: {:?}", e),
+        }
+        expect_err(
+            t,
+            // SAFETY: as above.
+            unsafe { c.register(&mut *fp, &Target::Filter(c_str!("ufg_test_ad?"), None)) },
+            ENOENT,
+            "glob over a going module",
+        )?;
+        kcheck_eq!(t, c.counts(), before);
+    }
+    // A module of that name came again: resolved and registered as usual.
+    reg(t, &mut fp, Target::Syms(&add_sym))?;
+    kcheck_eq!(t, add(2, 3), 5);
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
+    kcheck_eq!(t, ENTRIES.load(Relaxed), 1);
+    kcheck_eq!(t, c.counts(), before);
+    Ok(())
+}
+
+pub(super) fn mass_attach_everything(t: &mut Test) -> CaseResult {
+    reset();
+    let c = core(t)?;
+    let before = c.counts();
+    // Every traceable function, entry only: one filter update, one grace period.
+    let mut fp = probe(true, false, 0);
+    reg(t, &mut fp, Target::Filter(c_str!("*"), None))?;
+    let (ips, _) = c.counts();
+    kcheck!(t, ips >= 1000, "only {} functions", ips);
+    let n = ENTRIES.load(Relaxed);
+    add(2, 3);
+    kcheck!(t, ENTRIES.load(Relaxed) > n, "add not seen");
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
+    kcheck_eq!(t, c.counts(), before);
+    // And with an exit handler on every vfs function, under real use.
+    reset();
+    let mut fp = probe(true, true, 0);
+    reg(t, &mut fp, Target::Filter(c_str!("vfs_*"), None))?;
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
+    kcheck!(t, EXITS.load(Relaxed) <= ENTRIES.load(Relaxed));
+    t.info(format_args!("attached to {} functions", ips));
+    Ok(())
+}
