@@ -59,6 +59,7 @@
 //!   types      the fetch types
 //!   program    the Fetch program: Load, Deref, Store, Bitfield
 //!   argv       words, %pd/%pD rewrites, error positions
+//!   btfarg     BTF arguments: parameters by name, members, typed $retval (uses fetch's ArgCtx)
 //!   errlog     the error_log entry
 //!   builder    a program under construction, Fail
 //!   argtype    an argument's type
@@ -67,6 +68,7 @@
 //!   fetcharg   FetchArg, Comm, ArgSig
 //!   args       argument names, the argument parser, Args
 //!   eventname  group and event names
+//!   expand     $arg* and $argN rewritten to BTF parameter names
 //!   probe      ProbeDef
 //!   remove     RemoveDef
 //! ```
@@ -76,11 +78,13 @@
 mod args;
 mod argtype;
 mod argv;
+mod btfarg;
 mod builder;
 mod config;
 mod errlog;
 mod error;
 mod eventname;
+mod expand;
 mod fetch;
 mod fetcharg;
 mod finalize;
@@ -95,12 +99,14 @@ mod tests;
 
 pub use args::Args;
 pub use argv::{DentryExpansion, DentryKind, MAX_DENTRY_ARGS_LEN};
+pub use btfarg::{BtfRef, BtfSource};
 pub use config::{
     Config, ProbeKind, FPROBE_GROUP, MAXACTIVE_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN,
     MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, TRACEPOINT_GROUP,
 };
 pub use errlog::ErrorLog;
 pub use error::{ErrCode, Errno, Error, ProbeError};
+pub use expand::{EXPAND_ROOM, MAX_BTF_ARGS_LEN};
 pub use fetcharg::{ArgSig, Comm, FetchArg};
 pub use probe::ProbeDef;
 pub use program::{
@@ -141,6 +147,24 @@ pub fn parse_with<'a>(
     cfg: &Config,
     tracepoint_exists: &mut dyn FnMut(&str) -> bool,
 ) -> Result<Command<'a>, Error> {
+    parse_btf(cmd, cfg, tracepoint_exists, BtfRef(None), &mut [])
+}
+
+/// [`parse_with`] on a kernel with BTF arguments (`CONFIG_PROBE_EVENTS_BTF_ARGS`): `btf` says
+/// where the probed functions' BTF is. With `BtfRef(None)`, a kernel without them. The
+/// definition keeps `btf` to parse its arguments again ([`ProbeDef::args`]): parse a stored
+/// command with the same source, or its arguments may not parse.
+///
+/// `$arg*` and `$argN` are rewritten to parameter names in `scratch`, which needs
+/// `cmd.len() + EXPAND_ROOM` bytes; keep [`ProbeDef::write_rewritten`] to parse the definition
+/// again (it needs no rewrite, so no scratch).
+pub fn parse_btf<'a>(
+    cmd: &'a str,
+    cfg: &Config,
+    tracepoint_exists: &mut dyn FnMut(&str) -> bool,
+    btf: BtfRef<'a>,
+    scratch: &'a mut [u8],
+) -> Result<Command<'a>, Error> {
     let cmd = argv::c_str(cmd);
     if cmd.len() > MAX_COMMAND_LEN {
         return Err(Error::CommandTooLong);
@@ -166,10 +190,9 @@ pub fn parse_with<'a>(
         cmd,
         cfg,
         kind,
-        head,
-        place,
-        words.remainder(),
+        (head, place, words.remainder()),
         tracepoint_exists,
+        (btf, scratch),
     )
     .map(Command::Add)
 }
