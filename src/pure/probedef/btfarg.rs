@@ -32,17 +32,22 @@ const KSYM_NAME_LEN: usize = 512;
 /// A tracepoint's probe stub: what upstream's `kallsyms_lookup(tpoint->probestub)` names.
 const PROBESTUB: &[u8] = b"__probestub_";
 
+/// [`BtfSource::function`] in one blob (and its base, for split BTF).
+pub fn find_function<'x>(btf: Btf<'x>, name: &str, tracepoint: bool) -> Option<(Btf<'x>, Func)> {
+    if !tracepoint {
+        return Some((btf, btf.func(name.as_bytes()).ok()?));
+    }
+    let mut buf = [0u8; KSYM_NAME_LEN];
+    let len = PROBESTUB.len() + name.len();
+    buf.get_mut(..PROBESTUB.len())?.copy_from_slice(PROBESTUB);
+    buf.get_mut(PROBESTUB.len()..len)?
+        .copy_from_slice(name.as_bytes());
+    Some((btf, btf.func(buf.get(..len)?).ok()?))
+}
+
 impl BtfSource for Btf<'_> {
     fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, Func)> {
-        if !tracepoint {
-            return Some((*self, self.func(name.as_bytes()).ok()?));
-        }
-        let mut buf = [0u8; KSYM_NAME_LEN];
-        let len = PROBESTUB.len() + name.len();
-        buf.get_mut(..PROBESTUB.len())?.copy_from_slice(PROBESTUB);
-        buf.get_mut(PROBESTUB.len()..len)?
-            .copy_from_slice(name.as_bytes());
-        Some((*self, self.func(buf.get(..len)?).ok()?))
+        find_function(*self, name, tracepoint)
     }
 }
 

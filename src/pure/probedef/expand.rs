@@ -147,7 +147,7 @@ fn write_name(
         return Err((ErrCode::Args2long, Errno::TooBig, i));
     }
     w.write_str(name)
-        .and_then(|_| w.write_str(ty))
+        .and_then(|()| w.write_str(ty))
         .map_err(|_| (ErrCode::Args2long, Errno::TooBig, i))?;
     Ok(used + len + 1)
 }

@@ -99,7 +99,7 @@ mod tests;
 
 pub use args::Args;
 pub use argv::{DentryExpansion, DentryKind, MAX_DENTRY_ARGS_LEN};
-pub use btfarg::{BtfRef, BtfSource};
+pub use btfarg::{find_function, BtfRef, BtfSource};
 pub use config::{
     Config, ProbeKind, FPROBE_GROUP, MAXACTIVE_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN,
     MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, TRACEPOINT_GROUP,
