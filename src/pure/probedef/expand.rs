@@ -113,7 +113,8 @@ pub(super) fn expand<'a>(
             if n == 0 {
                 return Err((ErrCode::BadArgNum, Errno::Inval, i));
             }
-            let idx = usize::try_from(n - 1).unwrap_or(usize::MAX);
+            // A negative N (from 2^31 on) is no parameter.
+            let idx = usize::try_from(n).map_or(usize::MAX, |n| n - 1);
             used = write_name(&mut w, &fb, idx, ty, used, i)?;
         } else {
             w.write_str(word)

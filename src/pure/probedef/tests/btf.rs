@@ -303,6 +303,8 @@ fn btf_refusals_and_their_errnos() {
         ("f nosuch ^$arg*", NosupBtfarg, Errno::OpNotSupp),
         ("f no_args ^$arg*", NosupBtfarg, Errno::OpNotSupp),
         ("f vfs_read ^$arg0", BadArgNum, Errno::Inval),
+        // N in an int: from 2^31 on negative, no parameter.
+        ("f vfs_read ^$arg2147483648", NoBtfarg, Errno::NoEnt),
         ("f vfs_read ^$arg1x", BadVar, Errno::NoEnt),
         ("f vfs_read count ^count", UsedArgName, Errno::Inval),
     ] {
