@@ -12,9 +12,10 @@
 //!   -:[GRP/][EVENT] [SYM [NAME=FETCHARG...]]             remove matching events
 //!
 //!   SYM:      a function name, or a glob of them: vfs_read*, vfs_rea?, vfs_[rw]*
-//!   FETCHARG: [NAME=]EXPR[:TYPE]
+//!   FETCHARG: [NAME=]EXPR[:TYPE], or $arg* (with BTF: every parameter by name)
 //!   EXPR:     $argN $retval $stackN $stack $comm @ADDR @SYM[+|-OFFS]
 //!             +|-[u]OFFS(EXPR) \IMM \"STRING"
+//!             with BTF: PARAM[->MEMBER[.MEMBER...]...] $retval[->MEMBER...]
 //!   TYPE:     u8..u64 s8..s64 x8..x64 char string ustring symbol symstr %pd %pD
 //!             b<WIDTH>@<OFFSET>/<CONTAINER>, any of them followed by [N]
 //! ```
@@ -32,10 +33,14 @@
 //! is a test here.
 //!
 //! The parser follows upstream 6.12 (kernel/trace/trace_fprobe.c and trace_probe.c) step by step,
-//! quirks included, for a 64-bit kernel that has `CONFIG_HAVE_FUNCTION_ARG_ACCESS_API` and lacks
-//! `CONFIG_PROBE_EVENTS_BTF_ARGS`. Where it cannot follow:
+//! quirks included, for a 64-bit kernel that has `CONFIG_HAVE_FUNCTION_ARG_ACCESS_API`, and
+//! `CONFIG_PROBE_EVENTS_BTF_ARGS` when [`parse_btf`] is given a [`BtfSource`] (parameter names,
+//! members, typed `$retval`, `$arg*`: `btfarg` and `expand`); without one, bare names and
+//! `$arg*` fail with `NOSUP_BTFARG`, as on a kernel without it. Where it cannot follow:
 //!
-//! - no BTF: bare names (`file`, `$arg*`) fail with `NOSUP_BTFARG`, as on such a kernel;
+//! - the cursor upstream moves past the last member name of a BTF argument goes astray (it
+//!   adds a NULL pointer's difference); here it stays at the name's end, where later errors of
+//!   that argument (`BAD_TYPE4STR`, `TOO_MANY_OPS`) point;
 //! - errors that depend on the running system are the caller's (a symbol or glob that matches
 //!   no traceable function, an unknown tracepoint, a clash with existing events):
 //!   [`ProbeDef::registration_error`],
