@@ -25,7 +25,7 @@ if [ -x "$ft/ftracetest" ]; then
 	install -m 0755 "$ft/ftracetest" "$root/ftrace/ftracetest"
 	cp "$ft/test.d/functions" "$root/ftrace/test.d/"
 	for t in add_remove_fprobe fprobe_args_vfs fprobe_entry_arg fprobe_syntax_errors \
-		add_remove_tprobe tprobe_syntax_errors; do
+		add_remove_tprobe tprobe_syntax_errors add_remove_btfarg; do
 		cp "$ft/test.d/dynevent/$t.tc" "$root/ftrace/test.d/dynevent/"
 	done
 	# Upstream's newest fprobe cases, if they were put there (they are not in this repository:

@@ -1,5 +1,6 @@
 # Upstream's own fprobe- and tprobe-event cases (tools/testing/selftests/ftrace) run by upstream's
-# ftracetest against ufgraph's events, the .tc files unmodified: the 6.12 source's six, and upstream's
+# ftracetest against ufgraph's events, the .tc files unmodified: the 6.12 source's six (seven with
+# BTF: add_remove_btfarg.tc), and upstream's
 # newest ones when the initramfs has them (/ftrace/upstream, see Documentation/events.md).
 # Plumbing: our control files (debugfs) are bind-mounted over tracefs's dynamic_events,
 # error_log and README for the run, so the cases find them where they look; the kernel's
@@ -20,9 +21,17 @@ for s in 'f[:[<group>/][<event>]] <func-name>[%return] [<args>]' 'kernel return 
 	grep -qF -- "$s" $R || fail "README lacks '$s'"
 done
 grep -A1 'fetcharg:' $R | grep -q '\$comm' || fail "README: \$comm not on the line after fetcharg:"
-# ...and not for those it has not (BTF arguments, eprobes, kprobe/uprobe files): a case that
-# looks for them must not run against ufgraph's dynamic_events.
-for s in '<argname>' 'this_cpu_read(' \
+# BTF arguments where vmlinux's BTF is there (the cases then try them), and not elsewhere.
+btfcase= want=6
+if [ -e /sys/kernel/btf/vmlinux ]; then
+	grep -qF '<argname>[->field[->field|.field...]]' $R || fail "README lacks <argname>"
+	btfcase=test.d/dynevent/add_remove_btfarg.tc want=7
+else
+	grep -qF '<argname>' $R && fail "README advertises <argname> without BTF"
+fi
+# ...and not for those it has not (eprobes, kprobe/uprobe files): a case that looks for them
+# must not run against ufgraph's dynamic_events.
+for s in 'this_cpu_read(' \
 	'e[:[<group>/][<event>]]' 'p[:[<group>/][<event>]]' 'kprobe_events' 'uprobe_events' '$current'; do
 	grep -qF -- "$s" $R && fail "README advertises '$s'"
 done
@@ -55,9 +64,10 @@ run() {
 		fail "ftracetest exit $rc ($log)"
 	fi
 }
-run /tmp/ftracetest.log 6 test.d/dynevent/add_remove_fprobe.tc test.d/dynevent/fprobe_args_vfs.tc \
+run /tmp/ftracetest.log $want test.d/dynevent/add_remove_fprobe.tc \
+	test.d/dynevent/fprobe_args_vfs.tc \
 	test.d/dynevent/fprobe_entry_arg.tc test.d/dynevent/fprobe_syntax_errors.tc \
-	test.d/dynevent/add_remove_tprobe.tc test.d/dynevent/tprobe_syntax_errors.tc
+	test.d/dynevent/add_remove_tprobe.tc test.d/dynevent/tprobe_syntax_errors.tc $btfcase
 if [ -d upstream ]; then
 	set -- upstream/*.tc
 	echo "upstream's newest cases: $*" >&2

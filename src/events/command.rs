@@ -113,15 +113,22 @@ impl Events {
             tp = Tracepoint::find(name.as_bytes());
             tp.is_some()
         };
-        let cmd = match probedef::parse_with(line, &self.cfg, &mut lookup) {
-            Ok(c) => c,
-            Err(e) => {
-                return Err(Failure {
-                    errno: Error::from_errno(e.errno().to_kernel()),
-                    log: e.probe().copied(),
-                });
-            }
-        };
+        // BTF arguments need vmlinux's BTF (read once), and room to rewrite `$arg*`.
+        self.btf.load();
+        let mut scratch = KVec::new();
+        scratch
+            .extend_with(line.len() + probedef::EXPAND_ROOM, 0u8, GFP_KERNEL)
+            .map_err(|_| Failure::from(ENOMEM))?;
+        let cmd =
+            match probedef::parse_btf(line, &self.cfg, &mut lookup, self.btf_ref(), &mut scratch) {
+                Ok(c) => c,
+                Err(e) => {
+                    return Err(Failure {
+                        errno: Error::from_errno(e.errno().to_kernel()),
+                        log: e.probe().copied(),
+                    });
+                }
+            };
         match cmd {
             Command::Empty => Ok(()),
             Command::Add(def) => self.add(&def, tp),
@@ -162,7 +169,8 @@ impl Events {
         // Nothing is hooked until the event has a user (register on enable).
         let sym = cvec(def.symbol().as_bytes()).map_err(Failure::from)?;
         let resolved = Self::resolve(&sym, tp);
-        let cmd = bytes(def.command().as_bytes()).map_err(Failure::from)?;
+        // Kept with `$arg*`/`$argN` rewritten, to parse again without rewriting.
+        let cmd = format(|w| def.write_rewritten(w)).map_err(Failure::from)?;
         let p = NewProbe {
             args,
             cmd,
@@ -287,9 +295,7 @@ impl Events {
 
     #[inline(never)]
     fn diff_args(&self, def: &ProbeDef<'_>, cmd: &[u8]) -> Option<probedef::ProbeError> {
-        let Ok(Command::Add(fdef)) = probedef::parse(as_str(cmd), &self.cfg) else {
-            return None;
-        };
+        let fdef = self.reparse(cmd)?;
         def.diff_arg_types(fdef.args().map(|a| a.sig()))
     }
 
@@ -299,7 +305,7 @@ impl Events {
         def: &ProbeDef<'_>,
         cmd: &[u8],
     ) -> core::result::Result<Option<probedef::ProbeError>, Failure> {
-        let Ok(Command::Add(pdef)) = probedef::parse(as_str(cmd), &self.cfg) else {
+        let Some(pdef) = self.reparse(cmd) else {
             return Ok(None);
         };
         let mut texts: KVec<KVec<u8>> = KVec::new();
@@ -317,7 +323,7 @@ impl Events {
         let reg = self.reg.lock();
         for e in reg.entries.iter() {
             for p in e.probes.iter() {
-                if let Ok(Command::Add(d)) = probedef::parse(as_str(&p.cmd), &self.cfg) {
+                if let Some(d) = self.reparse(&p.cmd) {
                     writeln!(m, "{}", d)?;
                 }
             }

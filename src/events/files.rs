@@ -10,8 +10,8 @@ use kernel::prelude::*;
 
 /// The `README` file: upstream's tracefs README lines (kernel/trace/trace.c, `readme_msg`) for
 /// what ufgraph's `dynamic_events` takes, word for word, and none for what it does not (no
-/// BTF `<argname>`, no `e:`, `p:` or `r:`): tools, ftracetest's `requires:`
-/// among them, grep it to decide what to try. Test 61 checks both ways.
+/// `e:`, `p:` or `r:`): tools, ftracetest's `requires:` among them, grep it to decide what to
+/// try. Test 61 checks both ways. [`README_BTF`] goes after it where BTF arguments work.
 pub const README: &str = "\
 ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
 
@@ -25,6 +25,14 @@ ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
 \t     args: <name>=fetcharg[:type]
 \t fetcharg: @<address>, @<symbol>[+|-<offset>],
 \t           $stack<index>, $stack, $retval, $comm, $arg<N>,
+";
+
+/// The README line of BTF arguments (upstream's with `CONFIG_PROBE_EVENTS_BTF_ARGS`), shown
+/// when vmlinux's BTF could be read.
+pub const README_BTF: &str = "\t           <argname>[->field[->field|.field...]],\n";
+
+/// The rest of the README, after the BTF line's place.
+pub const README_TAIL: &str = "\
 \t           +|-[u]<offset>(<fetcharg>), \\imm-value, \\\"imm-string\"
 \t     kernel return probes support: $retval, $arg<N>, $comm
 \t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,
@@ -70,7 +78,12 @@ pub fn truncate_errors() -> Result {
     Ok(())
 }
 
-/// `README`.
+/// `README`. Reading it reads vmlinux's BTF if no definition did yet: whether BTF arguments
+/// work is what it says.
 pub fn show_readme(m: &mut SeqFile) -> fmt::Result {
-    m.write_str(README)
+    m.write_str(README)?;
+    if events().is_some_and(|e| e.has_btf()) {
+        m.write_str(README_BTF)?;
+    }
+    m.write_str(README_TAIL)
 }

@@ -58,7 +58,8 @@ mod record;
 mod teardown;
 
 use crate::bindings;
-use crate::pure::probedef::{Config, ProbeKind};
+use crate::pure::probedef::{self, BtfRef, BtfSource, Command, Config, ProbeDef, ProbeKind};
+use crate::sys::btf::LazyVmlinux;
 use crate::sys::global::Global;
 use crate::sys::trace_event::EventCall;
 use core::fmt::{self, Write};
@@ -97,6 +98,8 @@ pub struct Events {
     #[pin]
     reg: Mutex<Registry>,
     cfg: Config,
+    /// vmlinux's BTF, for BTF arguments (read on the first definition).
+    btf: LazyVmlinux,
     thread_words: u64,
     module: *mut bindings::module,
 }
@@ -147,6 +150,31 @@ fn as_str(v: &[u8]) -> &str {
 }
 
 impl Events {
+    /// Where the parser finds BTF arguments: vmlinux's BTF once read, else nowhere.
+    fn btf_ref(&self) -> BtfRef<'_> {
+        BtfRef(self.btf.get().map(|k| k as &dyn BtfSource))
+    }
+
+    /// Whether BTF arguments work: vmlinux's BTF was read (now, if not yet tried).
+    pub fn has_btf(&self) -> bool {
+        self.btf.load();
+        self.btf.get().is_some()
+    }
+
+    /// A stored probe's definition, parsed again (a stored command needs no `$arg*` rewrite).
+    fn reparse<'a>(&'a self, cmd: &'a [u8]) -> Option<ProbeDef<'a>> {
+        match probedef::parse_btf(
+            as_str(cmd),
+            &self.cfg,
+            &mut |_| true,
+            self.btf_ref(),
+            &mut [],
+        ) {
+            Ok(Command::Add(d)) => Some(d),
+            _ => None,
+        }
+    }
+
     /// The events core. `EventMutex::resolve` must have succeeded.
     pub fn new(module: &'static ThisModule) -> impl PinInit<Self> {
         let module: *mut bindings::module = module.as_ptr().cast();
@@ -170,6 +198,7 @@ impl Events {
                 stubs: KVec::new(),
             }),
             cfg,
+            btf: LazyVmlinux::new(),
             thread_words,
             module,
         })

@@ -10,7 +10,7 @@ use super::record::{EntryProbe, ExitProbe};
 use super::{bytes, Events, Registry};
 use crate::fprobe::api::Fprobe;
 use crate::fprobe::{self, Target};
-use crate::pure::probedef::{self, Command, ProbeDef};
+use crate::pure::probedef::ProbeDef;
 use crate::sys::kvec;
 use crate::sys::trace_event::PerfCall;
 use crate::sys::tracepoint::{self, ModuleRef, Tracepoint};
@@ -262,7 +262,7 @@ impl Events {
                 let cmd = bytes(&entry.probes[i].cmd);
                 drop(reg);
                 if let Ok(cmd) = cmd {
-                    if let Ok(Command::Add(def)) = probedef::parse(as_str(&cmd), &self.cfg) {
+                    if let Some(def) = self.reparse(&cmd) {
                         if let Some(err) = def.registration_error(e.to_errno()) {
                             self.log_error(as_str(&cmd), &err);
                         }

@@ -5,7 +5,7 @@
 //! kernel removes an event.
 
 use super::{as_str, Entry, Events, EVENTS};
-use crate::pure::probedef::{self, Command, RemoveDef};
+use crate::pure::probedef::RemoveDef;
 use crate::sys::kvec;
 use crate::sys::trace_event::{self, EventMutex};
 use core::pin::Pin;
@@ -46,7 +46,7 @@ impl Events {
         let g = EventMutex::lock()?;
         let matches = |e: &Entry| {
             e.probes.iter().any(|p| {
-                let Ok(Command::Add(d)) = probedef::parse(as_str(&p.cmd), &self.cfg) else {
+                let Some(d) = self.reparse(&p.cmd) else {
                     return false;
                 };
                 rd.matches(

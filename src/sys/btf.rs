@@ -12,7 +12,10 @@
 
 use crate::bindings;
 use crate::pure::btf::{self, Btf};
-use kernel::alloc::KVVec;
+use crate::pure::probedef;
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
+use kernel::alloc::{KBox, KVVec};
+use kernel::c_str;
 use kernel::prelude::*;
 use kernel::str::CStr;
 
@@ -117,5 +120,79 @@ impl KernelBtf {
     /// The blob's size in bytes, and the index's.
     pub fn bytes(&self) -> (usize, usize) {
         (self.len, 4 * (self.offsets.len() + self.names.len()))
+    }
+}
+
+impl probedef::BtfSource for KernelBtf {
+    fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, btf::Func)> {
+        probedef::find_function(self.btf(None).ok()?, name, tracepoint)
+    }
+}
+
+/// vmlinux's BTF for the events' BTF arguments: read on first use, in process context, and
+/// kept until the module goes (definitions parse their stored commands again with it, so it
+/// must not change under them). A kernel without it (`CONFIG_DEBUG_INFO_BTF` off) is tried
+/// once: the events then parse as upstream's without `CONFIG_PROBE_EVENTS_BTF_ARGS`.
+pub struct LazyVmlinux {
+    btf: AtomicPtr<KernelBtf>,
+    /// Set once a load was tried, whatever came of it.
+    tried: AtomicBool,
+}
+
+impl LazyVmlinux {
+    /// Nothing read yet.
+    pub const fn new() -> Self {
+        LazyVmlinux {
+            btf: AtomicPtr::new(core::ptr::null_mut()),
+            tried: AtomicBool::new(false),
+        }
+    }
+
+    /// Reads vmlinux's BTF if no load was tried yet. Two first callers at once both read it;
+    /// one copy is kept.
+    pub fn load(&self) {
+        if self.tried.load(Acquire) {
+            return;
+        }
+        match KernelBtf::load(c_str!("/sys/kernel/btf/vmlinux"), None)
+            .and_then(|k| KBox::new(k, GFP_KERNEL).map_err(Into::into))
+        {
+            Ok(k) => {
+                let p = KBox::into_raw(k);
+                if self
+                    .btf
+                    .compare_exchange(core::ptr::null_mut(), p, AcqRel, Acquire)
+                    .is_err()
+                {
+                    // SAFETY: `p` came from `KBox::into_raw` just above and was not published.
+                    drop(unsafe { KBox::from_raw(p) });
+                }
+            }
+            Err(e) => pr_info!("no BTF arguments for events: vmlinux BTF: {:?}\n", e),
+        }
+        self.tried.store(true, Release);
+    }
+
+    /// The BTF, if it was read.
+    pub fn get(&self) -> Option<&KernelBtf> {
+        let p = self.btf.load(Acquire);
+        // SAFETY: published once by `load`, freed only by `drop`, which takes `&mut self`.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+}
+
+impl Default for LazyVmlinux {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for LazyVmlinux {
+    fn drop(&mut self) {
+        let p = *self.btf.get_mut();
+        if !p.is_null() {
+            // SAFETY: published by `load` from `KBox::into_raw`; nobody borrows it past `&mut self`.
+            drop(unsafe { KBox::from_raw(p) });
+        }
     }
 }

@@ -8,6 +8,7 @@
 
 use crate::bindings;
 use crate::pure::btf::{Btf, Kind, ScalarKind};
+use crate::pure::probedef::{self, BtfRef, BtfSource, Command, Config, FetchType, Load};
 use crate::sys::btf::KernelBtf;
 use crate::sys::ktest::{CaseResult, Failed, Test};
 use crate::{kcheck, kcheck_eq, kunit_suite};
@@ -178,8 +179,105 @@ fn module_split_btf(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// The events' parser on vmlinux's BTF: a parameter by name typed from BTF, a member chain
+/// whose dereferences land where the compiler puts the members, `$arg*` by name, a tracepoint
+/// stub's parameters without its dummy. (Each check in its own frame: a definition and its
+/// argument parser take a kilobyte or so.)
+fn events_btf_arguments(t: &mut Test) -> CaseResult {
+    let Some(vm) = vmlinux(t)? else { return Ok(()) };
+    let src: &dyn BtfSource = &vm;
+    let cmd = "f vfs_read count d=file->f_path.dentry->d_name.name:string $arg2";
+    check_arg(
+        t,
+        src,
+        cmd,
+        0,
+        ("count", FetchType::U64),
+        Some(Load::Arg(2)),
+    )?;
+    check_arg(t, src, cmd, 2, ("buf", FetchType::X64), Some(Load::Arg(1)))?;
+    check_arg(t, src, cmd, 1, ("d", FetchType::String), Some(Load::Arg(0)))?;
+    check_member_offsets(t, src, cmd, 1)?;
+    // sched_wakeup's stub is (void *__data, struct task_struct *p).
+    check_arg(
+        t,
+        src,
+        "t sched_wakeup $arg*",
+        0,
+        ("p", FetchType::X64),
+        Some(Load::Arg(1)),
+    )?;
+    check_arg(
+        t,
+        src,
+        "f vfs_read%return $retval",
+        0,
+        ("arg1", FetchType::S64),
+        Some(Load::Retval),
+    )
+}
+
+/// Argument `i` of `cmd` parsed with `src`: its name, type and load.
+#[inline(never)]
+fn check_arg(
+    t: &Test,
+    src: &dyn BtfSource,
+    cmd: &str,
+    i: usize,
+    want: (&str, FetchType),
+    load: Option<Load<&str>>,
+) -> CaseResult {
+    let mut scratch = [0u8; 160];
+    let r = probedef::parse_btf(cmd, &CFG, &mut |_| true, BtfRef(Some(src)), &mut scratch);
+    let Ok(Command::Add(d)) = r else {
+        return Err(t.fail(format_args!("{cmd}: {:?}", r.err())));
+    };
+    let a = d.args().nth(i);
+    kcheck_eq!(t, a.map(|a| (a.name, a.ty)), Some(want));
+    kcheck_eq!(t, a.map(|a| a.fetch.load), load);
+    Ok(())
+}
+
+/// The dereferences of argument `i` of `cmd`, `file->f_path.dentry->d_name.name`: where the
+/// compiler puts the members (the glue's `offsetof`), the last folded into the string store.
+#[inline(never)]
+fn check_member_offsets(t: &Test, src: &dyn BtfSource, cmd: &str, i: usize) -> CaseResult {
+    let mut scratch = [0u8; 160];
+    let r = probedef::parse_btf(cmd, &CFG, &mut |_| true, BtfRef(Some(src)), &mut scratch);
+    let Ok(Command::Add(d)) = r else {
+        return Err(t.fail(format_args!("{cmd}: {:?}", r.err())));
+    };
+    let Some(a) = d.args().nth(i) else {
+        return Err(t.fail(format_args!("{cmd}: no argument {i}")));
+    };
+    // SAFETY: plain functions returning constants.
+    let (name_off, dentry_off) = unsafe {
+        (
+            bindings::ufg_dentry_name_offset(),
+            bindings::ufg_file_dentry_offset(),
+        )
+    };
+    let offs = a.fetch.derefs();
+    kcheck!(t, offs.len() == 2, "{} dereferences", offs.len());
+    kcheck_eq!(t, offs.first().map(|d| d.offset), Some(dentry_off as i32));
+    kcheck_eq!(t, offs.get(1).map(|d| d.offset), Some(name_off as i32));
+    kcheck_eq!(t, a.fetch.store.offset, 0);
+    Ok(())
+}
+
+/// A parser configuration (the `%pd` offsets do not matter here).
+const CFG: Config = Config {
+    max_stack_index: 2048,
+    dentry_name_offset: 0,
+    file_dentry_offset: 0,
+};
+
 kunit_suite!(
     BTF_SUITE,
     "ufgraph_btf",
-    [vmlinux_functions_and_structs, module_split_btf,]
+    [
+        vmlinux_functions_and_structs,
+        module_split_btf,
+        events_btf_arguments,
+    ]
 );

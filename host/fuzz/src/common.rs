@@ -94,6 +94,16 @@ pub const SEEDS: &[&str] = &[
     "f:gggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggg/e vfs_read",
     "t kfree $retval",
     "f vfs_read $comm:u8 \"x\":string[2]",
+    // BTF arguments (the sample BTF, src/pure/btf/testdata/sample.c): parameters, members,
+    // typed $retval, $arg* and $argN rewritten, and their errors.
+    "f vfs_read count pos file->f_name.name:string n=file->f_mode",
+    "f vfs_read%return $retval count file->f_pair.hi file->f_name.len",
+    "f vfs_read $arg* $arg3:u32",
+    "f local_fn%return $arg2 $retval x:s8 b",
+    "f no_args%return $retval",
+    "f vfs_read file->f_dentry->d_name $arg9 file-.x file.f_mode",
+    "f vfs_read $arg* $arg* hoge",
+    "t vfs_read $arg*",
 ];
 
 /// Pieces of the grammar, for insertions.
@@ -106,6 +116,8 @@ pub const TOKENS: &[&str] = &[
     "]", "[4]", "[64]", "[65]", "\\", "\\\"", "\"", "\\1", "\\-1", "=", "x=", "arg1=", "/", ".",
     " ", "  ", "\t", "\n", "\0", "#", "*", "?", "[!", "[a-z]", "_", "-", "+", "0x", "é", "\u{a0}",
     "common_pid", "__probe_ip", "grp/", "ev", "vfs_read", "vfs_read%return",
+    "->", "file", "buf", "count", "pos", "file->", "f_name.", "name", "len", "f_mode", "f_char",
+    "f_dentry->", "f_buf", "local_fn", "no_args", "$arg3", "$arg5", "$retval->",
 ];
 
 /// Numbers around upstream's limits.

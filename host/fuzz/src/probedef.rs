@@ -18,13 +18,37 @@
 //!   under its name.
 
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 use crate::common::CONFIGS;
+use ufgraph_pure::btf::Btf;
 use ufgraph_pure::probedef::{
-    commands, parse, parse_with, Command, Config, ErrCode, Error, FetchArg, Load, ProbeDef,
-    ProbeError, ProbeKind, StoreKind, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN,
-    MAX_COMMAND_LEN, MAX_DEREFS, MAX_EVENT_NAME_LEN, MAX_PROBE_EVENT_SIZE, MAX_TRACE_ARGS,
+    commands, parse, parse_btf, parse_with, BtfRef, BtfSource, Command, Config, ErrCode, Error,
+    FetchArg, Load, ProbeDef, ProbeError, ProbeKind, StoreKind, EXPAND_ROOM, MAX_ARGSTR_LEN,
+    MAX_ARG_NAME_LEN, MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_DEREFS, MAX_EVENT_NAME_LEN,
+    MAX_PROBE_EVENT_SIZE, MAX_TRACE_ARGS,
 };
+
+/// The sample BTF of the reader's tests (src/pure/btf/testdata/sample.c: vfs_read, local_fn,
+/// no_args, struct file), the functions every input is also parsed against.
+fn sample() -> &'static Btf<'static> {
+    static SAMPLE: OnceLock<Btf<'static>> = OnceLock::new();
+    SAMPLE.get_or_init(|| {
+        const BLOB: &[u8] = include_bytes!("../../../src/pure/btf/testdata/sample.btf");
+        let s = Btf::measure(BLOB, None).expect("sample BTF");
+        let offsets = Box::leak(vec![0u32; s.types].into_boxed_slice());
+        let names = Box::leak(vec![0u32; s.named].into_boxed_slice());
+        Btf::new(BLOB, None, offsets, names).expect("sample BTF")
+    })
+}
+
+/// The BTF source of a check: none (a kernel without BTF arguments), or the sample.
+type Src = Option<&'static dyn BtfSource>;
+
+/// `cmd` parsed again with `src`, as a stored command is (no rewrite, so no scratch).
+fn reparse<'a>(cmd: &'a str, cfg: &Config, src: Src) -> Result<Command<'a>, Error> {
+    parse_btf(cmd, cfg, &mut |_| true, BtfRef(src), &mut [])
+}
 
 pub use crate::common::{ensure, Verdict};
 
@@ -51,6 +75,15 @@ fn check_error(cmd: &str, cfg: &Config, e: &ProbeError) -> Verdict {
     // The caret is in the failing word or just past it; except for type errors found after a
     // dereference, which upstream places further right, by up to the length of the expression
     // before the type.
+    // After `$arg*` was rewritten (the log then shows the arguments as written), an argument's
+    // index counts the rewritten ones: past the last word, upstream's caret goes one past the
+    // command's end; otherwise its offset is in another word than the one it was found in.
+    let rewritten = e.index >= 2 && !e.expanded;
+    if rewritten && e.index >= shown.split(' ').count() {
+        return ensure(e.pos == shown.len() + 1, || {
+            format!("pos {} past the end", e.pos)
+        });
+    }
     let word = shown
         .split(' ')
         .nth(e.index)
@@ -60,7 +93,7 @@ fn check_error(cmd: &str, cfg: &Config, e: &ProbeError) -> Verdict {
         ErrCode::BadSymstring | ErrCode::BadString | ErrCode::BadBitfield
     );
     let bound = if late { 2 * word.len() } else { word.len() };
-    ensure(e.offset <= bound, || {
+    ensure(rewritten || e.offset <= bound, || {
         format!("offset {} past word {word:?}", e.offset)
     })?;
     let start: usize = shown.split(' ').take(e.index).map(|w| w.len() + 1).sum();
@@ -155,7 +188,7 @@ fn check_arg(d: &ProbeDef<'_>, a: &FetchArg<'_>, end: &mut usize) -> Verdict {
     }
 }
 
-fn check_def(cfg: &Config, d: &ProbeDef<'_>) -> Verdict {
+fn check_def(cfg: &Config, d: &ProbeDef<'_>, src: Src) -> Verdict {
     ensure(d.nargs() <= MAX_TRACE_ARGS, || {
         format!("{} args", d.nargs())
     })?;
@@ -197,9 +230,19 @@ fn check_def(cfg: &Config, d: &ProbeDef<'_>) -> Verdict {
 
     check_removal(cfg, d)?;
 
+    // What the events keep parses again, without a rewrite, to the same probe.
+    let mut kept = String::new();
+    let _ = d.write_rewritten(&mut kept);
+    match reparse(&kept, cfg, src) {
+        Ok(Command::Add(again)) => ensure(summary(d) == summary(&again), || {
+            format!("kept {kept:?} parses differently")
+        })?,
+        other => return Err(format!("kept {kept:?} gives {other:?}")),
+    }
+
     // Listing round trip.
     let listed = d.to_string();
-    match parse(&listed, cfg) {
+    match reparse(&listed, cfg, src) {
         // A negative maxactive (upstream's int wrap) lists as "f-N", which upstream reads as "f".
         Ok(Command::Add(again)) if d.maxactive() < 0 => {
             ensure(again.maxactive() == 0 && again.nargs() == d.nargs(), || {
@@ -284,12 +327,27 @@ fn check_lookup(input: &str, cfg: &Config) -> Verdict {
     }
 }
 
-/// Runs one command through one configuration; returns a label for the statistics.
+/// Runs one command through one configuration, without BTF and with the sample's; returns a
+/// label for the statistics (without BTF's).
 fn check_one(input: &str, cfg: &Config) -> Result<&'static str, String> {
     check_lookup(input, cfg)?;
-    match parse(input, cfg) {
+    let sample: &'static dyn BtfSource = sample();
+    check_parsed(input, cfg, Some(sample)).map_err(|v| format!("with BTF: {v}"))?;
+    check_parsed(input, cfg, None)
+}
+
+/// [`check_one`] with the BTF source `src`.
+fn check_parsed(input: &str, cfg: &Config, src: Src) -> Result<&'static str, String> {
+    let mut scratch = vec![0u8; input.len() + EXPAND_ROOM];
+    let parsed = parse_btf(input, cfg, &mut |_| true, BtfRef(src), &mut scratch);
+    if src.is_none() {
+        ensure(parsed == parse(input, cfg), || {
+            "parse_btf without BTF is not parse".into()
+        })?;
+    }
+    match parsed {
         Ok(Command::Empty) => Ok("empty"),
-        Ok(Command::Add(d)) => check_def(cfg, &d).map(|()| "defined"),
+        Ok(Command::Add(d)) => check_def(cfg, &d, src).map(|()| "defined"),
         Ok(Command::Remove(r)) => {
             let none: [(&str, &str); 0] = [];
             let _ = r.matches("fprobes", "ev", "vfs_read", none);

@@ -4,10 +4,11 @@
 //! (`traceprobe_parse_probe_arg()` for each).
 
 use super::argv::{self, BufWriter, DentryWord, Words, MAX_DENTRY_ARGS_LEN};
+use super::btfarg::BtfRef;
 use super::builder::Fail;
 use super::config::{Config, MAX_ARG_NAME_LEN, MAX_TRACE_ARGS};
 use super::error::{ErrCode, Errno};
-use super::fetch::{parse_body, ArgCtx, EntryArgs};
+use super::fetch::{parse_body, ArgCtx};
 use super::fetcharg::{Comm, FetchArg};
 use super::num::is_good_name;
 use super::program::Fetch;
@@ -92,11 +93,27 @@ fn default_name(i: usize) -> &'static str {
 }
 
 /// An argument word's name (given before '=', else the default) and where its expression starts.
-fn arg_name(word: &str, i: usize) -> (&str, Option<usize>) {
+/// With BTF arguments (`btf`), the default is the expression before its type if it is a good
+/// name, as upstream's `generate_probe_arg_name()` (`count` names itself), else `argN`.
+fn arg_name(word: &str, i: usize, btf: bool) -> (&str, Option<usize>) {
     match word.find('=') {
         Some(eq) => (word.get(..eq).unwrap_or(""), Some(eq + 1)),
-        None => (default_name(i), None),
+        None => {
+            let expr = word.split(':').next().unwrap_or("");
+            if btf && is_good_name(expr, false) {
+                (expr, None)
+            } else {
+                (default_name(i), None)
+            }
+        }
     }
+}
+
+/// The name of argument word `word` (number `i`) as the parser gives it: a `%pd`/`%pD` word is
+/// named in its rewritten form, which is never a good name.
+fn word_name<'w>(word: &'w str, i: usize, btf: bool, cfg: &Config) -> &'w str {
+    let btf = btf && DentryWord::of(word, cfg).is_none();
+    arg_name(word, i, btf).0
 }
 
 /// Parses the fetch arguments of one probe in order (`traceprobe_parse_probe_arg()` for each).
@@ -107,23 +124,24 @@ pub(super) struct ArgParser<'a> {
     words: Words<'a>,
     index: usize,
     cfg: Config,
-    pub(super) ctx: ArgCtx,
+    pub(super) ctx: ArgCtx<'a>,
 }
 
 impl<'a> ArgParser<'a> {
-    pub(super) fn new(args: &'a str, cfg: Config, is_return: bool, tracepoint: bool) -> Self {
+    /// A parser of the arguments `args` of a probe on `func`.
+    pub(super) fn new(
+        args: &'a str,
+        cfg: Config,
+        (is_return, tracepoint): (bool, bool),
+        btf: BtfRef<'a>,
+        func: &'a str,
+    ) -> Self {
         ArgParser {
             all: args,
             words: argv::words(args),
             index: 0,
             cfg,
-            ctx: ArgCtx {
-                is_return,
-                tracepoint,
-                max_stack_index: cfg.max_stack_index,
-                entry: EntryArgs::new(),
-                size: 0,
-            },
+            ctx: ArgCtx::new(is_return, tracepoint, cfg.max_stack_index, btf, func),
         }
     }
 
@@ -156,7 +174,7 @@ impl<'a> ArgParser<'a> {
         let _ = d.write(&mut w);
         let text = w.into_str();
         let (_, _, ty, offset, fetch) = self.parse_text(i, text)?;
-        let name = arg_name(word, i).0;
+        let name = arg_name(word, i, false).0;
         let comm = Comm::new(word.get(d.head.len()..).unwrap_or(""), Some(d.exp));
         let inner_at = d.inner_at();
         let fetch = fetch.map_text(|s| {
@@ -191,7 +209,8 @@ impl<'a> ArgParser<'a> {
             errno: Errno::Inval,
             also: None,
         };
-        let (name, body_at) = arg_name(text, i);
+        let btf = self.ctx.btf.0.is_some();
+        let (name, body_at) = arg_name(text, i, btf);
         if let Some(at) = body_at {
             if at - 1 > MAX_ARG_NAME_LEN {
                 return Err(inval(ErrCode::ArgNameTooLong));
@@ -207,7 +226,7 @@ impl<'a> ArgParser<'a> {
             || argv::words(self.all)
                 .take(i)
                 .enumerate()
-                .any(|(j, w)| arg_name(w, j).0 == name);
+                .any(|(j, w)| word_name(w, j, btf, &self.cfg) == name);
         if used {
             return Err(inval(ErrCode::UsedArgName));
         }

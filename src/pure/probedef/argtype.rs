@@ -6,6 +6,7 @@ use super::builder::{fail, Fail};
 use super::config::MAX_ARRAY_LEN;
 use super::error::{ErrCode, Errno};
 use super::num::kstrtouint;
+use super::program::Bitfield;
 use super::types::FetchType;
 
 /// The parts of an argument's expression around its type.
@@ -18,6 +19,8 @@ pub(super) struct TypeSpec<'t> {
     pub(super) from: usize,
     pub(super) ty: FetchType,
     pub(super) count: u32,
+    /// The bitfield stage of a BTF member whose type was not written.
+    pub(super) btf_bitfield: Option<Bitfield>,
 }
 
 /// `parse_probe_arg_type()`: splits `body` (at byte `at` of its word) at its first ':' and reads
@@ -67,5 +70,6 @@ pub(super) fn parse_type(body: &str, at: usize) -> Result<TypeSpec<'_>, Fail> {
         from: type_from.unwrap_or(0),
         ty,
         count,
+        btf_bitfield: None,
     })
 }

@@ -5,6 +5,7 @@
 //! the store, bitfield and array stages, is [`finalize`](super::finalize).
 
 use super::argtype::parse_type;
+use super::btfarg::{parse_btf_arg, BtfRef, FuncBtf, LastType};
 use super::builder::{fail, Builder, Fail, LastOp};
 use super::config::{MAX_ARGSTR_LEN, MAX_TRACE_ARGS};
 use super::error::{ErrCode, Errno};
@@ -50,7 +51,7 @@ impl EntryArgs {
 /// What the argument parser needs to know about the probe, and what it accumulates over the
 /// arguments of one probe.
 #[derive(Clone, Debug)]
-pub(super) struct ArgCtx {
+pub(super) struct ArgCtx<'a> {
     /// A function-exit probe (`$retval` allowed; `$argN` read from entry data).
     pub(super) is_return: bool,
     /// A tracepoint probe (`$argN` skips the stub's first parameter).
@@ -61,6 +62,52 @@ pub(super) struct ArgCtx {
     pub(super) entry: EntryArgs,
     /// Size of the argument fields so far (upstream's `tp->size`).
     pub(super) size: usize,
+    /// Where BTF arguments are looked up; none: they are not supported.
+    pub(super) btf: BtfRef<'a>,
+    /// The probed function (or tracepoint), whose BTF the arguments use.
+    pub(super) func: &'a str,
+    /// What the current argument's BTF lookup found last.
+    pub(super) last: Option<LastType>,
+}
+
+impl<'a> ArgCtx<'a> {
+    /// A context for the arguments of a probe on `func`.
+    pub(super) fn new(
+        is_return: bool,
+        tracepoint: bool,
+        max: u16,
+        btf: BtfRef<'a>,
+        func: &'a str,
+    ) -> Self {
+        ArgCtx {
+            is_return,
+            tracepoint,
+            max_stack_index: max,
+            entry: EntryArgs::new(),
+            size: 0,
+            btf,
+            func,
+            last: None,
+        }
+    }
+
+    /// The probed function's BTF (`query_btf_context()`).
+    pub(super) fn query(&self) -> Option<FuncBtf<'a>> {
+        FuncBtf::query(self.btf, self.func, self.tracepoint)
+    }
+
+    /// How an argument reads function argument `n` (from 0, as the stub numbers them for a
+    /// tracepoint): from the registers at entry, from the entry data at exit.
+    pub(super) fn param_load(&mut self, n: u16, off: usize) -> Result<Load<&'static str>, Fail> {
+        if !self.is_return {
+            return Ok(Load::Arg(n));
+        }
+        let slot = self
+            .entry
+            .slot(n)
+            .ok_or(fail(ErrCode::TooManyOps, off, Errno::NoSpc))?;
+        Ok(Load::EntryArg { arg: n, slot })
+    }
 }
 
 /// `traceprobe_parse_probe_arg_body()`: parses the expression `body` of an argument, found at
@@ -68,7 +115,7 @@ pub(super) struct ArgCtx {
 pub(super) fn parse_body<'t>(
     body: &'t str,
     at: usize,
-    ctx: &mut ArgCtx,
+    ctx: &mut ArgCtx<'_>,
 ) -> Result<(FetchType, u16, Fetch<'t>), Fail> {
     if body.len() > MAX_ARGSTR_LEN {
         return Err(fail(ErrCode::ArgTooLong, at, Errno::TooBig));
@@ -76,11 +123,23 @@ pub(super) fn parse_body<'t>(
     if body.is_empty() {
         return Err(fail(ErrCode::NoArgBody, at, Errno::Inval));
     }
-    let spec = parse_type(body, at)?;
+    let mut spec = parse_type(body, at)?;
 
     let mut off = at;
     let mut b = Builder::new();
+    ctx.last = None;
     parse_probe_arg(spec.expr, &mut off, ctx, &mut b)?;
+    // The type BTF says, unless one was written; a string written for a BTF value.
+    match spec.name {
+        None => {
+            if let Some((ty, bitfield)) = ctx.btf_type() {
+                spec.ty = ty;
+                spec.btf_bitfield = bitfield;
+            }
+        }
+        Some(t) if t.contains("string") => ctx.btf_string(t.starts_with('u'), off, &mut b)?,
+        Some(_) => {}
+    }
 
     let field_offset = ctx.size;
     ctx.size += spec.ty.size() * spec.count.max(1) as usize;
@@ -101,12 +160,16 @@ pub(super) fn parse_body<'t>(
 fn parse_probe_arg<'t>(
     arg: &'t str,
     off: &mut usize,
-    ctx: &mut ArgCtx,
+    ctx: &mut ArgCtx<'_>,
     b: &mut Builder<'t>,
 ) -> Result<(), Fail> {
     // Every branch starts with an ASCII byte, so `arg.get(1..)` is the rest of the expression.
     let rest = arg.get(1..).unwrap_or("");
     match arg.as_bytes().first().copied() {
+        // With BTF, an exit probe's `$retval` is typed, and may have members.
+        Some(b'$') if ctx.is_return && ctx.btf.0.is_some() && rest.starts_with("retval") => {
+            parse_btf_arg(arg, off, ctx, b)
+        }
         Some(b'$') => {
             b.set_load(parse_var(rest, *off, ctx)?);
             Ok(())
@@ -140,7 +203,10 @@ fn parse_probe_arg<'t>(
             b.set_load(parse_imm(rest, *off)?);
             Ok(())
         }
-        // A bare name is a BTF argument, which needs BTF support we do not have.
+        // A bare name is a BTF argument: a parameter, maybe with members.
+        Some(c) if (is_alpha(c) || c == b'_') && ctx.btf.0.is_some() => {
+            parse_btf_arg(arg, off, ctx, b)
+        }
         Some(c) if is_alpha(c) || c == b'_' => {
             Err(fail(ErrCode::NosupBtfarg, *off, Errno::OpNotSupp))
         }
@@ -149,7 +215,7 @@ fn parse_probe_arg<'t>(
 }
 
 /// `parse_probe_vars()`: `$` followed by `var`, at byte `off` of its word.
-fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx) -> Result<Load<&'static str>, Fail> {
+fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx<'_>) -> Result<Load<&'static str>, Fail> {
     let bad = |code| Err(fail(code, off, Errno::Inval));
     let max = u64::from(ctx.max_stack_index);
     // A prefix is enough: on a return probe "$retvalue" is "$retval".
@@ -183,17 +249,9 @@ fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx) -> Result<Load<&'static st
             // n <= max_stack_index, a u16.
             Ok(n) => (n - 1) as u16,
         };
-        return Ok(if ctx.is_return {
-            // Read at exit what the entry handler saved.
-            let slot = ctx
-                .entry
-                .slot(n)
-                .ok_or(fail(ErrCode::TooManyOps, off, Errno::NoSpc))?;
-            Load::EntryArg { arg: n, slot }
-        } else {
-            // A tracepoint probe attaches to a stub whose first parameter is a dummy.
-            Load::Arg(n + u16::from(ctx.tracepoint))
-        });
+        // At exit, read what the entry handler saved. A tracepoint probe attaches to a stub
+        // whose first parameter is a dummy.
+        return ctx.param_load(n + u16::from(ctx.tracepoint), off);
     }
     bad(ErrCode::BadVar)
 }
@@ -228,7 +286,7 @@ fn parse_deref<'t>(
     arg: &'t str,
     sign: u8,
     off: &mut usize,
-    ctx: &mut ArgCtx,
+    ctx: &mut ArgCtx<'_>,
     b: &mut Builder<'t>,
 ) -> Result<(), Fail> {
     let bytes = arg.as_bytes();
@@ -277,6 +335,8 @@ fn parse_deref<'t>(
     let here = *off;
     parse_probe_arg(inside.get(..close).unwrap_or(""), off, ctx, b)?;
     *off = here;
+    // What is read through the dereference has no BTF type.
+    ctx.last = None;
     if matches!(b.last_op(), Some(LastOp::Comm | LastOp::Data)) {
         return Err(fail(ErrCode::CommCantDeref, *off, Errno::Inval));
     }
@@ -295,14 +355,8 @@ mod tests {
     use super::super::program::{Store, StoreKind};
     use super::*;
 
-    fn ctx(is_return: bool) -> ArgCtx {
-        ArgCtx {
-            is_return,
-            tracepoint: false,
-            max_stack_index: 2048,
-            entry: EntryArgs::new(),
-            size: 0,
-        }
+    fn ctx(is_return: bool) -> ArgCtx<'static> {
+        ArgCtx::new(is_return, false, 2048, BtfRef(None), "f")
     }
 
     fn body(s: &str) -> Result<(FetchType, Fetch<'_>), Fail> {

@@ -38,7 +38,13 @@ pub(super) fn finalize<'t>(
     };
     let bitfield = match spec.name.and_then(|n| n.strip_prefix('b')) {
         Some(bf) => Some(prog.bitfield(bf, spec.ty, at_type)?),
-        None => None,
+        None => match spec.btf_bitfield {
+            Some(bf) => {
+                prog.take_slot(fail(ErrCode::TooManyOps, off, Errno::Inval))?;
+                Some(bf)
+            }
+            None => None,
+        },
     };
     if spec.count > 0 {
         prog.check_array(store, off, at_type)?;

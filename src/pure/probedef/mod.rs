@@ -12,9 +12,10 @@
 //!   -:[GRP/][EVENT] [SYM [NAME=FETCHARG...]]             remove matching events
 //!
 //!   SYM:      a function name, or a glob of them: vfs_read*, vfs_rea?, vfs_[rw]*
-//!   FETCHARG: [NAME=]EXPR[:TYPE]
+//!   FETCHARG: [NAME=]EXPR[:TYPE], or $arg* (with BTF: every parameter by name)
 //!   EXPR:     $argN $retval $stackN $stack $comm @ADDR @SYM[+|-OFFS]
 //!             +|-[u]OFFS(EXPR) \IMM \"STRING"
+//!             with BTF: PARAM[->MEMBER[.MEMBER...]...] $retval[->MEMBER...]
 //!   TYPE:     u8..u64 s8..s64 x8..x64 char string ustring symbol symstr %pd %pD
 //!             b<WIDTH>@<OFFSET>/<CONTAINER>, any of them followed by [N]
 //! ```
@@ -32,10 +33,14 @@
 //! is a test here.
 //!
 //! The parser follows upstream 6.12 (kernel/trace/trace_fprobe.c and trace_probe.c) step by step,
-//! quirks included, for a 64-bit kernel that has `CONFIG_HAVE_FUNCTION_ARG_ACCESS_API` and lacks
-//! `CONFIG_PROBE_EVENTS_BTF_ARGS`. Where it cannot follow:
+//! quirks included, for a 64-bit kernel that has `CONFIG_HAVE_FUNCTION_ARG_ACCESS_API`, and
+//! `CONFIG_PROBE_EVENTS_BTF_ARGS` when [`parse_btf`] is given a [`BtfSource`] (parameter names,
+//! members, typed `$retval`, `$arg*`: `btfarg` and `expand`); without one, bare names and
+//! `$arg*` fail with `NOSUP_BTFARG`, as on a kernel without it. Where it cannot follow:
 //!
-//! - no BTF: bare names (`file`, `$arg*`) fail with `NOSUP_BTFARG`, as on such a kernel;
+//! - the cursor upstream moves past the last member name of a BTF argument goes astray (it
+//!   adds a NULL pointer's difference); here it stays at the name's end, where later errors of
+//!   that argument (`BAD_TYPE4STR`, `TOO_MANY_OPS`) point;
 //! - errors that depend on the running system are the caller's (a symbol or glob that matches
 //!   no traceable function, an unknown tracepoint, a clash with existing events):
 //!   [`ProbeDef::registration_error`],
@@ -59,6 +64,7 @@
 //!   types      the fetch types
 //!   program    the Fetch program: Load, Deref, Store, Bitfield
 //!   argv       words, %pd/%pD rewrites, error positions
+//!   btfarg     BTF arguments: parameters by name, members, typed $retval (uses fetch's ArgCtx)
 //!   errlog     the error_log entry
 //!   builder    a program under construction, Fail
 //!   argtype    an argument's type
@@ -67,6 +73,7 @@
 //!   fetcharg   FetchArg, Comm, ArgSig
 //!   args       argument names, the argument parser, Args
 //!   eventname  group and event names
+//!   expand     $arg* and $argN rewritten to BTF parameter names
 //!   probe      ProbeDef
 //!   remove     RemoveDef
 //! ```
@@ -76,11 +83,13 @@
 mod args;
 mod argtype;
 mod argv;
+mod btfarg;
 mod builder;
 mod config;
 mod errlog;
 mod error;
 mod eventname;
+mod expand;
 mod fetch;
 mod fetcharg;
 mod finalize;
@@ -95,12 +104,14 @@ mod tests;
 
 pub use args::Args;
 pub use argv::{DentryExpansion, DentryKind, MAX_DENTRY_ARGS_LEN};
+pub use btfarg::{find_function, BtfRef, BtfSource};
 pub use config::{
     Config, ProbeKind, FPROBE_GROUP, MAXACTIVE_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN,
     MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, TRACEPOINT_GROUP,
 };
 pub use errlog::ErrorLog;
 pub use error::{ErrCode, Errno, Error, ProbeError};
+pub use expand::{EXPAND_ROOM, MAX_BTF_ARGS_LEN};
 pub use fetcharg::{ArgSig, Comm, FetchArg};
 pub use probe::ProbeDef;
 pub use program::{
@@ -141,6 +152,24 @@ pub fn parse_with<'a>(
     cfg: &Config,
     tracepoint_exists: &mut dyn FnMut(&str) -> bool,
 ) -> Result<Command<'a>, Error> {
+    parse_btf(cmd, cfg, tracepoint_exists, BtfRef(None), &mut [])
+}
+
+/// [`parse_with`] on a kernel with BTF arguments (`CONFIG_PROBE_EVENTS_BTF_ARGS`): `btf` says
+/// where the probed functions' BTF is. With `BtfRef(None)`, a kernel without them. The
+/// definition keeps `btf` to parse its arguments again ([`ProbeDef::args`]): parse a stored
+/// command with the same source, or its arguments may not parse.
+///
+/// `$arg*` and `$argN` are rewritten to parameter names in `scratch`, which needs
+/// `cmd.len() + EXPAND_ROOM` bytes; keep [`ProbeDef::write_rewritten`] to parse the definition
+/// again (it needs no rewrite, so no scratch).
+pub fn parse_btf<'a>(
+    cmd: &'a str,
+    cfg: &Config,
+    tracepoint_exists: &mut dyn FnMut(&str) -> bool,
+    btf: BtfRef<'a>,
+    scratch: &'a mut [u8],
+) -> Result<Command<'a>, Error> {
     let cmd = argv::c_str(cmd);
     if cmd.len() > MAX_COMMAND_LEN {
         return Err(Error::CommandTooLong);
@@ -166,10 +195,9 @@ pub fn parse_with<'a>(
         cmd,
         cfg,
         kind,
-        head,
-        place,
-        words.remainder(),
+        (head, place, words.remainder()),
         tracepoint_exists,
+        (btf, scratch),
     )
     .map(Command::Add)
 }

@@ -7,6 +7,7 @@ use core::fmt;
 
 use super::args::{ArgParser, Args};
 use super::argv::{self, error_pos, DentryWord, MAX_DENTRY_ARGS_LEN};
+use super::btfarg::{BtfRef, FuncBtf};
 use super::builder::Fail;
 use super::config::{
     Config, ProbeKind, FPROBE_GROUP, MAXACTIVE_MAX, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS,
@@ -14,6 +15,7 @@ use super::config::{
 };
 use super::error::{ErrCode, Errno, Error, ProbeError};
 use super::eventname::{parse_event_name, EventName};
+use super::expand::expand;
 use super::fetch::{ArgCtx, EntryArgs};
 use super::fetcharg::ArgSig;
 use super::num::{is_alnum, kstrtouint};
@@ -39,22 +41,29 @@ pub struct ProbeDef<'a> {
     entry: EntryArgs,
     size: usize,
     cfg: Config,
+    /// Where BTF arguments are looked up, when they are supported.
+    btf: BtfRef<'a>,
+    /// Whether `$arg*`/`$argN` were rewritten (`args` is then not in `cmd`).
+    rewritten: bool,
 }
 
 impl<'a> ProbeDef<'a> {
     /// `__trace_fprobe_create()`: `head` is the first word, `place` the second, `args` the text
-    /// after them.
+    /// after them; `btf` where BTF arguments are looked up, `scratch` where `$arg*` is rewritten.
     pub(super) fn parse(
         cmd: &'a str,
         cfg: &Config,
         kind: ProbeKind,
-        head: &'a str,
-        place: &'a str,
-        args: &'a str,
+        (head, place, args): (&'a str, &'a str, &'a str),
         tracepoint_exists: &mut dyn FnMut(&str) -> bool,
+        (btf, scratch): (BtfRef<'a>, &'a mut [u8]),
     ) -> Result<Self, Error> {
         let tracepoint = kind == ProbeKind::Tracepoint;
-        let err = ErrAt { cmd, cfg };
+        let mut err = ErrAt {
+            cmd,
+            cfg,
+            rewritten: false,
+        };
         let colon = head.get(1..).and_then(|h| h.find(':')).map(|c| c + 1);
         let maxactive = parse_maxactive(head, colon).map_err(|code| err.inval(code, 0, 1))?;
         let (symbol, is_return) = parse_place(place, args, tracepoint, &err)?;
@@ -87,9 +96,18 @@ impl<'a> ProbeDef<'a> {
             return Err(err.inval(ErrCode::NoTracepoint, 1, 0));
         }
 
-        let nargs = count_args(args, &err)?;
+        let fb = FuncBtf::query(btf, symbol, tracepoint);
+        let ex = expand(args, btf.0.is_some(), fb, scratch)
+            .map_err(|(code, errno, i)| err.log(code, errno, i + 2, 0))?;
+        let (args, rewritten) = (ex.args, ex.rewritten);
+        err.rewritten = rewritten;
+        let nargs = argv::words(args).count();
+        if nargs > MAX_TRACE_ARGS {
+            return Err(Error::TooManyArgs);
+        }
         check_dentry_room(args, cfg)?;
-        let ctx = parse_args(args, cfg, is_return, tracepoint, &err)?;
+        let parser = ArgParser::new(args, *cfg, (is_return, tracepoint), btf, symbol);
+        let ctx = parse_args(parser, &err)?;
         Ok(ProbeDef {
             cmd,
             kind,
@@ -103,12 +121,28 @@ impl<'a> ProbeDef<'a> {
             entry: ctx.entry,
             size: ctx.size,
             cfg: *cfg,
+            btf,
+            rewritten,
         })
     }
 
     /// The command line the definition was parsed from.
     pub fn command(&self) -> &'a str {
         self.cmd
+    }
+
+    /// Writes the command with its `$arg*`/`$argN` rewritten as BTF said (the command itself
+    /// when nothing was): what to keep to parse the definition again, which then needs no
+    /// rewrite. Its words are separated by single spaces.
+    pub fn write_rewritten<W: fmt::Write>(&self, w: &mut W) -> fmt::Result {
+        if !self.rewritten {
+            return w.write_str(self.cmd);
+        }
+        for word in argv::words(argv::c_str(self.cmd)).take(2) {
+            w.write_str(word)?;
+            w.write_char(' ')?;
+        }
+        w.write_str(self.args)
     }
 
     /// Function or tracepoint probe.
@@ -162,7 +196,13 @@ impl<'a> ProbeDef<'a> {
     pub fn args(&self) -> Args<'a> {
         let tracepoint = self.kind == ProbeKind::Tracepoint;
         Args {
-            parser: ArgParser::new(self.args, self.cfg, self.is_return, tracepoint),
+            parser: ArgParser::new(
+                self.args,
+                self.cfg,
+                (self.is_return, tracepoint),
+                self.btf,
+                self.symbol,
+            ),
             left: self.nargs,
         }
     }
@@ -192,10 +232,16 @@ impl<'a> ProbeDef<'a> {
             errno,
             index,
             offset,
-            pos: error_pos(self.cmd, index, offset, Some(&self.cfg)),
+            pos: error_pos(self.cmd, index, offset, self.shown_cfg()),
             also: None,
-            expanded: true,
+            expanded: !self.rewritten,
         }
+    }
+
+    /// What the error log shows of `%pd` arguments after parsing: rewritten, unless the
+    /// arguments were rewritten for BTF (upstream's log then keeps the words as written).
+    fn shown_cfg(&self) -> Option<&Config> {
+        (!self.rewritten).then_some(&self.cfg)
     }
 
     /// The error upstream logs when registering the probe fails with `errno` (negative, as the
@@ -296,6 +342,8 @@ impl fmt::Display for ProbeDef<'_> {
 struct ErrAt<'c> {
     cmd: &'c str,
     cfg: &'c Config,
+    /// The arguments were rewritten for BTF: the log shows them as written.
+    rewritten: bool,
 }
 
 impl ErrAt<'_> {
@@ -324,9 +372,14 @@ impl ErrAt<'_> {
             errno: f.errno,
             index: i + 2,
             offset: f.offset,
-            pos: error_pos(self.cmd, i + 2, f.offset, Some(self.cfg)),
+            pos: error_pos(
+                self.cmd,
+                i + 2,
+                f.offset,
+                (!self.rewritten).then_some(self.cfg),
+            ),
             also: f.also,
-            expanded: true,
+            expanded: !self.rewritten,
         })
     }
 }
@@ -391,33 +444,6 @@ fn parse_place<'a>(
     Ok((symbol, false))
 }
 
-/// traceprobe_expand_meta_args(): the number of fetch arguments in `args`, refusing "$arg*",
-/// which stands for all arguments and needs BTF. The error points at the last word starting
-/// with "$arg", where upstream's log index stays.
-fn count_args(args: &str, err: &ErrAt<'_>) -> Result<usize, Error> {
-    let (mut nargs, mut star, mut last_arg) = (0, false, 0);
-    for (i, word) in argv::words(args).enumerate() {
-        nargs += 1;
-        if !word.starts_with("$arg") {
-            continue;
-        }
-        last_arg = i + 2;
-        match word.as_bytes().get(4) {
-            Some(c) if c.is_ascii_digit() => {}
-            Some(b'*') if star => return Err(err.inval(ErrCode::DoubleArgs, i + 2, 0)),
-            Some(b'*') => star = true,
-            _ => return Err(err.inval(ErrCode::BadVar, i + 2, 0)),
-        }
-    }
-    if star {
-        return Err(err.log(ErrCode::NosupBtfarg, Errno::OpNotSupp, last_arg, 0));
-    }
-    if nargs > MAX_TRACE_ARGS {
-        return Err(Error::TooManyArgs);
-    }
-    Ok(nargs)
-}
-
 /// traceprobe_expand_dentry_args(): all the `%pd`/`%pD` rewrites of `args` share one fixed
 /// buffer, which they must fit.
 fn check_dentry_room(args: &str, cfg: &Config) -> Result<(), Error> {
@@ -436,14 +462,7 @@ fn check_dentry_room(args: &str, cfg: &Config) -> Result<(), Error> {
 
 /// Parses every fetch argument of `args` once, to refuse the definition at the first bad one;
 /// what they accumulate (entry slots, record size) is the definition's.
-fn parse_args(
-    args: &str,
-    cfg: &Config,
-    is_return: bool,
-    tracepoint: bool,
-    err: &ErrAt<'_>,
-) -> Result<ArgCtx, Error> {
-    let mut parser = ArgParser::new(args, *cfg, is_return, tracepoint);
+fn parse_args<'a>(mut parser: ArgParser<'a>, err: &ErrAt<'_>) -> Result<ArgCtx<'a>, Error> {
     while let Some(arg) = parser.next_arg() {
         if let Err((i, f)) = arg {
             return Err(err.arg(i, f));

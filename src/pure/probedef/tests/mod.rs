@@ -4,6 +4,7 @@
 //! limits, and the `dynamic_events` listing round trip. The helpers here parse a command and
 //! check what it gives; the files below hold the tests, by topic.
 
+mod btf;
 mod fetchargs;
 mod fields;
 mod heads;
