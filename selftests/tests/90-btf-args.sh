@@ -3,9 +3,6 @@
 # with every parameter's name, and a refusal with upstream's error that leaves nothing behind.
 # Values known in advance: a read(2) of $N bytes from a file of $SIZE bytes.
 . /selftests/lib.sh
-T=/sys/kernel/tracing
-DE=$DBG/ufgraph/dynamic_events
-EL=$DBG/ufgraph/error_log
 R=$DBG/ufgraph/README
 load
 if [ ! -e /sys/kernel/btf/vmlinux ]; then
