@@ -652,18 +652,17 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
     } else {
         f.ret
     };
-    // The common case first: one ops on the frame, of type `P` (fprobe's), its callback inlined
-    // with nothing kept for another (the loop below would do the same, with more to carry).
+    // The common case first: one ops on the frame, its callback called with nothing kept for
+    // another (the loop below would do the same, with more to carry from one ops to the next).
     let mut bits = f.bitmap;
     if refused.is_none() && bits.is_power_of_two() {
         let idx = bits.trailing_zeros() as usize % ARRAY_SIZE;
         let sp = g.array[idx].load(Acquire);
-        // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it is
-        // removed, and preemption is disabled.
-        if !sp.is_null() && unsafe { (*sp).ret_is::<P>() } {
-            // SAFETY: as above; the slot was made for a `P` (`ret_is`), alive while it is.
-            let h = unsafe { &*(*sp).this.cast::<P>() };
-            h.ret(&mut Return {
+        if !sp.is_null() {
+            // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it
+            // is removed, and preemption is disabled.
+            let slot = unsafe { &*sp };
+            call_ret::<P, Q>(slot, || Return {
                 func: f.func,
                 ret_ip,
                 calltime: f.calltime,
@@ -674,9 +673,9 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
                 idx,
                 np,
             });
-            stack.pop(&f);
-            return f.ret;
         }
+        stack.pop(&f);
+        return f.ret;
     }
     while bits != 0 {
         let idx = bits.trailing_zeros() as usize;
@@ -699,9 +698,7 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
             // Nothing but the pop where RCU does not protect what callbacks would read.
             Some(Refused::Unsafe) => continue,
         }
-        // One `Return` per branch: the one handed to the slot's function pointer has to be in
-        // memory, the direct call's need not be.
-        let r = || Return {
+        call_ret::<P, Q>(slot, || Return {
             func: f.func,
             ret_ip,
             calltime: f.calltime,
@@ -711,25 +708,32 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
             head,
             idx,
             np,
-        };
-        // A slot made for a `P` or a `Q` (`Slot::ret_is`) has its callback inlined here. Any
-        // other goes through the slot.
-        if slot.ret_is::<P>() {
-            // SAFETY: the slot was made for a `P` (above), alive while the slot is.
-            unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
-        } else if slot.ret_is::<Q>() {
-            // The same for the second type (the C API's ops: several on one function).
-            // SAFETY: the slot was made for a `Q` (above), alive while the slot is.
-            unsafe { &*slot.this.cast::<Q>() }.ret(&mut r());
-        } else {
-            // SAFETY: the slot's handler is alive while the slot is.
-            unsafe { (slot.ret)(slot.this, &mut r()) };
-        }
+        });
     }
     // No counter of returns: a store per hooked call for a figure nobody needs (`live` in
     // stats walks the stacks instead).
     stack.pop(&f);
     f.ret
+}
+
+/// Calls `slot`'s return callback with the `Return` `r` builds. A slot made for a `P` or a `Q`
+/// (`Slot::ret_is`) has its callback inlined; any other goes through the slot. One `Return` per
+/// branch: the one handed to the slot's function pointer has to be in memory, the direct
+/// calls' need not be.
+#[inline(always)]
+fn call_ret<'a, P: GraphHandler, Q: GraphHandler>(slot: &Slot, r: impl Fn() -> Return<'a>) {
+    if slot.ret_is::<P>() {
+        // SAFETY: the slot was made for a `P` (above), alive while the slot is (the caller
+        // read it from the array with preemption disabled).
+        unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
+    } else if slot.ret_is::<Q>() {
+        // The same for the second type (the C API's ops: several on one function).
+        // SAFETY: the slot was made for a `Q` (above), alive while the slot is.
+        unsafe { &*slot.this.cast::<Q>() }.ret(&mut r());
+    } else {
+        // SAFETY: the slot's handler is alive while the slot is.
+        unsafe { (slot.ret)(slot.this, &mut r()) };
+    }
 }
 
 /// The real return address for a frame of `task`'s stack whose return address slot at `retp`
