@@ -193,6 +193,161 @@ fn bare_kretprobe_gets_its_instance(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+// `kretprobe_kinds_get_their_instance`: the kretprobe under test, whether its entry handler
+// writes its data (then the return handler checks it), and whether the return handler calls
+// the probed function itself (once: `NESTED` counts those calls).
+static KIND_RP: AtomicUsize = AtomicUsize::new(0);
+static KIND_DATA: AtomicUsize = AtomicUsize::new(0);
+static KIND_NEST: AtomicUsize = AtomicUsize::new(0);
+static NESTED: AtomicUsize = AtomicUsize::new(0);
+const KIND_MAGIC: usize = 0x6b69_6e64;
+
+/// Whether `ri` is the test kretprobe's, returning into `ufg_test_caller` (a call from the
+/// test) or into `kind_ret` (the return handler's own call): Some(true) for the first.
+///
+/// # Safety
+///
+/// `ri` is the instance the shim passed to a handler.
+unsafe fn kind_instance(ri: *mut ufgraph_kretprobe_instance) -> Option<bool> {
+    // SAFETY: the caller's.
+    let (rp, ret_addr) = unsafe { ((*ri).rp as usize, (*ri).ret_addr) };
+    let caller = bindings::ufg_test_caller as *const () as usize;
+    // Through `black_box`: a folded `kind_ret + 4096` would be a relocation into another
+    // function, which objtool rejects.
+    let nest = core::hint::black_box(kind_ret as *const () as usize);
+    if rp != KIND_RP.load(Relaxed) {
+        return None;
+    }
+    if ret_addr > caller && ret_addr < caller + 256 {
+        Some(true)
+    } else if ret_addr.wrapping_sub(nest).wrapping_sub(1) < 4095 {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// A callback C calls.
+///
+/// # Safety
+///
+/// Called by the kretprobe shim only, for the registered test kretprobe.
+unsafe extern "C" fn kind_entry(
+    ri: *mut ufgraph_kretprobe_instance,
+    _regs: *mut bindings::pt_regs,
+) -> c_int {
+    ENTRIES.fetch_add(1, Relaxed);
+    // SAFETY: the shim's instance.
+    if unsafe { kind_instance(ri) }.is_none() {
+        BAD.fetch_add(1, Relaxed);
+    }
+    if KIND_DATA.load(Relaxed) != 0 {
+        // SAFETY: the instance has data_size (>= 16) bytes of data.
+        unsafe {
+            let d = core::ptr::addr_of_mut!((*ri).data).cast::<usize>();
+            d.write(KIND_MAGIC);
+            d.add(1).write(ri as usize);
+        }
+    }
+    0
+}
+
+/// A callback C calls.
+///
+/// # Safety
+///
+/// As for [`kind_entry`], at the return.
+unsafe extern "C" fn kind_ret(
+    ri: *mut ufgraph_kretprobe_instance,
+    regs: *mut bindings::pt_regs,
+) -> c_int {
+    RETURNS.fetch_add(1, Relaxed);
+    // SAFETY: a full pt_regs.
+    let ret = unsafe { bindings::ufg_regs_return_value(regs) } as u32 as usize;
+    // SAFETY: the shim's instance.
+    match unsafe { kind_instance(ri) } {
+        // From the test: ufg_test_caller(i) calls ufg_test_add(i, 1); i < 100.
+        Some(true) if ret < 101 => {}
+        // From below: ufg_test_add(1000, 1).
+        Some(false) if ret == 1001 => {}
+        _ => {
+            BAD.fetch_add(1, Relaxed);
+        }
+    }
+    if KIND_DATA.load(Relaxed) != 0 {
+        // SAFETY: as in `kind_entry`: the instance's data, written by the entry.
+        let (m, p) = unsafe {
+            let d = core::ptr::addr_of!((*ri).data).cast::<usize>();
+            (d.read(), d.add(1).read())
+        };
+        if m != KIND_MAGIC || p != ri as usize {
+            BAD.fetch_add(1, Relaxed);
+        }
+    }
+    if KIND_NEST.load(Relaxed) != 0 && NESTED.fetch_add(1, Relaxed) == 0 {
+        // The probed function, from its own return handler.
+        add(1000, 1);
+    }
+    0
+}
+
+// Every kind of kretprobe the shim tells apart: a return handler alone (bare: the instance is
+// made at the return), with an entry handler and no data, with data and no entry handler, and
+// with both. Each return handler must see its own probe, the real return address and the
+// return value; an entry handler the same probe and return address, and its data come back
+// unchanged. A bare one whose return handler calls the probed function gets a second instance
+// for that call (returning into the handler), or counts it missed, never a wrong one.
+fn kretprobe_kinds_get_their_instance(t: &mut Test) -> CaseResult {
+    type H = Option<
+        unsafe extern "C" fn(*mut ufgraph_kretprobe_instance, *mut bindings::pt_regs) -> c_int,
+    >;
+    let kinds: [(H, usize, bool); 5] = [
+        (None, 0, false),
+        (Some(kind_entry), 0, false),
+        (None, 16, false),
+        (Some(kind_entry), 16, false),
+        (None, 0, true),
+    ];
+    for (n, &(entry, data_size, nest)) in kinds.iter().enumerate() {
+        reset();
+        NESTED.store(0, Relaxed);
+        let mut rp = ufgraph_kretprobe::default();
+        rp.kp.symbol_name = c_str!("ufg_test_add").as_char_ptr();
+        rp.handler = Some(kind_ret);
+        rp.entry_handler = entry;
+        rp.data_size = data_size;
+        let rpp: *mut ufgraph_kretprobe = &mut rp;
+        KIND_RP.store(rpp as usize, Relaxed);
+        KIND_DATA.store((entry.is_some() && data_size > 0) as usize, Relaxed);
+        KIND_NEST.store(nest as usize, Relaxed);
+        // SAFETY: `rp` outlives its registration (unregistered below).
+        t.check_ok(unsafe { register_kretprobe(rpp) }, "register_kretprobe")?;
+        // SAFETY: `rp` lives on this frame, which the guard does not outlive.
+        let undo = ScopeGuard::new(move || unsafe { unregister_kretprobe(rpp) });
+        for i in 0..10 {
+            // SAFETY: a plain C fixture: ufg_test_add(i, 1) + 1.
+            kcheck_eq!(t, unsafe { bindings::ufg_test_caller(i) }, i + 2);
+        }
+        drop(undo);
+        KIND_NEST.store(0, Relaxed);
+        // SAFETY: read after the unregistration: no handler updates it any more.
+        let missed = unsafe { (*rpp).nmissed } as usize;
+        let nested = if nest { 1 } else { 0 };
+        kcheck_eq!(
+            t,
+            (
+                n,
+                ENTRIES.load(Relaxed),
+                RETURNS.load(Relaxed) + missed,
+                BAD.load(Relaxed)
+            ),
+            (n, if entry.is_some() { 10 } else { 0 }, 10 + nested, 0)
+        );
+        kcheck_eq!(t, (n, NESTED.load(Relaxed) > 0), (n, nest));
+    }
+    Ok(())
+}
+
 fn kretprobe_errors(t: &mut Test) -> CaseResult {
     let mut rp = kretprobe_on(c_str!("ufg_no_such_function"));
     // SAFETY: (all below) each kretprobe outlives its (failed or undone) registration.
@@ -374,6 +529,7 @@ kunit_suite!(
     [
         kretprobe_sees_every_return,
         bare_kretprobe_gets_its_instance,
+        kretprobe_kinds_get_their_instance,
         kretprobe_errors,
         rethook_from_a_kprobe,
         rethook_from_an_ftrace_ops,

@@ -412,3 +412,165 @@ fn corrupt_stack_never_panics() {
         }
     }
 }
+
+/// What the return path reads from the top word it decoded with the frame ([`Head`]), for
+/// every ops index and data size, in every layout a frame can have around one ops' data: alone
+/// (one-step push, or push then reserve), under or over another ops' data, on a frame without
+/// data above a frame with data, after skipped frames were dropped above it, and after a nested
+/// call pushed and popped over it while the head was held. `Head::data` must agree with the
+/// stack's own search wherever it answers, `Head::data_exact` must answer only for data that is
+/// all its frame holds (else a return would hand another ops' words, or the words of a frame
+/// below, to an exit handler), and neither may name a word outside the frame.
+#[test]
+fn head_answers_only_for_its_own_frame() {
+    fn check_in_frame(s: &S, f: &Frame, d: DataRef) {
+        assert!(
+            d.start > f.start + FRAME_WORDS,
+            "{d:?} below the bitmap of {f:?}"
+        );
+        assert!(
+            d.start + d.words < s.top(),
+            "{d:?} over the top {}",
+            s.top()
+        );
+    }
+    for idx in 0..ARRAY_SIZE {
+        let other = (idx + 7) % ARRAY_SIZE;
+        for words in 1..=MAX_DATA_WORDS {
+            // Alone, both ways of making it.
+            for one_step in [true, false] {
+                let s = stack();
+                // A frame below with data of the same ops: never to be confused with ours.
+                let lb = s.push(0x1, 0x2, 0, 0x3).unwrap();
+                s.reserve_data(idx, 8).unwrap();
+                s.set_bitmap(lb, 1 << idx);
+                let d = if one_step {
+                    let (bm, d) = s.push_with_data(0x10, 0x20, 0, 0x30, idx, words).unwrap();
+                    s.set_bitmap(bm, 1 << idx);
+                    d
+                } else {
+                    let bm = s.push(0x10, 0x20, 0, 0x30).unwrap();
+                    let d = s.reserve_data(idx, words * 8).unwrap();
+                    s.set_bitmap(bm, 1 << idx);
+                    d
+                };
+                let (f, head) = s.top_frame_head().unwrap();
+                assert_eq!(f.ret, 0x10);
+                assert_eq!(head.data(idx), Some(d), "idx {idx} words {words}");
+                assert_eq!(head.data_exact(idx, words), Some(d));
+                check_in_frame(&s, &f, d);
+                for w in 0..=MAX_DATA_WORDS + 1 {
+                    if w != words {
+                        assert_eq!(head.data_exact(idx, w), None, "words {w} for {words}");
+                    }
+                }
+                for j in 0..ARRAY_SIZE {
+                    if j != idx {
+                        assert_eq!(head.data(j), None);
+                        assert_eq!(head.data_exact(j, words), None);
+                    }
+                }
+                // A nested call (an interrupt, a hooked call from a callback) pushes and pops
+                // over it: the head read before still names the same words.
+                let nb = s.push_with_data(0x40, 0x50, 0, 0x60, idx, 3).unwrap().0;
+                s.set_bitmap(nb, 1 << idx);
+                let nf = s.top_frame().unwrap();
+                s.pop(&nf);
+                assert_eq!(s.top_frame_head().unwrap().1, head);
+                // Skipped frames above it dropped: the head read again is the same.
+                for k in 0..3 {
+                    let b = s
+                        .push_with_data(0x70 + k, 0x80, 0, 0x90, idx, words)
+                        .unwrap()
+                        .0;
+                    s.set_bitmap(b, 1 << idx);
+                }
+                let above = s.frames().take_while(|x| x.start != f.start).count();
+                let c_top = s
+                    .frames()
+                    .take_while(|x| x.start != f.start)
+                    .last()
+                    .unwrap()
+                    .start;
+                s.drop_frames(c_top, above);
+                assert_eq!(s.top_frame_head().unwrap(), (f, head));
+                // Popped: the frame below answers for its own data only.
+                s.pop(&f);
+                let (fb, hb) = s.top_frame_head().unwrap();
+                assert_eq!(hb.data(idx), s.retrieve_data(idx, 0));
+                assert_eq!(hb.data_exact(idx, 1), s.retrieve_data(idx, 0));
+                check_in_frame(&s, &fb, hb.data(idx).unwrap());
+            }
+            // Another ops' data under ours: ours is on top, but not all the frame holds.
+            {
+                let s = stack();
+                let bm = s.push(0x10, 0x20, 0, 0x30).unwrap();
+                s.reserve_data(other, 8 * (1 + words % 4)).unwrap();
+                let d = s.reserve_data(idx, words * 8).unwrap();
+                s.set_bitmap(bm, (1 << idx) | (1 << other));
+                let (f, head) = s.top_frame_head().unwrap();
+                assert_eq!(head.data(idx), Some(d));
+                check_in_frame(&s, &f, d);
+                for w in 0..=MAX_DATA_WORDS + 1 {
+                    assert_eq!(head.data_exact(idx, w), None, "under: words {w}");
+                    assert_eq!(head.data_exact(other, w), None);
+                }
+                assert_eq!(head.data(other), None);
+                assert_eq!(s.retrieve_data(idx, 0), Some(d));
+            }
+            // Another ops' data over ours: the head is not ours; the search finds ours.
+            {
+                let s = stack();
+                let (bm, d) = s.push_with_data(0x10, 0x20, 0, 0x30, idx, words).unwrap();
+                let od = s.reserve_data(other, 8 * (1 + words % 4)).unwrap();
+                s.set_bitmap(bm, (1 << idx) | (1 << other));
+                let (_, head) = s.top_frame_head().unwrap();
+                assert_eq!(head.data(idx), None);
+                assert_eq!(head.data(other), Some(od));
+                for w in 0..=MAX_DATA_WORDS + 1 {
+                    assert_eq!(head.data_exact(idx, w), None, "over: words {w}");
+                    assert_eq!(head.data_exact(other, w), None);
+                }
+                assert_eq!(s.retrieve_data(idx, 0), Some(d));
+            }
+            // A frame without data over a frame whose data is exactly ours: nothing.
+            {
+                let s = stack();
+                let (bm, _) = s.push_with_data(0x10, 0x20, 0, 0x30, idx, words).unwrap();
+                s.set_bitmap(bm, 1 << idx);
+                let top = s.push(0x40, 0x50, 0, 0x60).unwrap();
+                s.set_bitmap(top, (1 << idx) | (1 << other));
+                let (f, head) = s.top_frame_head().unwrap();
+                assert_eq!(f.ret, 0x40);
+                for j in 0..ARRAY_SIZE {
+                    assert_eq!(head.data(j), None);
+                    for w in 0..=MAX_DATA_WORDS + 1 {
+                        assert_eq!(head.data_exact(j, w), None, "no data: {j} {w}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A corrupt top word whose data header claims more words than lie between its frame's bitmap
+/// word and the top: the return path's head names no data (it would reach into the frame below,
+/// or under the stack), and the exact test does not match it either.
+#[test]
+fn head_refuses_data_reaching_below_its_frame() {
+    let s = stack();
+    let lb = s.push(0x1, 0x2, 0, 0x3).unwrap();
+    s.reserve_data(4, 64).unwrap();
+    s.set_bitmap(lb, 1 << 4);
+    let (bm, d) = s.push_with_data(0x10, 0x20, 0, 0x30, 4, 2).unwrap();
+    s.set_bitmap(bm, 1 << 4);
+    let top = s.top();
+    // The same offset back to the frame (so the frame still decodes), 9 words claimed.
+    s.set_word(top - 1, word::data(4, 9, FRAME_WORDS + 1 + 2));
+    let (f, head) = s.top_frame_head().unwrap();
+    assert_eq!(f.start, d.start - FRAME_WORDS - 1);
+    assert_eq!(head.data(4), None);
+    for w in 0..=MAX_DATA_WORDS {
+        assert_eq!(head.data_exact(4, w), None);
+    }
+}

@@ -143,7 +143,7 @@ pub(super) fn single_exit_probe_after_a_shared_call(t: &mut Test) -> CaseResult 
 /// # Safety
 ///
 /// As for [`on_exit`].
-unsafe extern "C" fn on_exit_zeroed(
+pub(super) unsafe extern "C" fn on_exit_zeroed(
     fp: *mut ufgraph_fprobe,
     _ip: c_ulong,
     _ret_ip: c_ulong,

@@ -22,6 +22,7 @@ mod data;
 mod handlers;
 mod missed;
 mod registry;
+mod returns;
 mod rust_api;
 
 use data::{entry_data_without_entry_handler_is_zeroed, single_exit_probe_after_a_shared_call};
@@ -35,6 +36,10 @@ use missed::{
 };
 use registry::{
     bad_registrations_leave_nothing, mass_attach_everything, stale_and_going_modules_are_refused,
+};
+use returns::{
+    exit_probe_changes_during_a_call, single_exit_probe_every_data_size,
+    single_exit_probe_shares_its_frame,
 };
 use rust_api::{rust_api, rust_api_exit_only, rust_api_missed_reentry};
 
@@ -219,6 +224,9 @@ kunit_suite!(
         disable_and_skip,
         single_exit_probe_after_a_shared_call,
         entry_data_without_entry_handler_is_zeroed,
+        single_exit_probe_every_data_size,
+        exit_probe_changes_during_a_call,
+        single_exit_probe_shares_its_frame,
         recursion_and_nmissed,
         missed_total_counts_each_miss_once,
         overrun_misses_only_exit_probes,
