@@ -296,8 +296,11 @@ impl crate::fgraph::GraphHandler for Beside {
 /// the other ops.
 pub(super) fn single_exit_probe_shares_its_frame(t: &mut Test) -> CaseResult {
     let cr = core(t)?;
-    for words in [0usize, 1, 2, 7, 15] {
-        for other in [0usize, 1, 3] {
+    // Sizes at the ends of the range (each combination registers two hooks and waits for grace
+    // periods: the review's 30 combinations took 12 s under TCG, several times that on the
+    // debug kernel).
+    for words in [0usize, 1, 15] {
+        for other in [0usize, 3] {
             for fprobe_first in [false, true] {
                 reset();
                 let mut ops = t.check_ok(
