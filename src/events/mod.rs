@@ -206,10 +206,11 @@ impl Events {
 
     /// Makes the events reachable from the control files. `EBUSY` if others are.
     pub fn publish(self: Pin<&Self>) -> Result {
-        // SAFETY: pinned, so it stays where it is until dropped. Its drop withdraws it, then
-        // removes every event under `event_mutex`, which the kernel holds when it enables or
-        // disables one (the only other callers); the control files are removed before (module
-        // field order), and debugfs waits for their running operations.
+        // Its drop withdraws it, then removes every event under `event_mutex`, which the kernel
+        // holds when it enables or disables one (the only other callers); the control files
+        // are removed before (module field order), and debugfs waits for their operations.
+        // SAFETY: pinned, so it stays where it is until dropped, and (above) nothing that
+        // loaded it from `EVENTS` still uses it once its drop has withdrawn it.
         unsafe { EVENTS.publish(self.get_ref()) }
     }
 

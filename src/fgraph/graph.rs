@@ -158,12 +158,13 @@ impl Graph {
 
     /// Makes this the instance the trampoline and callbacks use. `EBUSY` if another is.
     pub fn publish(self: Pin<&Self>) -> Result {
-        // SAFETY: pinned, so it stays where it is until dropped; its drop withdraws it last, once
-        // nothing can reach it any more: every ops unregistered (no callback runs after
-        // unregistration returns), every live frame handed back or returned, and grace periods
-        // for code still inside the trampoline (`release_frames`). API calls come from this
-        // module's users, which it outlives, and from clients that link against it, which keep
-        // it loaded; the debugfs files go before the core.
+        // Its drop withdraws it last, once nothing can reach it any more: every ops unregistered
+        // (no callback runs after unregistration returns), every live frame handed back or
+        // returned, and grace periods for code still inside the trampoline (`release_frames`).
+        // API calls come from this module's users, which it outlives, and from clients that
+        // link against it, which keep it loaded; the debugfs files go before the core.
+        // SAFETY: pinned, so it stays where it is until dropped, and (above) nothing that
+        // loaded it from `GRAPH` still uses it once its drop has withdrawn it.
         unsafe { GRAPH.publish(self.get_ref()) }
     }
 

@@ -144,9 +144,10 @@ impl Hub {
                 GFP_KERNEL,
             )?;
             let p = KBox::into_raw(e);
-            // SAFETY: a new entry (`KBox::into_raw` never returns null), ours until it leaves the
-            // table and freed a grace period after that (`remove` hands it to `free_dead`); only
-            // its atomics change meanwhile.
+            // Ours until it leaves the table, and freed a grace period after that (`remove`
+            // hands it to `free_dead`); only its atomics change meanwhile.
+            // SAFETY: `p` is a new entry (`KBox::into_raw` never returns null) that lives as the
+            // table's entries must (above).
             let r = unsafe { self.masks.upsert(&mut st.counts, NonNull::new_unchecked(p)) };
             if let Err(err) = r {
                 // SAFETY: never published: ours to free.

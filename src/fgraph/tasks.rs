@@ -344,9 +344,9 @@ impl Tasks {
         let line = self.cache.get(this_cpu())?;
         let p = line.0.load(Relaxed);
         if !p.is_null() {
-            // SAFETY: a cached page is live (`Tasks`'s invariants): pages leave every cache before
-            // `remove` or `detach` frees them, after a grace period this (preemption-disabled)
-            // reader holds off.
+            // Pages leave every cache before `remove` or `detach` frees them, a grace period
+            // later, which this preemption-disabled reader (`_np`) holds off.
+            // SAFETY: so a non-null cached page is live (`Tasks`'s invariants).
             let ts = unsafe { &*p };
             if ts.task == me.0 {
                 return Some(&ts.stack);

@@ -36,10 +36,12 @@ impl Fprobes {
 
     /// Makes this the instance handlers and the C API use. `EBUSY` if another is.
     pub fn publish(self: Pin<&Self>) -> Result {
-        // SAFETY: pinned, so it stays where it is until dropped. Its drop withdraws it, then
-        // unregisters the shared graph ops (which waits for running callbacks) and frees its
-        // tables only after grace periods; API calls come from this module's users (events),
-        // dropped before it, and from clients linking against the module, which keep it loaded.
+        // Its drop withdraws it, then unregisters the shared graph ops (which waits for running
+        // callbacks) and frees its tables only after grace periods; API calls come from this
+        // module's users (events), dropped before it, and from clients linking against the
+        // module, which keep it loaded.
+        // SAFETY: pinned, so it stays where it is until dropped, and (above) nothing that
+        // loaded it from `FPROBES` still uses it once its drop has withdrawn it.
         unsafe { FPROBES.publish(self.get_ref()) }
     }
 
@@ -362,9 +364,10 @@ impl Fprobes {
         for e in fresh.into_iter() {
             let ip = e.ip;
             let raw = KBox::into_raw(e);
-            // SAFETY: a new entry (`KBox::into_raw` never returns null), changed only through
-            // its atomics, freed a grace period after it leaves the table (`reap_now`,
-            // `unregister`, `drop_module`: `IpEntry`'s invariants).
+            // Freed a grace period after it leaves the table (`reap_now`, `unregister`,
+            // `drop_module`), changed only through its atomics meanwhile.
+            // SAFETY: `raw` is a new entry (`KBox::into_raw` never returns null) that lives as
+            // `IpEntry`'s invariants require (above).
             match unsafe {
                 self.ips
                     .upsert(&mut reg.ips_counts, NonNull::new_unchecked(raw))
@@ -380,9 +383,10 @@ impl Fprobes {
                 }
             }
         }
-        // SAFETY: the caller's valid probe, valid until it is unregistered (the contract of
-        // `register`), which takes it out of the table; only reached through raw pointers
-        // (`RegisteredProbe`).
+        // Unregistration takes it out of the table; the table reaches it only through raw
+        // pointers (`RegisteredProbe`).
+        // SAFETY: the caller's probe (non-null), valid until it is unregistered: the contract
+        // of `register`.
         let _ = unsafe {
             self.live.upsert(
                 &mut reg.live_counts,
@@ -472,10 +476,10 @@ impl Fprobes {
             reg.entry_probes -= 1
         }
         self.regs.remove(&mut reg.regs_counts, id);
-        // Freed after the grace period below: the return side may be reading it.
-        // SAFETY: as above; unpublished now (out of `regs`, `single_exit` and `DISPATCH`), and
-        // nothing else frees it; it is dropped only after the grace period below (`Live`'s
-        // invariants).
+        // Freed after the grace period below: the return side may be reading it. It is out of
+        // `regs`, `single_exit` and `DISPATCH` now, and nothing else frees it.
+        // SAFETY: `private.live` came from `KBox::into_raw` at registration and is reclaimed
+        // once, here; it is dropped only after the grace period below (`Live`'s invariants).
         let live = unsafe { KBox::from_raw(private.live) };
         // Within the capacity reserved at registration: the pushes below do not allocate.
         let mut path_gone = core::mem::replace(&mut private.gone, KVec::new());

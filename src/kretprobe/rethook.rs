@@ -152,9 +152,11 @@ impl Rethooks {
 
     /// Makes this the instance the C API uses. `EBUSY` if another is.
     pub fn publish(&self) -> Result {
-        // SAFETY: pinned in its box until `Rethooks` is dropped. The drop withdraws it, then
-        // unregisters the slot (waiting for running return callbacks) before the box goes; API
-        // calls come from clients linking against the module, which keep it loaded.
+        // The drop of `Rethooks` withdraws it, then unregisters the slot (waiting for running
+        // return callbacks) before the box goes; API calls come from clients linking against
+        // the module, which keep it loaded.
+        // SAFETY: pinned in its box until `Rethooks` is dropped, and (above) nothing that
+        // loaded it from `RETHOOK` still uses it once the drop has withdrawn it.
         unsafe { RETHOOK.publish(&self.inner) }
     }
 }
@@ -205,9 +207,10 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
     *users += 1;
     *next_id = next;
     let live = KBox::into_raw(live);
-    // SAFETY: a new registration (`KBox::into_raw` never returns null), immutable, freed by
-    // `rethook_unregister` only a grace period after it leaves the table; `rh` stays valid
-    // until then (the caller's contract): `RhLive`'s invariant.
+    // Immutable, freed by `rethook_unregister` only a grace period after it leaves the table;
+    // `rh` stays valid until then (the caller's contract).
+    // SAFETY: `live` is a new registration (`KBox::into_raw` never returns null) that lives as
+    // `RhLive`'s invariant requires (above).
     let _ = unsafe { rc.live.upsert(counts, NonNull::new_unchecked(live)) };
     // SAFETY: the caller's rethook (contract); the field is ours while registered. Written
     // last: `rethook_hook` finds the registration through it.

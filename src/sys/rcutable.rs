@@ -131,10 +131,11 @@ impl<T: Keyed> RcuTable<T> {
 
     // The probe's key function: every slot a probe reads holds an entry of the table.
     fn key_of(e: usize) -> usize {
-        // SAFETY: `e` was read from a slot (`tasktable` passes only entries to `key_of`), so it
-        // is a `T` of the table, or one removed since, which is freed no sooner than a grace
-        // period later (the type invariants): the caller of every table operation is a reader
-        // inside a preemption-disabled section or a writer, serialised with the frees.
+        // `tasktable` passes only entries read from a slot to `key_of`; the caller of every
+        // table operation is a reader inside a preemption-disabled section or a writer,
+        // serialised with the frees.
+        // SAFETY: so `e` is a `T` of the table, or one removed since, freed no sooner than a
+        // grace period later (the type's invariants): alive while it is read here.
         unsafe { key_at::<T>(e) }
     }
 
