@@ -119,24 +119,11 @@ impl<const W: usize> ShadowStack<W> {
     }
 
     /// The data ops `idx` reserved in the top frame, if it was the last reservation made there
-    /// (one look at the top word): the common case of one ops with data on a frame. `None`
-    /// does not mean there is none: [`Self::retrieve_data`] searches the whole frame.
-    #[inline(always)]
+    /// (the top word is its header): the common case of one ops with data on a frame. `None`
+    /// does not mean there is none: [`Self::retrieve_data`] searches the whole frame. The
+    /// return path reads the same from the [`Head`] it decoded with the frame.
     pub fn data_on_top(&self, idx: usize) -> Option<DataRef> {
-        let top = self.top();
-        if top == 0 || top > Self::MAX_OFFSET {
-            return None;
-        }
-        let w = self.w(top - 1);
-        if word::kind(w) != WordType::Data || word::data_index(w) != idx {
-            return None;
-        }
-        let n = word::data_words(w);
-        // `n < top` (checked), so the start does not wrap.
-        (n < top).then(|| DataRef {
-            start: top.wrapping_sub(1).wrapping_sub(n),
-            words: n,
-        })
+        self.top_frame_head().and_then(|(_, head)| head.data(idx))
     }
 }
 
@@ -153,7 +140,7 @@ pub struct Head {
 
 impl Head {
     /// The data ops `idx` reserved last in the frame read with this head, if the head is its
-    /// header: what [`ShadowStack::data_on_top`] finds, without reading the stack. Valid while
+    /// header (what [`ShadowStack::data_on_top`] finds), without reading the stack. Valid while
     /// the frame is the top one (interrupts that push above it pop again before it is read).
     #[inline(always)]
     pub fn data(&self, idx: usize) -> Option<DataRef> {
