@@ -652,6 +652,21 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
     } else {
         f.ret
     };
+    // What each ops' return callback gets: built where (and only if) the callback is called,
+    // so a direct call's `Return` can stay in registers (`call_ret`).
+    let ret_of = |idx: usize| {
+        move || Return {
+            func: f.func,
+            ret_ip,
+            calltime: f.calltime,
+            rettime,
+            regs,
+            stack,
+            head,
+            idx,
+            np,
+        }
+    };
     // The common case first: one ops on the frame, its callback called with nothing kept for
     // another (the loop below would do the same, with more to carry from one ops to the next).
     let mut bits = f.bitmap;
@@ -662,17 +677,7 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
             // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it
             // is removed, and preemption is disabled.
             let slot = unsafe { &*sp };
-            call_ret::<P, Q>(slot, || Return {
-                func: f.func,
-                ret_ip,
-                calltime: f.calltime,
-                rettime,
-                regs,
-                stack,
-                head,
-                idx,
-                np,
-            });
+            call_ret::<P, Q>(slot, ret_of(idx));
         }
         stack.pop(&f);
         return f.ret;
@@ -698,17 +703,7 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
             // Nothing but the pop where RCU does not protect what callbacks would read.
             Some(Refused::Unsafe) => continue,
         }
-        call_ret::<P, Q>(slot, || Return {
-            func: f.func,
-            ret_ip,
-            calltime: f.calltime,
-            rettime,
-            regs,
-            stack,
-            head,
-            idx,
-            np,
-        });
+        call_ret::<P, Q>(slot, ret_of(idx));
     }
     // No counter of returns: a store per hooked call for a figure nobody needs (`live` in
     // stats walks the stacks instead).
