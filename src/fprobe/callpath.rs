@@ -51,22 +51,8 @@ impl GraphHandler for GraphSide {
             // SAFETY: a live `Live`: this callback runs with preemption disabled, which holds
             // that grace period off.
             let fp = unsafe { (*(d as *const Live)).fp };
-            if !disabled(fp) {
-                // SAFETY: `fp` is the registered probe found above; its handler is read once.
-                if let Some(h) = unsafe { (*fp).entry_handler } {
-                    // SAFETY: the caller's handler, for its registered probe, with the documented
-                    // arguments and no entry data.
-                    unsafe {
-                        h(
-                            fp,
-                            ip as _,
-                            parent_ip as _,
-                            regs.as_ptr(),
-                            core::ptr::null_mut(),
-                        )
-                    };
-                }
-            }
+            // SAFETY: `fp` is the registered probe found above.
+            unsafe { run_entry_only(fp, ip, parent_ip, regs) };
         }
     }
 
@@ -388,24 +374,38 @@ pub(super) fn entry_side_lookup(
             exit = true;
             continue;
         }
-        if disabled(fp) {
-            continue;
-        }
         // SAFETY: as above.
-        if let Some(h) = unsafe { (*fp).entry_handler } {
-            // SAFETY: the caller's handler, documented arguments, no entry data.
-            unsafe {
-                h(
-                    fp,
-                    ip as _,
-                    parent_ip as _,
-                    regs.as_ptr(),
-                    core::ptr::null_mut(),
-                )
-            };
-        }
+        unsafe { run_entry_only(fp, ip, parent_ip, regs) };
     }
     if exit {
         enter(ip, regs, np, ent as *const IpEntry as usize);
+    }
+}
+
+/// Runs the entry handler of `fp`, an entry-only probe, unless the probe is disabled: no frame,
+/// no entry data. Both entry-side paths (the one published probe, the table's list) call it.
+///
+/// # Safety
+///
+/// `fp` is a registered probe, kept alive by the caller's preemption-disabled section (probes
+/// are freed a grace period after they leave the tables).
+#[inline(always)]
+unsafe fn run_entry_only(fp: *mut ufgraph_fprobe, ip: usize, parent_ip: usize, regs: &Regs) {
+    if disabled(fp) {
+        return;
+    }
+    // SAFETY: `fp` is registered (the caller's contract); its handler is read once.
+    if let Some(h) = unsafe { (*fp).entry_handler } {
+        // SAFETY: the caller's handler, for its registered probe, with the documented arguments
+        // and no entry data.
+        unsafe {
+            h(
+                fp,
+                ip as _,
+                parent_ip as _,
+                regs.as_ptr(),
+                core::ptr::null_mut(),
+            )
+        };
     }
 }
