@@ -5,56 +5,6 @@
 
 use super::*;
 
-/// Exits of the [`pq_entry`]/[`pq_exit`] probes, by their entry data size in words.
-static PQ_EXITS: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
-
-/// Fills the probe's entry data with a pattern of its own (its address).
-///
-/// # Safety
-///
-/// Called by the fprobe core only, for a registered test probe.
-unsafe extern "C" fn pq_entry(
-    fp: *mut ufgraph_fprobe,
-    _ip: c_ulong,
-    _ret_ip: c_ulong,
-    _fregs: *mut bindings::ftrace_regs,
-    data: *mut c_void,
-) -> c_int {
-    ENTRIES.fetch_add(1, Relaxed);
-    // SAFETY: `fp` is the registered probe the handler belongs to.
-    let words = unsafe { (*fp).entry_data_size } / 8;
-    for i in 0..words {
-        // SAFETY: `data` holds `entry_data_size` bytes for this call.
-        unsafe { data.cast::<usize>().add(i).write(fp as usize ^ i) };
-    }
-    0
-}
-
-/// Counts the exit by data size and checks the pattern.
-///
-/// # Safety
-///
-/// As for [`pq_entry`], at the return.
-unsafe extern "C" fn pq_exit(
-    fp: *mut ufgraph_fprobe,
-    _ip: c_ulong,
-    _ret_ip: c_ulong,
-    _fregs: *mut bindings::ftrace_regs,
-    data: *mut c_void,
-) {
-    // SAFETY: as above.
-    let words = unsafe { (*fp).entry_data_size } / 8;
-    if let Some(c) = PQ_EXITS.get(words) {
-        c.fetch_add(1, Relaxed);
-    }
-    for i in 0..words {
-        // SAFETY: the entry data the entry handler filled.
-        if unsafe { data.cast::<usize>().add(i).read() } != fp as usize ^ i {
-            BAD.fetch_add(1, Relaxed);
-        }
-    }
-}
-
 /// The probe [`unregister_in_call`] unregisters.
 static UNREG: core::sync::atomic::AtomicPtr<ufgraph_fprobe> =
     core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
@@ -86,22 +36,18 @@ pub(super) fn single_exit_probe_after_a_shared_call(t: &mut Test) -> CaseResult 
     };
     for gone_first in [false, true] {
         reset();
-        for c in PQ_EXITS.iter() {
-            c.store(0, Relaxed);
-        }
-        // P: 2 words of data, Q: 3; P registered first, so its record comes first.
-        let mut p = probe(false, true, 16);
-        p.entry_handler = Some(pq_entry);
-        p.exit_handler = Some(pq_exit);
-        let mut q = probe(false, true, 24);
-        q.entry_handler = Some(pq_entry);
-        q.exit_handler = Some(pq_exit);
+        // P (tagged probe 0): 2 words of data, Q (1): 3; P registered first, so its record
+        // comes first.
+        let mut p = tagged_probe(16);
+        let mut q = tagged_probe(24);
+        tag([&mut p, &mut q]);
         reg(t, &mut p, Target::Syms(&[c_str!("ufg_test_call")]))?;
         reg(t, &mut q, Target::Syms(&[c_str!("ufg_test_call")]))?;
-        let (gone, stays, gw, sw): (&mut TestProbe, &mut TestProbe, usize, usize) = if gone_first {
-            (&mut p, &mut q, 2, 3)
+        // The probe unregistered in the call, the one that stays, and their tagged indexes.
+        let (gone, stays, gi, si): (&mut TestProbe, &mut TestProbe, usize, usize) = if gone_first {
+            (&mut p, &mut q, 0, 1)
         } else {
-            (&mut q, &mut p, 3, 2)
+            (&mut q, &mut p, 1, 0)
         };
         UNREG.store(&mut gone.0, Relaxed);
         // `ufg_test_call` returns fn(x) + 1.
@@ -113,26 +59,19 @@ pub(super) fn single_exit_probe_after_a_shared_call(t: &mut Test) -> CaseResult 
         );
         kcheck_eq!(
             t,
-            (
-                PQ_EXITS[sw].load(Relaxed),
-                PQ_EXITS[gw].load(Relaxed),
-                BAD.load(Relaxed)
-            ),
+            (tagged_exits(si), tagged_exits(gi), BAD.load(Relaxed)),
             (1, 0, 0)
         );
         // Alone now: the single-probe paths, entry and return.
         kcheck_eq!(t, call(3), 7);
         kcheck_eq!(
             t,
-            (
-                PQ_EXITS[sw].load(Relaxed),
-                PQ_EXITS[gw].load(Relaxed),
-                BAD.load(Relaxed)
-            ),
+            (tagged_exits(si), tagged_exits(gi), BAD.load(Relaxed)),
             (2, 0, 0)
         );
         kcheck_eq!(t, ENTRIES.load(Relaxed), 3);
         t.check_ok(core(t)?.unregister(&mut stays.0), "unregister")?;
+        untag();
     }
     Ok(())
 }

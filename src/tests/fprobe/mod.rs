@@ -173,6 +173,108 @@ fn probe(entry: bool, exit: bool, data: usize) -> TestProbe {
     TestProbe(fp)
 }
 
+/// Tagged probes: up to two probes, named in [`TAGGED`], whose entry handler writes a tag of
+/// its own into every word of its entry data and whose exit handler counts itself in
+/// [`TAGGED_EXITS`] and checks the tag. A probe must find its own data at its return, never
+/// another probe's words or none.
+static TAGGED: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+/// The exits of the probes of [`TAGGED`], by their index there.
+static TAGGED_EXITS: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+
+/// A probe with entry data of `data` bytes and the tagging handlers; [`tag`] names it.
+fn tagged_probe(data: usize) -> TestProbe {
+    let mut fp = probe(false, true, data);
+    fp.entry_handler = Some(tag_entry);
+    fp.exit_handler = Some(tag_exit);
+    fp
+}
+
+/// Names `probes` (by address: they must not move until [`untag`]) as the tagged probes 0 and
+/// 1, and clears their exit counts.
+fn tag(probes: [&mut TestProbe; 2]) {
+    for (slot, fp) in TAGGED.iter().zip(probes) {
+        slot.store(&mut fp.0 as *mut ufgraph_fprobe as usize, Relaxed);
+    }
+    for c in TAGGED_EXITS.iter() {
+        c.store(0, Relaxed);
+    }
+}
+
+/// Forgets the tagged probes (before they go out of scope).
+fn untag() {
+    for slot in TAGGED.iter() {
+        slot.store(0, Relaxed);
+    }
+}
+
+/// The exits of tagged probe `i` so far.
+fn tagged_exits(i: usize) -> usize {
+    TAGGED_EXITS[i].load(Relaxed)
+}
+
+fn tagged_index(fp: *mut ufgraph_fprobe) -> Option<usize> {
+    TAGGED.iter().position(|a| a.load(Relaxed) == fp as usize)
+}
+
+/// Word `k` of the tag of probe `fp`: its address mixed with the word's position, so that no
+/// two probes' data and no two words of one probe's data are alike.
+fn tag_word(fp: *mut ufgraph_fprobe, k: usize) -> usize {
+    fp as usize ^ (0x7a90_0000 + k)
+}
+
+/// A callback C calls: a tagged probe's entry; writes its tag into all its entry data.
+///
+/// # Safety
+///
+/// Called by the fprobe core only, for a registered test probe.
+unsafe extern "C" fn tag_entry(
+    fp: *mut ufgraph_fprobe,
+    _ip: c_ulong,
+    _ret_ip: c_ulong,
+    _fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) -> c_int {
+    ENTRIES.fetch_add(1, Relaxed);
+    if tagged_index(fp).is_none() {
+        BAD.fetch_add(1, Relaxed);
+        return 1;
+    }
+    // SAFETY: `fp` is the registered probe the handler belongs to.
+    let words = unsafe { (*fp).entry_data_size } / 8;
+    for k in 0..words {
+        // SAFETY: `data` holds `entry_data_size` bytes for this call.
+        unsafe { data.cast::<usize>().add(k).write(tag_word(fp, k)) };
+    }
+    0
+}
+
+/// A callback C calls: a tagged probe's exit; counts itself and checks its tag.
+///
+/// # Safety
+///
+/// As for [`tag_entry`], at the return.
+unsafe extern "C" fn tag_exit(
+    fp: *mut ufgraph_fprobe,
+    _ip: c_ulong,
+    _ret_ip: c_ulong,
+    _fregs: *mut bindings::ftrace_regs,
+    data: *mut c_void,
+) {
+    let Some(i) = tagged_index(fp) else {
+        BAD.fetch_add(1, Relaxed);
+        return;
+    };
+    TAGGED_EXITS[i].fetch_add(1, Relaxed);
+    // SAFETY: as above.
+    let words = unsafe { (*fp).entry_data_size } / 8;
+    for k in 0..words {
+        // SAFETY: the entry data the entry handler filled.
+        if unsafe { data.cast::<usize>().add(k).read() } != tag_word(fp, k) {
+            BAD.fetch_add(1, Relaxed);
+        }
+    }
+}
+
 fn near(ip: usize, sym: usize) -> bool {
     ip >= sym && ip < sym + 16
 }

@@ -61,10 +61,7 @@ pub(super) fn single_exit_probe_every_data_size(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
-// Probes A and B of `exit_probe_changes_during_a_call`: each exit counts itself, and checks that
-// the data is the one its own entry wrote (a tag naming the probe), never the other's.
-static AB: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
-static AB_EXITS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+// Probes A and B of `exit_probe_changes_during_a_call` are the tagged probes 0 and 1 (`tag`).
 // What `change_in_call` does inside the call, in order: 0 nothing, 1 register B, 2 unregister
 // B, 3 unregister A.
 static CHANGES: [AtomicUsize; 3] = [
@@ -72,60 +69,6 @@ static CHANGES: [AtomicUsize; 3] = [
     AtomicUsize::new(0),
     AtomicUsize::new(0),
 ];
-const AB_TAG: usize = 0x7a90_0000;
-
-fn ab_index(fp: *mut ufgraph_fprobe) -> Option<usize> {
-    AB.iter().position(|a| a.load(Relaxed) == fp as usize)
-}
-
-/// A callback C calls: probe A's or B's entry; writes its tag into its 3 words of data.
-///
-/// # Safety
-///
-/// As for [`on_entry`].
-unsafe extern "C" fn ab_entry(
-    fp: *mut ufgraph_fprobe,
-    _ip: c_ulong,
-    _ret_ip: c_ulong,
-    _fregs: *mut bindings::ftrace_regs,
-    data: *mut c_void,
-) -> c_int {
-    ENTRIES.fetch_add(1, Relaxed);
-    let Some(i) = ab_index(fp) else {
-        BAD.fetch_add(1, Relaxed);
-        return 1;
-    };
-    for k in 0..3 {
-        // SAFETY: the probe's 3 words of entry data for this call.
-        unsafe { data.cast::<usize>().add(k).write(AB_TAG + 16 * i + k) };
-    }
-    0
-}
-
-/// A callback C calls: probe A's or B's exit; checks its tag.
-///
-/// # Safety
-///
-/// As for [`on_exit`].
-unsafe extern "C" fn ab_exit(
-    fp: *mut ufgraph_fprobe,
-    _ip: c_ulong,
-    _ret_ip: c_ulong,
-    _fregs: *mut bindings::ftrace_regs,
-    data: *mut c_void,
-) {
-    let Some(i) = ab_index(fp) else {
-        BAD.fetch_add(1, Relaxed);
-        return;
-    };
-    AB_EXITS[i].fetch_add(1, Relaxed);
-    for k in 0..3 {
-        // SAFETY: the probe's 3 words of entry data for this call.
-        if unsafe { data.cast::<usize>().add(k).read() } != AB_TAG + 16 * i + k {
-            BAD.fetch_add(1, Relaxed);
-        }
-    }
-}
 
 /// Called by `ufg_test_call` inside its frame: registers or unregisters A and B as
 /// [`CHANGES`] says.
@@ -145,7 +88,7 @@ unsafe extern "C" fn change_in_call(x: kernel::ffi::c_long) -> kernel::ffi::c_lo
             3 => (0, false),
             _ => continue,
         };
-        let fp = AB[which].load(Relaxed) as *mut ufgraph_fprobe;
+        let fp = TAGGED[which].load(Relaxed) as *mut ufgraph_fprobe;
         let r = if on {
             // SAFETY: the test's probe, unregistered before the test returns.
             unsafe { c.register(fp, &Target::Syms(&[c_str!("ufg_test_call")])) }
@@ -184,17 +127,9 @@ pub(super) fn exit_probe_changes_during_a_call(t: &mut Test) -> CaseResult {
     let cr = core(t)?;
     for (n, &(changes, a_exits, b_exits, a_stays)) in cases.iter().enumerate() {
         reset();
-        for c in AB_EXITS.iter() {
-            c.store(0, Relaxed);
-        }
-        let mut a = probe(false, true, 24);
-        a.entry_handler = Some(ab_entry);
-        a.exit_handler = Some(ab_exit);
-        let mut b = probe(false, true, 24);
-        b.entry_handler = Some(ab_entry);
-        b.exit_handler = Some(ab_exit);
-        AB[0].store(&mut a.0 as *mut _ as usize, Relaxed);
-        AB[1].store(&mut b.0 as *mut _ as usize, Relaxed);
+        let mut a = tagged_probe(24);
+        let mut b = tagged_probe(24);
+        tag([&mut a, &mut b]);
         reg(t, &mut a, Target::Syms(&[c_str!("ufg_test_call")]))?;
         for (ch, &v) in CHANGES.iter().zip(changes) {
             ch.store(v, Relaxed);
@@ -203,12 +138,7 @@ pub(super) fn exit_probe_changes_during_a_call(t: &mut Test) -> CaseResult {
         kcheck_eq!(t, call(5), 11);
         kcheck_eq!(
             t,
-            (
-                n,
-                AB_EXITS[0].load(Relaxed),
-                AB_EXITS[1].load(Relaxed),
-                BAD.load(Relaxed)
-            ),
+            (n, tagged_exits(0), tagged_exits(1), BAD.load(Relaxed)),
             (n, a_exits, b_exits, 0)
         );
         kcheck_eq!(t, cr.is_registered(&mut a.0), a_stays);
@@ -220,23 +150,17 @@ pub(super) fn exit_probe_changes_during_a_call(t: &mut Test) -> CaseResult {
         kcheck_eq!(t, call(3), 7);
         kcheck_eq!(
             t,
-            (
-                n,
-                AB_EXITS[0].load(Relaxed),
-                AB_EXITS[1].load(Relaxed),
-                BAD.load(Relaxed)
-            ),
+            (n, tagged_exits(0), tagged_exits(1), BAD.load(Relaxed)),
             (n, a_exits + a_now, b_exits + b_now, 0)
         );
-        // Unregistered in place (a `drop` would move them first): `AB` names them only while
-        // they are registered.
+        // Unregistered in place (a `drop` would move them first): `TAGGED` names them only
+        // while they are registered.
         for p in [&mut a, &mut b] {
             if cr.is_registered(&mut p.0) {
                 t.check_ok(cr.unregister(&mut p.0), "unregister")?;
             }
         }
-        AB[0].store(0, Relaxed);
-        AB[1].store(0, Relaxed);
+        untag();
     }
     Ok(())
 }
