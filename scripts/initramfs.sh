@@ -50,8 +50,9 @@ if [ "$arch" = x86_64 ] && [ "$(uname -m)" = x86_64 ]; then
 fi
 # Real clients (tests/88-real-clients.sh): Debian's trace-cmd and perf, as a user runs them,
 # with every shared library they load and the dynamic loader, at the paths ldd names (the
-# loader searches /lib/x86_64-linux-gnu without an ld.so.cache). x86_64 only: the host's
-# binaries cannot run on the arm64 VM, whose test skips. A client the host lacks is left out
+# loader searches /lib/x86_64-linux-gnu without an ld.so.cache). The host's binaries cannot run
+# on the arm64 VM: it gets Debian's arm64 ones, which scripts/clients-arm64.sh (run by setup)
+# fetched with their libraries into build/tools/arm64/clients. A client the host lacks is left out
 # (its test skips, saying so; scripts/setup.sh installs both); a client whose library is
 # missing fails the build, rather than leaving a binary the loader refuses in the VM.
 if [ "$arch" = x86_64 ] && [ "$(uname -m)" = x86_64 ]; then
@@ -84,6 +85,13 @@ $(echo "$deps" | grep 'not found')"
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"
 	done
+fi
+if [ "$arch" = arm64 ]; then
+	if [ -x "$UFG_TOOLS/arm64/clients/usr/bin/perf" ]; then
+		cp -a "$UFG_TOOLS/arm64/clients/." "$root/"
+	else
+		ufg_log "initramfs: no arm64 trace-cmd and perf (scripts/clients-arm64.sh, as root): test 88 skips"
+	fi
 fi
 find "$modules_dir" -maxdepth 2 -name '*.ko' -exec cp {} "$root/lib/ufgraph/" \;
 [ -f "$root/lib/ufgraph/ufgraph.ko" ] || ufg_die "no ufgraph.ko in $modules_dir"

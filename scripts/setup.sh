@@ -11,7 +11,8 @@ packages=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev
 	libc6-dev # libc6-dev: the static C library for the in-VM helpers (selftests/perfcount)
 	dwarves # dwarves: pahole, which makes the x86_64 test kernel's BTF (BPF fentry/fexit in the benchmarks)
 	rust-web-clippy # clippy-driver for rustc-web: the module builds through it (scripts/module.sh)
-	trace-cmd linux-perf # the real clients test 88 runs on ufgraph's events in the x86_64 VM (scripts/initramfs.sh copies them in with their libraries)
+	trace-cmd linux-perf # the real clients test 88 runs on ufgraph's events in the x86_64 VM (scripts/initramfs.sh copies them in with their libraries; scripts/clients-arm64.sh fetches the arm64 ones)
+	binutils # readelf: the arm64 clients' libraries (scripts/clients-arm64.sh)
 	clang-19 lld-19 llvm-19 libclang-19-dev) # clang-19: every kernel and module (kCFI, return thunks; scripts/common.sh)
 
 missing=()
@@ -59,6 +60,12 @@ case " ${UFG_KERNELS-x86_64 x86_64:debug arm64} " in
 		install -D -m 0755 "$tmp/x/bin/busybox" "$arm64_busybox"
 		rm -rf "$tmp"
 		ufg_log "arm64 busybox in $arm64_busybox"
+	fi
+	# Debian's arm64 trace-cmd and perf with their libraries (test 88 in the arm64 VM).
+	if [ "$(id -u)" = 0 ]; then
+		"$UFG_TOP/scripts/clients-arm64.sh"
+	elif [ ! -x "$UFG_TOOLS/arm64/clients/usr/bin/perf" ]; then
+		ufg_log "not root: no arm64 trace-cmd and perf (test 88 skips in the arm64 VM); as root run scripts/clients-arm64.sh"
 	fi
 	;;
 esac

@@ -5,10 +5,11 @@
 # through tracefs (events/GROUP/EVENT/format and id) like any other, and must let go of them
 # when done: afterwards the events are removed and ufgraph unloads.
 . /selftests/lib.sh
-# scripts/initramfs.sh puts them in /usr/bin on x86_64 only (the host's binaries).
+# scripts/initramfs.sh puts them in /usr/bin: the host's on x86_64, Debian's arm64 ones
+# (scripts/clients-arm64.sh) on arm64.
 have_tc=$(command -v trace-cmd)
 have_perf=$(command -v perf)
-[ -n "$have_tc$have_perf" ] || skip "neither trace-cmd nor perf in this initramfs (x86_64 only; scripts/setup.sh installs them on the host)"
+[ -n "$have_tc$have_perf" ] || skip "neither trace-cmd nor perf in this initramfs (scripts/setup.sh installs them, as root)"
 # Once per architecture is enough for what the clients see (the same format files and records);
 # under KASAN and lockdep (the debug kernel, with kmemleak) they take minutes of make check's
 # hour. The events' own tests run there.
@@ -91,7 +92,9 @@ fi
 
 # perf trace's lines, "0.000 dd/262 ufgc:vread(__probe_ip: -2127869692, name: "version", ...)",
 # as "COMM EVENT (HEAD) k=v ..." like the reports above. perf trace prints the unsigned long
-# head fields as signed 32-bit numbers: their low half, made a kernel text address again here.
+# head fields as signed 32-bit numbers: their low half, made a kernel text address again here
+# with the high half of vfs_read's (ffffffff on x86_64, ffff8000 or so on arm64).
+TEXT_HIGH=${VFS_READ%????????}
 perf_trace_lines() {
 	sed -n 's/^ *[0-9.]* \(.*\)\/[0-9]* ufgc:\(vread\|vread_ret\)(\(.*\))$/\1 \2 \3/p' |
 		while read -r comm ev args; do
@@ -105,7 +108,7 @@ perf_trace_lines() {
 				k=${a%%: *}
 				v=${a#*: }
 				case $k in
-				__probe_*) head="$head${head:+ <- }$(printf 'ffffffff%08x' $((v & 0xffffffff)))" ;;
+				__probe_*) head="$head${head:+ <- }$TEXT_HIGH$(printf '%08x' $((v & 0xffffffff)))" ;;
 				*) rest="$rest $k=$v" ;;
 				esac
 			done
