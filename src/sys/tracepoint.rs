@@ -2,7 +2,7 @@
 
 //! Attaching probes to kernel tracepoints that are not exported to modules.
 //!
-//! `sched_process_fork` and `sched_process_free` have no `__tracepoint_*` export, but
+//! `task_newtask` and `sched_process_free` (the tasks table's) have no `__tracepoint_*` export, but
 //! `for_each_kernel_tracepoint()` (exported) walks every built-in tracepoint, so we find them by
 //! name and attach with `tracepoint_probe_register()`.
 
