@@ -84,5 +84,27 @@ grep -q " again: (ufgt_btf_pair+0x[0-9a-f]*/0x[0-9a-f]* \[globfns\]) a=5$" $T/tr
 echo > $DE || fail "clear: $(cat $DE)"
 [ -d $F ] && fail "events left: $(ls $F)"
 rmmod globfns || fail "rmmod globfns"
+
+# A module's tracepoint: its probe stub's parameters (without the stub's first, its data) from
+# the module's BTF. The trace-events sample fires foo_bar("hello", cnt, ...) once a second.
+if [ -f $KO/trace-events-sample.ko ]; then
+	insmod $KO/trace-events-sample.ko || fail "insmod trace-events-sample"
+	[ -e /sys/kernel/btf/trace_events_sample ] || fail "no /sys/kernel/btf/trace_events_sample"
+	define 't:ufgm/tp foo_bar foo:string bar'
+	define 't:ufgm/tpall foo_bar $arg*'
+	grep -qx 't:ufgm/tpall foo_bar foo=foo bar=bar lst=lst string=string mask=mask fmt=fmt va=va' $DE ||
+		fail "listing: $(cat $DE)"
+	grep -q 'field:s32 bar;' $F/tp/format || fail "format tp: $(cat $F/tp/format)"
+	echo > $T/trace
+	echo 1 > $F/tp/enable
+	echo 1 > $T/tracing_on
+	sleep 3
+	echo 0 > $T/tracing_on
+	echo 0 > $F/tp/enable
+	grep -q ' tp: (__probestub_foo_bar+0x[0-9a-f]*/0x[0-9a-f]* \[trace_events_sample\]) foo="hello" bar=[0-9]*$' $T/trace ||
+		fail "tp: $(grep -v '^#' $T/trace | head -5)"
+	echo > $DE || fail "clear: $(cat $DE)"
+	rmmod trace_events_sample || fail "rmmod trace-events-sample"
+fi
 unload
 exit 0
