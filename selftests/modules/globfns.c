@@ -5,6 +5,11 @@
  * the "run" parameter calls each once with N, through volatile pointers so that no call is
  * folded away, and leaves the sum of their results in "sum": the callers' view of the return
  * values while they are hooked.
+ *
+ * Also a function whose arguments only the module's own BTF describes, for the BTF argument
+ * test (tests/91-btf-module-args.sh): ufgt_btf_pair(p, k), with a struct of the module's, called
+ * by each write to "run" with p = { .a = N, .b = -N, .name = "ufgt-pair" } and k = N * 3,
+ * returning a + b + k (N * 3).
  */
 #include <linux/kernel.h>
 #include <linux/module.h>
@@ -38,6 +43,22 @@ static int (*volatile glob_fns[])(int) = {
 	ufgt_glob_one, ufgt_glob_two, ufgt_glob_three, ufgt_globx_four
 };
 
+struct ufgt_pair {
+	int a;
+	long b;
+	const char *name;
+};
+
+long ufgt_btf_pair(struct ufgt_pair *p, unsigned int k);
+
+noinline long ufgt_btf_pair(struct ufgt_pair *p, unsigned int k)
+{
+	return p->a + p->b + k;
+}
+
+static long (*volatile pair_fn)(struct ufgt_pair *, unsigned int) = ufgt_btf_pair;
+static struct ufgt_pair pair = { .name = "ufgt-pair" };
+
 static int sum;
 module_param(sum, int, 0444);
 
@@ -50,6 +71,9 @@ static int run_set(const char *val, const struct kernel_param *kp)
 		return ret;
 	for (i = 0; i < ARRAY_SIZE(glob_fns); i++)
 		s += glob_fns[i](n);
+	pair.a = n;
+	pair.b = -n;
+	pair_fn(&pair, n * 3);
 	WRITE_ONCE(sum, s);
 	return 0;
 }

@@ -6,10 +6,11 @@
 
 use super::event::{Event, ProbeArgs};
 use super::probe::{Slot, StubUse};
-use super::{as_str, bytes, cvec, format, Entry, ErrEntry, Events, Registry};
+use super::{as_str, btf_ref, bytes, cvec, format, Entry, ErrEntry, Events, Registry};
 use crate::bindings;
 use crate::fprobe;
 use crate::pure::probedef::{self, Command, ProbeDef, ProbeKind};
+use crate::sys::btf::KernelBtf;
 use crate::sys::debugfs::SeqFile;
 use crate::sys::kvec;
 use crate::sys::trace_event::{self, EventCall, EventMutex, EventMutexGuard};
@@ -18,6 +19,7 @@ use core::fmt::{self, Write};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
+use kernel::sync::Arc;
 
 /// How many `error_log` entries are kept (upstream's `TRACING_LOG_ERRS_MAX`).
 const ERROR_LOG_MAX: usize = 8;
@@ -47,6 +49,8 @@ struct NewProbe {
     /// Its fetch programs: its own, whether it makes a new event or joins one.
     args: ProbeArgs,
     cmd: KVec<u8>,
+    /// The module's BTF `cmd` was parsed with, if any.
+    btf: Option<Arc<KernelBtf>>,
     sym: KVec<u8>,
     tp: Option<Tracepoint>,
     tp_module: Option<ModuleRef>,
@@ -68,6 +72,7 @@ impl NewProbe {
             self.args,
             perf,
             self.cmd,
+            self.btf,
             self.sym,
             r,
             self.tp,
@@ -114,13 +119,15 @@ impl Events {
             tp.is_some()
         };
         // BTF arguments need vmlinux's BTF (read once), and room to rewrite `$arg*`.
+        // A module's function: its module's BTF, read when the parser asks for it.
         self.btf.load();
+        let src = self.new_source();
         let mut scratch = KVec::new();
         scratch
             .extend_with(line.len() + probedef::EXPAND_ROOM, 0u8, GFP_KERNEL)
             .map_err(|_| Failure::from(ENOMEM))?;
         let cmd =
-            match probedef::parse_btf(line, &self.cfg, &mut lookup, self.btf_ref(), &mut scratch) {
+            match probedef::parse_btf(line, &self.cfg, &mut lookup, btf_ref(&src), &mut scratch) {
                 Ok(c) => c,
                 Err(e) => {
                     return Err(Failure {
@@ -131,7 +138,7 @@ impl Events {
             };
         match cmd {
             Command::Empty => Ok(()),
-            Command::Add(def) => self.add(&def, tp),
+            Command::Add(def) => self.add(&def, tp, src.as_ref().and_then(|s| s.module())),
             Command::Remove(rd) => self.remove(&rd).map_err(Failure::from),
         }
     }
@@ -141,6 +148,7 @@ impl Events {
         &self,
         def: &ProbeDef<'_>,
         tp: Option<(Tracepoint, Option<ModuleRef>)>,
+        btf: Option<Arc<KernelBtf>>,
     ) -> core::result::Result<(), Failure> {
         // The parser looked the tracepoint up (and refused an unknown one).
         let (tp, tp_module) = match def.kind() {
@@ -174,6 +182,7 @@ impl Events {
         let p = NewProbe {
             args,
             cmd,
+            btf,
             sym,
             tp,
             tp_module,
@@ -275,7 +284,7 @@ impl Events {
             });
         }
         if let Some(first) = entry.probes.first() {
-            if let Some(e) = self.diff_args(def, &first.cmd) {
+            if let Some(e) = self.diff_args(def, first) {
                 return Err(Failure {
                     errno: EEXIST,
                     log: Some(e),
@@ -283,7 +292,7 @@ impl Events {
             }
         }
         for p in entry.probes.iter() {
-            if let Some(e) = self.same_probe(def, &p.cmd)? {
+            if let Some(e) = self.same_probe(def, p)? {
                 return Err(Failure {
                     errno: EEXIST,
                     log: Some(e),
@@ -294,8 +303,9 @@ impl Events {
     }
 
     #[inline(never)]
-    fn diff_args(&self, def: &ProbeDef<'_>, cmd: &[u8]) -> Option<probedef::ProbeError> {
-        let fdef = self.reparse(cmd)?;
+    fn diff_args(&self, def: &ProbeDef<'_>, first: &Slot) -> Option<probedef::ProbeError> {
+        let src = self.stored_source(first.btf.as_ref());
+        let fdef = self.reparse(&first.cmd, &src)?;
         def.diff_arg_types(fdef.args().map(|a| a.sig()))
     }
 
@@ -303,9 +313,10 @@ impl Events {
     fn same_probe(
         &self,
         def: &ProbeDef<'_>,
-        cmd: &[u8],
+        p: &Slot,
     ) -> core::result::Result<Option<probedef::ProbeError>, Failure> {
-        let Some(pdef) = self.reparse(cmd) else {
+        let src = self.stored_source(p.btf.as_ref());
+        let Some(pdef) = self.reparse(&p.cmd, &src) else {
             return Ok(None);
         };
         let mut texts: KVec<KVec<u8>> = KVec::new();
@@ -323,7 +334,8 @@ impl Events {
         let reg = self.reg.lock();
         for e in reg.entries.iter() {
             for p in e.probes.iter() {
-                if let Some(d) = self.reparse(&p.cmd) {
+                let src = self.stored_source(p.btf.as_ref());
+                if let Some(d) = self.reparse(&p.cmd, &src) {
                     writeln!(m, "{}", d)?;
                 }
             }

@@ -59,7 +59,7 @@ mod teardown;
 
 use crate::bindings;
 use crate::pure::probedef::{self, BtfRef, BtfSource, Command, Config, ProbeDef, ProbeKind};
-use crate::sys::btf::LazyVmlinux;
+use crate::sys::btf::{KernelBtf, LazyVmlinux, Source};
 use crate::sys::global::Global;
 use crate::sys::trace_event::EventCall;
 use core::fmt::{self, Write};
@@ -68,7 +68,7 @@ use event::Event;
 use kernel::alloc::{KBox, KVec};
 use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::sync::Mutex;
+use kernel::sync::{Arc, Mutex};
 use probe::{Slot, StubUse};
 
 struct Entry {
@@ -145,14 +145,26 @@ fn format(f: impl FnOnce(&mut VecWriter) -> fmt::Result) -> Result<KVec<u8>> {
     Ok(w.0)
 }
 
+/// The parser's view of an optional source.
+fn btf_ref<'a>(src: &'a Option<Source<'a>>) -> BtfRef<'a> {
+    BtfRef(src.as_ref().map(|s| s as &dyn BtfSource))
+}
+
 fn as_str(v: &[u8]) -> &str {
     core::str::from_utf8(v).unwrap_or("?")
 }
 
 impl Events {
-    /// Where the parser finds BTF arguments: vmlinux's BTF once read, else nowhere.
-    fn btf_ref(&self) -> BtfRef<'_> {
-        BtfRef(self.btf.get().map(|k| k as &dyn BtfSource))
+    /// Where a new definition finds BTF arguments: vmlinux's BTF once read (and the modules'),
+    /// else nowhere.
+    fn new_source(&self) -> Option<Source<'_>> {
+        Source::new(self.btf.get()?)
+    }
+
+    /// Where a stored definition finds them again: vmlinux's BTF, and the module's BTF it
+    /// was parsed with (`module`, which its slot keeps).
+    fn stored_source(&self, module: Option<&Arc<KernelBtf>>) -> Option<Source<'_>> {
+        Source::stored(self.btf.get()?, module)
     }
 
     /// Whether BTF arguments work: vmlinux's BTF was read (now, if not yet tried).
@@ -161,15 +173,10 @@ impl Events {
         self.btf.get().is_some()
     }
 
-    /// A stored probe's definition, parsed again (a stored command needs no `$arg*` rewrite).
-    fn reparse<'a>(&'a self, cmd: &'a [u8]) -> Option<ProbeDef<'a>> {
-        match probedef::parse_btf(
-            as_str(cmd),
-            &self.cfg,
-            &mut |_| true,
-            self.btf_ref(),
-            &mut [],
-        ) {
+    /// A stored probe's definition, parsed again with `src` (from [`Events::stored_source`]
+    /// for its slot): a stored command needs no `$arg*` rewrite.
+    fn reparse<'a>(&'a self, cmd: &'a [u8], src: &'a Option<Source<'a>>) -> Option<ProbeDef<'a>> {
+        match probedef::parse_btf(as_str(cmd), &self.cfg, &mut |_| true, btf_ref(src), &mut []) {
             Ok(Command::Add(d)) => Some(d),
             _ => None,
         }

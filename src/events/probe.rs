@@ -11,6 +11,7 @@ use super::{bytes, Events, Registry};
 use crate::fprobe::api::Fprobe;
 use crate::fprobe::{self, Target};
 use crate::pure::probedef::ProbeDef;
+use crate::sys::btf::KernelBtf;
 use crate::sys::kvec;
 use crate::sys::trace_event::PerfCall;
 use crate::sys::tracepoint::{self, ModuleRef, Tracepoint};
@@ -19,6 +20,7 @@ use core::pin::Pin;
 use kernel::alloc::{KBox, KVec};
 use kernel::prelude::*;
 use kernel::str::CStr;
+use kernel::sync::Arc;
 
 /// One probe of an event: a Rust fprobe (`fprobe::api`) with the handler of its kind. Dropped
 /// registered, it unregisters itself.
@@ -64,6 +66,9 @@ pub(super) struct Slot {
     pub(super) probe: Probe,
     /// The definition, as written (parsed again to show it).
     pub(super) cmd: KVec<u8>,
+    /// The module's BTF `cmd` was parsed with (its function is a module's): `cmd` is parsed
+    /// again with it, never another definition (`sys::btf::Source`).
+    pub(super) btf: Option<Arc<KernelBtf>>,
     /// The symbol (a glob), NUL-terminated: matched again when `ips` are stale.
     pub(super) sym: KVec<u8>,
     /// The functions `sym` matched last, and the module generation then
@@ -135,6 +140,7 @@ impl Events {
         args: ProbeArgs,
         perf: PerfCall,
         cmd: KVec<u8>,
+        btf: Option<Arc<KernelBtf>>,
         sym: KVec<u8>,
         r: fprobe::Resolved,
         tp: Option<Tracepoint>,
@@ -143,6 +149,7 @@ impl Events {
         Ok(Slot {
             probe: Probe::new(def.is_return(), ev, args, perf)?,
             cmd,
+            btf,
             sym,
             ips: r.ips,
             gen: r.gen,
@@ -260,9 +267,11 @@ impl Events {
                     Self::disarm_slot(stubs, s);
                 }
                 let cmd = bytes(&entry.probes[i].cmd);
+                let btf = entry.probes[i].btf.clone();
                 drop(reg);
                 if let Ok(cmd) = cmd {
-                    if let Some(def) = self.reparse(&cmd) {
+                    let src = self.stored_source(btf.as_ref());
+                    if let Some(def) = self.reparse(&cmd, &src) {
                         if let Some(err) = def.registration_error(e.to_errno()) {
                             self.log_error(as_str(&cmd), &err);
                         }

@@ -46,7 +46,8 @@ impl Events {
         let g = EventMutex::lock()?;
         let matches = |e: &Entry| {
             e.probes.iter().any(|p| {
-                let Some(d) = self.reparse(&p.cmd) else {
+                let src = self.stored_source(p.btf.as_ref());
+                let Some(d) = self.reparse(&p.cmd, &src) else {
                     return false;
                 };
                 rd.matches(

@@ -9,15 +9,23 @@
 //! buffer and indexes it with the pure reader (`crate::pure::btf`): the offset of every type and
 //! the named types sorted by name, about 600 KB for vmlinux's 100,000 types. Only process
 //! context: reading a file sleeps.
+//!
+//! A definition's arguments are resolved with a [`Source`]: vmlinux's BTF first, then, for a
+//! function vmlinux's BTF does not describe, the split BTF of the module that has it, as
+//! upstream's `bpf_find_btf_id()` searches the modules' BTF after vmlinux's. The module's blob
+//! is read when the definition is parsed and kept with the definition, which parses its stored
+//! text again with it (to list it, compare it, remove it): see [`Source`] for its lifetime.
 
 use crate::bindings;
 use crate::pure::btf::{self, Btf};
 use crate::pure::probedef;
+use core::cell::OnceCell;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
-use kernel::alloc::{KBox, KVVec};
+use kernel::alloc::{KBox, KVVec, KVec};
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::str::CStr;
+use kernel::sync::Arc;
 
 /// The largest blob read: vmlinux's BTF is a few MB (Debian's 6.12: about 6 MB).
 const MAX_SIZE: usize = 64 << 20;
@@ -194,5 +202,110 @@ impl Drop for LazyVmlinux {
             // SAFETY: published by `load` from `KBox::into_raw`; nobody borrows it past `&mut self`.
             drop(unsafe { KBox::from_raw(p) });
         }
+    }
+}
+
+/// Where a module's BTF is: `/sys/kernel/btf/MODULE`, NUL-terminated. `None` for a name that is
+/// no module's (the names come from ftrace's list, but a path is built from them).
+fn module_path(module: &[u8]) -> Option<KVec<u8>> {
+    const DIR: &[u8] = b"/sys/kernel/btf/";
+    if module.is_empty()
+        || module == b"vmlinux"
+        || !module
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+    {
+        return None;
+    }
+    let mut p = KVec::with_capacity(DIR.len() + module.len() + 1, GFP_KERNEL).ok()?;
+    p.extend_from_slice(DIR, GFP_KERNEL).ok()?;
+    p.extend_from_slice(module, GFP_KERNEL).ok()?;
+    p.push(0, GFP_KERNEL).ok()?;
+    Some(p)
+}
+
+/// The BTF of the module that has function `name` (a tracepoint's probe stub for
+/// `tracepoint`), split over `base`; `None` if no module has it, or the module has no BTF.
+fn load_module_of(base: &Btf<'_>, name: &str, tracepoint: bool) -> Option<Arc<KernelBtf>> {
+    // A glob names no one function; upstream's search by name finds none either.
+    if name
+        .bytes()
+        .any(|c| matches!(c, b'*' | b'?' | b'[' | b'\\'))
+    {
+        return None;
+    }
+    let mut sym = KVec::new();
+    if tracepoint {
+        sym.extend_from_slice(b"__probestub_", GFP_KERNEL).ok()?;
+    }
+    sym.extend_from_slice(name.as_bytes(), GFP_KERNEL).ok()?;
+    let module = crate::sys::ksym::module_of(&sym).ok()??;
+    let path = module_path(&module)?;
+    let path = CStr::from_bytes_with_nul(&path).ok()?;
+    match KernelBtf::load(path, Some(base)) {
+        Ok(k) => Arc::new(k, GFP_KERNEL).ok(),
+        // A module built without BTF: its functions' arguments have none, as upstream.
+        Err(e) if e == ENOENT => None,
+        Err(e) => {
+            pr_warn!("{}: no BTF arguments from it: {:?}\n", path, e);
+            None
+        }
+    }
+}
+
+/// The BTF a definition's arguments are resolved with (a [`probedef::BtfSource`]): vmlinux's,
+/// then the split BTF of the module that has the probed function.
+///
+/// A new definition's source reads the module's BTF when the parser first asks for a
+/// function vmlinux's BTF does not describe; [`Source::module`] then hands it over, and the
+/// definition keeps it to parse its stored text again ([`Source::stored`]). Lifetime: the copy
+/// is ufgraph's own memory, read from sysfs, not the kernel's `struct btf` (which upstream pins
+/// with a reference while it parses), so a module that goes away meanwhile leaves it valid:
+/// the definition then fails to register, or hooks nothing, as the fprobe core drops a going
+/// module's functions. It is never used for another definition: each new definition reads the
+/// file again, so a module loaded again (perhaps rebuilt, its types renumbered) is never
+/// described by an old copy. A definition keeps its copy until it is removed, only to parse
+/// its own text the way it was parsed (what upstream keeps instead is the compiled fetch
+/// code): freed with the definition.
+pub struct Source<'a> {
+    base: Btf<'a>,
+    /// Unset until looked for (a new definition); set to `None` for a stored definition parsed
+    /// without a module's BTF.
+    module: OnceCell<Option<Arc<KernelBtf>>>,
+}
+
+impl<'a> Source<'a> {
+    /// For a new definition: a module's BTF is read when it is needed.
+    pub fn new(vmlinux: &'a KernelBtf) -> Option<Self> {
+        Some(Source {
+            base: vmlinux.btf(None).ok()?,
+            module: OnceCell::new(),
+        })
+    }
+
+    /// For a stored definition: the module's BTF it was parsed with, if any; nothing is read.
+    pub fn stored(vmlinux: &'a KernelBtf, module: Option<&Arc<KernelBtf>>) -> Option<Self> {
+        Some(Source {
+            base: vmlinux.btf(None).ok()?,
+            module: OnceCell::from(module.cloned()),
+        })
+    }
+
+    /// The module's BTF the parser used, for the definition to keep.
+    pub fn module(&self) -> Option<Arc<KernelBtf>> {
+        self.module.get().cloned().flatten()
+    }
+}
+
+impl probedef::BtfSource for Source<'_> {
+    fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, btf::Func)> {
+        if let Some(f) = probedef::find_function(self.base, name, tracepoint) {
+            return Some(f);
+        }
+        let m = self
+            .module
+            .get_or_init(|| load_module_of(&self.base, name, tracepoint))
+            .as_ref()?;
+        probedef::find_function(m.btf(Some(&self.base)).ok()?, name, tracepoint)
     }
 }

@@ -127,6 +127,26 @@ pub fn for_each_function(mut f: impl FnMut(&Func<'_>) -> bool) -> Result {
     )
 }
 
+/// The module of the first traceable function named `name`: `Ok(None)` if the kernel image
+/// has it first, or no traceable function has that name. Process context.
+pub fn module_of(name: &[u8]) -> Result<Option<KVec<u8>>> {
+    let mut module: Option<KVec<u8>> = None;
+    let mut err = Ok(());
+    for_each_function(|f| {
+        if f.name != name {
+            return true;
+        }
+        if let Some(m) = f.module {
+            let mut v = KVec::new();
+            err = v.extend_from_slice(m, GFP_KERNEL);
+            module = Some(v);
+        }
+        false
+    })?;
+    err?;
+    Ok(module)
+}
+
 /// The address of the kernel symbol `name` (any type: functions, data) from `/proc/kallsyms`,
 /// the one unexported-symbol resolver of ufgraph (Documentation/symbols.md). Symbols of the
 /// kernel image come first; a module's count only if the image has none of that name.

@@ -9,7 +9,7 @@
 use crate::bindings;
 use crate::pure::btf::{Btf, Kind, ScalarKind};
 use crate::pure::probedef::{self, BtfRef, BtfSource, Command, Config, FetchType, Load};
-use crate::sys::btf::KernelBtf;
+use crate::sys::btf::{KernelBtf, Source};
 use crate::sys::ktest::{CaseResult, Failed, Test};
 use crate::{kcheck, kcheck_eq, kunit_suite};
 use kernel::c_str;
@@ -265,6 +265,62 @@ fn check_member_offsets(t: &Test, src: &dyn BtfSource, cmd: &str, i: usize) -> C
     Ok(())
 }
 
+/// The events' source (`sys::btf::Source`) on a module's function, `ufg_test_add(int a, int
+/// b)` of this module: not in vmlinux's BTF, so the module's split BTF is read (found through
+/// ftrace's list of traceable functions), kept for the definition, and used again to parse
+/// the stored text; a stored definition parsed without it has no BTF for the function.
+fn events_module_function_source(t: &mut Test) -> CaseResult {
+    let Some(vm) = vmlinux(t)? else { return Ok(()) };
+    let base = t.check_ok(vm.btf(None), "view")?;
+    if let Err(e) = KernelBtf::load(c_str!("/sys/kernel/btf/ufgraph_kunit"), Some(&base)) {
+        kcheck_eq!(t, e, ENOENT);
+        t.skip(c_str!(
+            "no /sys/kernel/btf/ufgraph_kunit: modules built without BTF"
+        ));
+        return Ok(());
+    }
+    let Some(src) = Source::new(&vm) else {
+        return Err(t.fail(format_args!("no source over vmlinux's BTF")));
+    };
+    kcheck!(t, src.module().is_none(), "nothing read before a lookup");
+    // A vmlinux function reads no module's BTF.
+    check_arg(
+        t,
+        &src,
+        "f vfs_read count",
+        0,
+        ("count", FetchType::U64),
+        Some(Load::Arg(2)),
+    )?;
+    kcheck!(
+        t,
+        src.module().is_none(),
+        "vmlinux's function read a module's BTF"
+    );
+    let cmd = "f ufg_test_add b a";
+    check_arg(t, &src, cmd, 0, ("b", FetchType::S32), Some(Load::Arg(1)))?;
+    let Some(m) = src.module() else {
+        return Err(t.fail(format_args!("the module's BTF was not kept")));
+    };
+    // Stored: the same copy, nothing read again; without it, no BTF for the function.
+    let Some(again) = Source::stored(&vm, Some(&m)) else {
+        return Err(t.fail(format_args!("no stored source")));
+    };
+    check_arg(t, &again, cmd, 1, ("a", FetchType::S32), Some(Load::Arg(0)))?;
+    let Some(none) = Source::stored(&vm, None) else {
+        return Err(t.fail(format_args!("no stored source")));
+    };
+    let mut scratch = [0u8; 64];
+    let r = probedef::parse_btf(cmd, &CFG, &mut |_| true, BtfRef(Some(&none)), &mut scratch);
+    kcheck!(
+        t,
+        matches!(r, Err(probedef::Error::Probe(e)) if e.code == probedef::ErrCode::NoBtfEntry),
+        "without the module's BTF: {:?}",
+        r.err()
+    );
+    Ok(())
+}
+
 /// A parser configuration (the `%pd` offsets do not matter here).
 const CFG: Config = Config {
     max_stack_index: 2048,
@@ -279,5 +335,6 @@ kunit_suite!(
         vmlinux_functions_and_structs,
         module_split_btf,
         events_btf_arguments,
+        events_module_function_source,
     ]
 );

@@ -104,6 +104,9 @@ pub const SEEDS: &[&str] = &[
     "f vfs_read file->f_dentry->d_name $arg9 file-.x file.f_mode",
     "f vfs_read $arg* $arg* hoge",
     "t vfs_read $arg*",
+    // A module's function, from split BTF (src/pure/btf/testdata/split-mod.c over split-base.c).
+    "f mydev_open dev->filp->f_inode->i_size i=inode->i_ino dev->id $arg*",
+    "f mydev_open%return $retval dev->nosuch $arg3",
 ];
 
 /// Pieces of the grammar, for insertions.
@@ -118,6 +121,7 @@ pub const TOKENS: &[&str] = &[
     "common_pid", "__probe_ip", "grp/", "ev", "vfs_read", "vfs_read%return",
     "->", "file", "buf", "count", "pos", "file->", "f_name.", "name", "len", "f_mode", "f_char",
     "f_dentry->", "f_buf", "local_fn", "no_args", "$arg3", "$arg5", "$retval->",
+    "mydev_open", "dev->", "filp->", "f_inode->", "inode->", "i_ino", "i_size", "id",
 ];
 
 /// Numbers around upstream's limits.

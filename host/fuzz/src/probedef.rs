@@ -21,12 +21,12 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use crate::common::CONFIGS;
-use ufgraph_pure::btf::Btf;
+use ufgraph_pure::btf::{Btf, Func};
 use ufgraph_pure::probedef::{
-    commands, parse, parse_btf, parse_with, BtfRef, BtfSource, Command, Config, ErrCode, Error,
-    FetchArg, Load, ProbeDef, ProbeError, ProbeKind, StoreKind, EXPAND_ROOM, MAX_ARGSTR_LEN,
-    MAX_ARG_NAME_LEN, MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_DEREFS, MAX_EVENT_NAME_LEN,
-    MAX_PROBE_EVENT_SIZE, MAX_TRACE_ARGS,
+    commands, find_function, parse, parse_btf, parse_with, BtfRef, BtfSource, Command, Config,
+    ErrCode, Error, FetchArg, Load, ProbeDef, ProbeError, ProbeKind, StoreKind, EXPAND_ROOM,
+    MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_DEREFS,
+    MAX_EVENT_NAME_LEN, MAX_PROBE_EVENT_SIZE, MAX_TRACE_ARGS,
 };
 
 /// The sample BTF of the reader's tests (src/pure/btf/testdata/sample.c: vfs_read, local_fn,
@@ -42,7 +42,42 @@ fn sample() -> &'static Btf<'static> {
     })
 }
 
-/// The BTF source of a check: none (a kernel without BTF arguments), or the sample.
+/// A module's split BTF over its base (src/pure/btf/testdata/split-mod.c over split-base.c:
+/// mydev_open of the module, vfs_read of the base), looked up as the kernel's source does:
+/// the base first, then the module.
+struct Split {
+    base: &'static Btf<'static>,
+    module: Btf<'static>,
+}
+
+impl BtfSource for Split {
+    fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, Func)> {
+        find_function(*self.base, name, tracepoint)
+            .or_else(|| find_function(self.module, name, tracepoint))
+    }
+}
+
+fn split() -> &'static Split {
+    static SPLIT: OnceLock<Split> = OnceLock::new();
+    SPLIT.get_or_init(|| {
+        const BASE: &[u8] = include_bytes!("../../../src/pure/btf/testdata/split-base.btf");
+        const MODULE: &[u8] = include_bytes!("../../../src/pure/btf/testdata/split-mod.btf");
+        let index = |blob: &'static [u8], base: Option<&'static Btf<'static>>| {
+            let s = Btf::measure(blob, base).expect("split BTF");
+            let offsets = Box::leak(vec![0u32; s.types].into_boxed_slice());
+            let names = Box::leak(vec![0u32; s.named].into_boxed_slice());
+            Btf::new(blob, base, offsets, names).expect("split BTF")
+        };
+        let base: &'static Btf<'static> = Box::leak(Box::new(index(BASE, None)));
+        Split {
+            base,
+            module: index(MODULE, Some(base)),
+        }
+    })
+}
+
+/// The BTF source of a check: none (a kernel without BTF arguments), the sample, or the split
+/// pair.
 type Src = Option<&'static dyn BtfSource>;
 
 /// `cmd` parsed again with `src`, as a stored command is (no rewrite, so no scratch).
@@ -327,12 +362,14 @@ fn check_lookup(input: &str, cfg: &Config) -> Verdict {
     }
 }
 
-/// Runs one command through one configuration, without BTF and with the sample's; returns a
-/// label for the statistics (without BTF's).
+/// Runs one command through one configuration, without BTF, with the sample's and with a
+/// module's split BTF; returns a label for the statistics (without BTF's).
 fn check_one(input: &str, cfg: &Config) -> Result<&'static str, String> {
     check_lookup(input, cfg)?;
     let sample: &'static dyn BtfSource = sample();
     check_parsed(input, cfg, Some(sample)).map_err(|v| format!("with BTF: {v}"))?;
+    let split: &'static dyn BtfSource = split();
+    check_parsed(input, cfg, Some(split)).map_err(|v| format!("with split BTF: {v}"))?;
     check_parsed(input, cfg, None)
 }
 

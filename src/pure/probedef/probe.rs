@@ -20,6 +20,9 @@ use super::fetch::{ArgCtx, EntryArgs};
 use super::fetcharg::ArgSig;
 use super::num::{is_alnum, kstrtouint};
 
+/// What makes an fprobe an exit probe, after its symbol.
+const RETURN_SUFFIX: &str = "%return";
+
 /// A probe definition: `f`/`t` lines.
 ///
 /// Borrows the command line. [`fmt::Display`] writes it as upstream lists it in
@@ -134,12 +137,20 @@ impl<'a> ProbeDef<'a> {
     /// Writes the command with its `$arg*`/`$argN` rewritten as BTF said (the command itself
     /// when nothing was): what to keep to parse the definition again, which then needs no
     /// rewrite. Its words are separated by single spaces.
+    ///
+    /// An exit probe gets `%return` after its symbol if it was one only because an argument
+    /// that the rewrite replaced mentioned `$retval`: upstream takes `$arg*` followed by
+    /// anything (`$arg*x=$retval`) for `$arg*`, after the `$retval` in it made the probe an
+    /// exit probe, and the parameter names that replace it do not say so.
     pub fn write_rewritten<W: fmt::Write>(&self, w: &mut W) -> fmt::Result {
         if !self.rewritten {
             return w.write_str(self.cmd);
         }
-        for word in argv::words(argv::c_str(self.cmd)).take(2) {
+        for (i, word) in argv::words(argv::c_str(self.cmd)).take(2).enumerate() {
             w.write_str(word)?;
+            if i == 1 && self.is_return && !word.ends_with(RETURN_SUFFIX) {
+                w.write_str(RETURN_SUFFIX)?;
+            }
             w.write_char(' ')?;
         }
         w.write_str(self.args)
@@ -328,7 +339,7 @@ impl fmt::Display for ProbeDef<'_> {
         }
         write!(f, ":{}/{} {}", self.group, self.event(), self.symbol)?;
         if self.is_return {
-            f.write_str("%return")?;
+            f.write_str(RETURN_SUFFIX)?;
         }
         for arg in self.args() {
             write!(f, " {}={}", arg.name, arg.comm)?;
@@ -416,7 +427,7 @@ fn parse_place<'a>(
     err: &ErrAt<'_>,
 ) -> Result<(&'a str, bool), Error> {
     let symbol = match place.find('%') {
-        Some(p) if !tracepoint && place.get(p..) == Some("%return") => {
+        Some(p) if !tracepoint && place.get(p..) == Some(RETURN_SUFFIX) => {
             return Ok((place.get(..p).unwrap_or(""), true));
         }
         Some(p) => return Err(err.inval(ErrCode::BadAddrSuffix, 1, p)),

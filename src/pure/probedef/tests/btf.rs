@@ -237,6 +237,15 @@ fn meta_args_expand_to_parameter_names() {
     let again = bdef(&kept);
     assert_eq!(again.to_string(), d.to_string());
     assert!(again.args().eq(d.args()));
+    // Upstream takes `$arg*` followed by anything for `$arg*`, after a `$retval` in it made
+    // the probe an exit probe: what is kept says so (a fuzzer's find).
+    let d = bdef("f vfs_read $arg*x=$retval");
+    assert!(d.is_return());
+    let mut kept = String::new();
+    d.write_rewritten(&mut kept).unwrap();
+    assert_eq!(kept, "f vfs_read%return file buf count pos");
+    assert!(bdef(&kept).args().eq(d.args()));
+    assert_eq!(bdef(&kept).to_string(), d.to_string());
     // $argN is parameter N by name, its type kept; `NAME=$argN` is not rewritten.
     let a = bargs("f vfs_read%return $arg3:u32 x=$arg1 $retval");
     check(

@@ -5,6 +5,7 @@
 //! check what it gives; the files below hold the tests, by topic.
 
 mod btf;
+mod btf_split;
 mod fetchargs;
 mod fields;
 mod heads;
