@@ -410,6 +410,11 @@ def main():
             print(f'note     list line {e["line"]} ({e["pat"]}) matched no function')
     called = kinds.pop('called', 0)
     total = sum(kinds.values())
+    if not kinds.get('c') or not ncalls:
+        # Every build has callbacks and indirect calls: finding none means the audit no longer
+        # understands the objects (a relocation or check sequence it does not know).
+        print('UNKNOWN  no callback or no checked indirect call found: the audit cannot read these modules')
+        bad += 1
     print(f'kcfi-audit {a.arch}: {total} address-taken functions: '
           + ', '.join(f'{v} {k}' for k, v in sorted(kinds.items()))
           + f'; {ncalls} kCFI-checked indirect calls, each to a known type; {called} checks of C API handler types'
