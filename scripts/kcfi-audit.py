@@ -218,6 +218,18 @@ def demangle(names, llvm):
     return dict(zip(names, p.stdout.split('\n')))
 
 
+def extern_c_names(top):
+    """Names of the functions src/ defines `extern "C"`: none of them may be listed as
+    Rust-only (a function made for C callers whose address is taken goes to C)."""
+    names = set()
+    for d, _, files in os.walk(os.path.join(top, 'src')):
+        for f in files:
+            if f.endswith('.rs'):
+                with open(os.path.join(d, f), errors='replace') as fh:
+                    names.update(re.findall(r'extern\s+"C"\s+fn\s+([A-Za-z_][A-Za-z0-9_]*)', fh.read()))
+    return names
+
+
 def load_list(path):
     entries = []
     with open(path) as f:
@@ -318,6 +330,7 @@ def main():
     a = ap.parse_args()
 
     entries = load_list(a.list)
+    externc = extern_c_names(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     expected_hashes(entries, c_flags(a.moddir, 'src/helpers/helpers.o'), a.kdir, a.arch)
     bad = ncalls = 0
     kinds = {}
@@ -377,6 +390,12 @@ def main():
             if ibt is not None and e['kind'] != 'none' and (shndx, off) not in ibt:
                 print(f'MISMATCH {ko}: {pretty}: no ENDBR, but called indirectly: IBT would stop the call')
                 bad += 1
+            last = re.sub(r'::<.*$', '', pretty).rsplit('::', 1)[-1]
+            if e['kind'] == 'rust' and last in externc:
+                print(f'MISMATCH {ko}: {pretty} is listed as Rust-only (line {e["line"]}), but src/ defines '
+                      f'an extern "C" fn {last}: which C type calls it?')
+                bad += 1
+                continue
             if e['kind'] in ('rust', 'none'):
                 if a.verbose:
                     print(f'{e["kind"]:8} {ko}: {pretty} ({e["expr"]})')
