@@ -9,6 +9,7 @@
 #   make check-debug   every in-VM test on the debug kernel (about 40 minutes under TCG)
 #   make host-test   cargo test of src/pure on the host only
 #   make lint     rustfmt (the kernel's .rustfmt.toml) and clippy on the host crates; make fmt reformats
+#   make kcfi-audit   the kCFI audit of the built modules, every function listed (module.sh runs it quietly)
 #   make fuzz     coverage-guided fuzzing of src/pure (libFuzzer): each target UFG_FUZZ_TIME s (600)
 #   make stress   the long stress run (debug kernel): 1000 registration and module cycles
 #   make shell    boot the test VM to an interactive shell
@@ -21,7 +22,7 @@
 ARCH ?= x86_64
 SHELL := /bin/bash
 
-.PHONY: all setup kernel module demo check check-debug stress host-test lint fmt fuzz shell bench bench-arm64 bench-profile clean
+.PHONY: all setup kernel module demo check check-debug stress host-test lint fmt kcfi-audit fuzz shell bench bench-arm64 bench-profile clean
 .PHONY: kmod kmod_install kmod_clean
 
 # Against an installed kernel instead of the test kernel (README.md, "Building against your
@@ -74,6 +75,9 @@ stress: setup
 
 host-test:
 	cargo test --workspace
+
+kcfi-audit:
+	scripts/kcfi-audit.sh $(ARCH) "" -v
 
 lint:
 	scripts/lint.sh
