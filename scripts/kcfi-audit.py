@@ -401,7 +401,7 @@ def main():
                     print(f'{e["kind"]:8} {ko}: {pretty} ({e["expr"]})')
                 continue
             if e['kind'] == 'export':
-                want, what = exports.get(name), f'its prototype in include/ufgraph/'
+                want, what = exports.get(name), 'its prototype in include/ufgraph/'
             else:
                 want, what = e['hash'], e['expr']
             if want is None:
