@@ -36,6 +36,9 @@ SHF_EXECINSTR = 4
 # Relocation types of direct branches (not address-taking).
 BRANCH = {'x86_64': {4}, 'arm64': {282, 283}}  # R_X86_64_PLT32; R_AARCH64_JUMP26, CALL26
 R_X86_64_PC32 = 2
+# arm64: what an indirect call (blr) may land on with BTI: bti c, bti jc, and paciasp/pacibsp
+# (implicit landing pads, as the kernel's own C functions begin).
+BTI_PADS = {struct.pack('<I', w) for w in (0xd503245f, 0xd50324df, 0xd503233f, 0xd503237f)}
 
 
 class Elf:
@@ -334,6 +337,8 @@ def main():
     expected_hashes(entries, c_flags(a.moddir, 'src/helpers/helpers.o'), a.kdir, a.arch)
     bad = ncalls = 0
     kinds = {}
+    with open(os.path.join(a.kdir, '.config')) as f:
+        bti = a.arch == 'arm64' and 'CONFIG_ARM64_BTI_KERNEL=y\n' in f.read()
     for ko, helpers in (('ufgraph.ko', 'src/helpers/helpers.o'), ('ufgraph_kunit.ko', 'src/helpers/helpers_kunit.o')):
         path = os.path.join(a.moddir, ko)
         if not os.path.exists(path):
@@ -389,6 +394,9 @@ def main():
             kinds[e['kind']] = kinds.get(e['kind'], 0) + 1
             if ibt is not None and e['kind'] != 'none' and (shndx, off) not in ibt:
                 print(f'MISMATCH {ko}: {pretty}: no ENDBR, but called indirectly: IBT would stop the call')
+                bad += 1
+            if bti and e['kind'] != 'none' and elf.bytes_at(shndx, off, 4) not in BTI_PADS:
+                print(f'MISMATCH {ko}: {pretty}: no BTI landing pad, but called indirectly: BTI would stop the call')
                 bad += 1
             last = re.sub(r'::<.*$', '', pretty).rsplit('::', 1)[-1]
             if e['kind'] == 'rust' and last in externc:
