@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The kCFI audit (issue #18) of the modules scripts/module.sh built for ARCH [FLAVOUR]: every
 # function of ufgraph.ko and ufgraph_kunit.ko whose address is taken must carry the kCFI hash
-# of the type its indirect callers check (scripts/kcfi-audit.py says how; the types are in
+# of the type its indirect callers check (host/kcfi-audit says how; the types are in
 # scripts/kcfi-audit.list). Static: reads build/mod-TAG, compiles one C file with the module's
 # flags; no VM. module.sh runs it after every build against a kernel with CONFIG_CFI_CLANG.
 #   scripts/kcfi-audit.sh ARCH [FLAVOUR] [-v]   (-v lists every function, not only problems)
@@ -15,5 +15,10 @@ if ! grep -qx 'CONFIG_CFI_CLANG=y' "$kdir/.config"; then
 	ufg_log "kcfi-audit: the $tag kernel has no CONFIG_CFI_CLANG: nothing to check"
 	exit 0
 fi
-exec python3 "$UFG_TOP/scripts/kcfi-audit.py" --arch "$arch" --moddir "$UFG_BUILD/mod-$tag" \
-	--kdir "$kdir" --llvm "$(ufg_llvm)" "${@:3}"
+# The tool is a host crate of the workspace (Rust, std only), built on first use (a few
+# seconds) and then only when its source changes; cargo run finds it wherever the target
+# directory is (CARGO_TARGET_DIR), and waits for a build another worktree runs in a shared
+# one. --list and --src name this tree's files: a shared binary must not read another's.
+exec cargo run --quiet --release --manifest-path "$UFG_TOP/Cargo.toml" -p kcfi-audit -- \
+	--arch "$arch" --moddir "$UFG_BUILD/mod-$tag" --kdir "$kdir" --llvm "$(ufg_llvm)" \
+	--list "$UFG_TOP/scripts/kcfi-audit.list" --src "$UFG_TOP/src" "${@:3}"
