@@ -9,6 +9,7 @@
 #   make check-debug   every in-VM test on the debug kernel (about 40 minutes under TCG)
 #   make host-test   cargo test of src/pure on the host only
 #   make lint     rustfmt (the kernel's .rustfmt.toml) and clippy on the host crates; make fmt reformats
+#   make kcfi-audit   the kCFI audit of the built modules, every function listed (module.sh runs it quietly)
 #   make fuzz     coverage-guided fuzzing of src/pure (libFuzzer): each target UFG_FUZZ_TIME s (600)
 #   make stress   the long stress run (debug kernel): 1000 registration and module cycles
 #   make shell    boot the test VM to an interactive shell
@@ -21,7 +22,7 @@
 ARCH ?= x86_64
 SHELL := /bin/bash
 
-.PHONY: all setup kernel module demo check check-debug stress host-test lint fmt fuzz shell bench bench-arm64 bench-profile clean
+.PHONY: all setup kernel module demo check check-debug stress host-test lint fmt kcfi-audit fuzz shell bench bench-arm64 bench-profile clean
 .PHONY: kmod kmod_install kmod_clean
 
 # Against an installed kernel instead of the test kernel (README.md, "Building against your
@@ -36,9 +37,17 @@ endif
 KDIR ?= /lib/modules/$(shell uname -r)/build
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(LLVM),LLVM=$(LLVM),$(if $(shell grep -sx CONFIG_CC_IS_CLANG=y $(KDIR)/.config),LLVM=1))
 
+# What README.md says the kernel must have (besides CONFIG_RUST), checked before Kbuild runs:
+# otherwise the first error would be rustc's or bindgen's on a missing binding, far above the
+# C glue's #error naming the option.
+UFG_KCONFIG_NEEDED := CONFIG_DYNAMIC_FTRACE_WITH_ARGS CONFIG_EVENT_TRACING CONFIG_TRACEPOINTS CONFIG_DEBUG_FS
+
 kmod:
 	@test -f $(KDIR)/Makefile || { echo "ufgraph: no kernel build tree at KDIR=$(KDIR) (install the headers package of your kernel)"; exit 1; }
 	@grep -qsx CONFIG_RUST=y $(KDIR)/.config || { echo "ufgraph: the kernel at KDIR=$(KDIR) has no CONFIG_RUST=y: ufgraph is a Rust module"; exit 1; }
+	@missing=; for o in $(UFG_KCONFIG_NEEDED); do grep -qsx "$$o=y" $(KDIR)/.config || missing="$$missing $$o"; done; \
+	grep -qsxE 'CONFIG_(X86_64|ARM64)=y' $(KDIR)/.config || missing="$$missing CONFIG_X86_64/CONFIG_ARM64"; \
+	[ -z "$$missing" ] || { echo "ufgraph: the kernel at KDIR=$(KDIR) lacks$$missing (README.md: what ufgraph needs)"; exit 1; }
 	$(KMAKE) modules
 
 kmod_install: kmod
@@ -74,6 +83,9 @@ stress: setup
 
 host-test:
 	cargo test --workspace
+
+kcfi-audit:
+	scripts/kcfi-audit.sh $(ARCH) "" -v
 
 lint:
 	scripts/lint.sh

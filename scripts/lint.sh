@@ -3,8 +3,8 @@
 # build/results-lint.txt, "ok NAME" or "fail NAME"):
 #   lint:rustfmt      every Rust file is formatted as rustfmt formats it with the kernel's own
 #                     .rustfmt.toml (what `make rustfmtcheck` holds in-tree code to);
-#   lint:clippy-host  the host crates (the pure logic, its tests, the fuzzers, bench-report)
-#                     have no clippy warning.
+#   lint:clippy-host  the host crates (the pure logic, its tests, the fuzzers, bench-report,
+#                     kcfi-audit) have no clippy warning.
 # The module's own clippy run is part of its build (scripts/module.sh builds with the kernel's
 # CLIPPY=1, and in CI any warning there fails the build).
 # `scripts/lint.sh fix` reformats instead of checking.

@@ -33,6 +33,11 @@ for ko in "$src"/ufgraph.ko "$src"/ufgraph_kunit.ko; do
 	"llvm-objdump$(ufg_llvm)" -d --no-show-raw-insn "$ko" | "$UFG_TOP/scripts/stack-frames.py" 2048 ||
 		ufg_die "$(basename "$ko"): a function's stack frame is too big for a kernel stack (see above)"
 done
+# kCFI (issue #18): every function whose address reaches C must carry the hash of the type C
+# calls it through, or the first call stops the kernel. The audit checks every address-taken
+# function of both modules, including those no test reaches (Documentation/building.md).
+"$UFG_TOP/scripts/kcfi-audit.sh" "$arch" "$flavour" ||
+	ufg_die "kcfi-audit: a function handed to C has the wrong kCFI type (see above)"
 
 # Clippy, with the kernel's lint set (CLIPPY=1: undocumented unsafe blocks, missing `# Safety`
 # sections...), once per architecture (the base flavour): a second build in its own copy, whose
