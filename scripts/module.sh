@@ -30,7 +30,7 @@ if grep -E 'warning:|WARNING:' "$log"; then
 fi
 cp "$src"/*.ko "$moddir/"
 for ko in "$src"/ufgraph.ko "$src"/ufgraph_kunit.ko; do
-	"llvm-objdump$(ufg_llvm)" -d --no-show-raw-insn "$ko" | "$UFG_TOP/scripts/stack-frames.py" 2048 ||
+	"llvm-objdump$(ufg_llvm)" -d --no-show-raw-insn "$ko" | "$UFG_TOP/scripts/stack-frames.sh" 2048 ||
 		ufg_die "$(basename "$ko"): a function's stack frame is too big for a kernel stack (see above)"
 done
 # kCFI (issue #18): every function whose address reaches C must carry the hash of the type C
