@@ -284,18 +284,32 @@ impl UfGraph {
         let rethooks = kretprobe::Rethooks::new()?;
         rethooks.publish()?;
 
+        // Everything that can fail, and everything the files reach (the events through
+        // `dynamic_events`, `error_log`, `README`, `stats`), before the files. The files come
+        // last: a file opened during init and still open when init fails is released after the
+        // module is gone (no module reference holds a failing init back), and its removal must
+        // come before what its operations reach (init's locals drop in reverse order).
+        let events = start_events(module);
         let state = State::new_arc()?;
+        let counter = start_user("func", "counting calls of", param_func(), |glob| {
+            Counter::start(glob, state.clone())
+        })?;
+        let retcount = start_user(
+            "graph",
+            "counting entries and returns of",
+            param_graph(),
+            |glob| retcount::start(glob, state.clone()),
+        )?;
         let name = if cfg!(ufgraph_kunit) {
             c_str!("ufgraph_kunit")
         } else {
             c_str!("ufgraph")
         };
-        let mut debugfs = Dir::new(name, state.clone())?;
+        let mut debugfs = Dir::new(name, state)?;
         debugfs.add_file(c_str!("counts"), module, |s, m| s.hits.show(m))?;
         debugfs.add_file(c_str!("graph"), module, |s, m| s.ret.show(m))?;
         debugfs.add_file(c_str!("stats"), module, |_, m| show_stats(m))?;
         debugfs.add_file(c_str!("frames"), module, |_, m| show_frames(m))?;
-        let events = start_events(module);
         debugfs.add_rw_file(
             c_str!("dynamic_events"),
             module,
@@ -314,15 +328,6 @@ impl UfGraph {
             events::files::show_readme(m)
         })?;
 
-        let counter = start_user("func", "counting calls of", param_func(), |glob| {
-            Counter::start(glob, state.clone())
-        })?;
-        let retcount = start_user(
-            "graph",
-            "counting entries and returns of",
-            param_graph(),
-            |glob| retcount::start(glob, state),
-        )?;
         Ok(Self {
             _counter: counter,
             _retcount: retcount,

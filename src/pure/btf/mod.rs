@@ -44,7 +44,7 @@ mod format;
 mod index;
 mod lookup;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use format::read_u32;
 pub use format::{layout, Kind, Layout};

@@ -312,8 +312,13 @@ impl ArgCtx<'_> {
                     (false, 32) => FetchType::U32,
                     (false, 64) => FetchType::U64,
                     (false, _) => {
+                        // A member's lookup (`Btf::member_at`) counted the INT's own bit
+                        // offset already when it made it a bitfield; a parameter or
+                        // `$retval` of such an INT has not.
+                        if bitsize == 0 {
+                            bitoffs = bitoffs.wrapping_add((v >> 16) & 0xff);
+                        }
                         bitsize = bits;
-                        bitoffs = bitoffs.wrapping_add((v >> 16) & 0xff);
                         FetchType::U64
                     }
                 }

@@ -39,7 +39,7 @@ fn load(data: &'static [u8], base: Option<&'static Btf<'static>>) -> Result<Btf<
     btf
 }
 
-fn leak(v: Vec<u8>) -> &'static [u8] {
+pub(crate) fn leak(v: Vec<u8>) -> &'static [u8] {
     Box::leak(v.into_boxed_slice())
 }
 
@@ -67,26 +67,26 @@ fn swap(data: &[u8]) -> Vec<u8> {
 }
 
 /// Writes blobs type by type, for the rules no compiler breaks.
-struct Builder {
-    types: Vec<u32>,
-    strs: Vec<u8>,
+pub(crate) struct Builder {
+    pub(crate) types: Vec<u32>,
+    pub(crate) strs: Vec<u8>,
 }
 
 impl Builder {
-    fn new() -> Builder {
+    pub(crate) fn new() -> Builder {
         Builder {
             types: Vec::new(),
             strs: vec![0],
         }
     }
-    fn s(&mut self, s: &str) -> u32 {
+    pub(crate) fn s(&mut self, s: &str) -> u32 {
         let off = self.strs.len() as u32;
         self.strs.extend_from_slice(s.as_bytes());
         self.strs.push(0);
         off
     }
     /// A type entry: name, kind, vlen, kind_flag, third word, trailing words. Returns its id.
-    fn t(
+    pub(crate) fn t(
         &mut self,
         name: &str,
         kind: u32,
@@ -105,7 +105,7 @@ impl Builder {
             .map(|(_, s)| s.types as u32)
             .unwrap_or(0)
     }
-    fn int(&mut self, name: &str, size: u32, signed: bool) -> u32 {
+    pub(crate) fn int(&mut self, name: &str, size: u32, signed: bool) -> u32 {
         self.t(
             name,
             1,
@@ -115,7 +115,7 @@ impl Builder {
             &[(u32::from(signed) << 24) | (size * 8)],
         )
     }
-    fn build(&self) -> Vec<u8> {
+    pub(crate) fn build(&self) -> Vec<u8> {
         let type_len = self.types.len() as u32 * 4;
         let mut v = Vec::new();
         v.extend(MAGIC.to_le_bytes());

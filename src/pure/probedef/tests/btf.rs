@@ -339,3 +339,48 @@ fn without_btf_nothing_changes() {
     assert_eq!(arg("f vfs_read%return $retval").ty, FetchType::X64);
     assert_eq!(arg("f vfs_read $arg1").name, "arg1");
 }
+
+/// An old-style bitfield (a struct without kind_flag: the member's INT type carries the width
+/// and a bit offset of its own) is read with the INT's offset counted once, as upstream's
+/// `parse_btf_field()` + `fetch_type_from_btf_type()` count it. It was counted twice: once by
+/// the member lookup, once more by the field's type.
+#[test]
+fn old_style_bitfield_counts_the_int_offset_once() {
+    use crate::pure::btf::tests::{leak, Builder};
+    let mut bb = Builder::new();
+    let uint = bb.int("unsigned int", 4, false);
+    // unsigned, 5 bits at bit 3 of a 4-byte INT.
+    let u5 = bb.t("u5", 1, 0, false, 4, &[3 << 16 | 5]);
+    let bf = bb.s("bf");
+    let st = bb.t("s", 4, 1, false, 8, &[bf, u5, 32]);
+    let ptr = bb.t("", 2, 0, false, st, &[]);
+    let p = bb.s("p");
+    let proto = bb.t("", 13, 1, false, uint, &[p, ptr]);
+    bb.t("f", 12, 1, false, proto, &[]);
+    let data = leak(bb.build());
+    let s = Btf::measure(data, None).unwrap();
+    let offsets = Box::leak(vec![0u32; s.types].into_boxed_slice());
+    let names = Box::leak(vec![0u32; s.named].into_boxed_slice());
+    let btf: &'static Btf<'static> =
+        Box::leak(Box::new(Btf::new(data, None, offsets, names).unwrap()));
+    let cmd = "f f p->bf";
+    let scratch = Box::leak(vec![0u8; cmd.len() + EXPAND_ROOM].into_boxed_slice());
+    let src: &'static dyn BtfSource = btf;
+    let d = match parse_btf(cmd, &CFG, &mut |_| true, BtfRef(Some(src)), scratch) {
+        Ok(Command::Add(d)) => d,
+        other => panic!("{other:?}"),
+    };
+    let a: Vec<_> = d.args().collect();
+    assert_eq!(a[0].ty, FetchType::U64);
+    // The last dereference is folded into the store: the word at byte 4 of `*p`.
+    assert_eq!(a[0].fetch.store, mem(4, 8), "{:?}", a[0]);
+    // Bits 3..8 of the word at byte 4: upstream's lshift 64 - (5 + 3), rshift 64 - 5.
+    assert_eq!(
+        a[0].fetch.bitfield,
+        Some(Bitfield {
+            basesize: 8,
+            lshift: 56,
+            rshift: 59
+        })
+    );
+}
