@@ -207,7 +207,9 @@ impl Hub {
                 continue;
             }
             if gone.push(ip, GFP_KERNEL).is_err() {
-                // Out of the filter (or on its way out) but kept in the table: still harmless.
+                // Out of the filter (or on its way out) but kept in the table: still harmless,
+                // but no longer filtered, so that a later `add` puts it back in the filter.
+                m.filtered.store(false, Relaxed);
                 continue;
             }
         }

@@ -654,13 +654,13 @@ impl Fprobes {
                 }
                 // SAFETY: registered probes carry our private record; we hold `reg`.
                 let private = unsafe { &mut *(*fp).hlist_array.cast::<Private>() };
-                let mut kept = KVec::new();
-                for &ip in private.ips.iter() {
-                    if ip != ent.ip {
-                        let _ = kept.push(ip, GFP_KERNEL);
-                    }
+                // In place, without allocating: a copy that lost an ip to a failed allocation
+                // would leave that function's entry naming the probe after its unregistration
+                // (which visits only the ips listed here), and its next call would run a freed
+                // probe.
+                while let Some(i) = private.ips.iter().position(|&x| x == ent.ip) {
+                    crate::sys::kvec::remove(&mut private.ips, i);
                 }
-                private.ips = kept;
             }
             if let Some(e) = self.ips.remove(&mut reg.ips_counts, ip) {
                 // Out of memory: the entry is leaked rather than freed under readers.
