@@ -14,6 +14,7 @@ pub mod ksym;
 #[cfg(ufgraph_kunit)]
 pub mod ktest;
 pub mod kvec;
+pub mod module;
 pub mod percpu;
 pub mod rcutable;
 pub mod sync;
