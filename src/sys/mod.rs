@@ -15,6 +15,7 @@ pub mod ksym;
 pub mod ktest;
 pub mod kvec;
 pub mod module;
+pub mod nofault;
 pub mod percpu;
 pub mod rcutable;
 pub mod sync;

@@ -148,6 +148,13 @@ impl TaskRef {
     }
 }
 
+/// The address of the current task's command name (`current->comm`).
+#[inline(always)]
+pub fn current_comm_addr() -> usize {
+    // SAFETY: `current` is valid in any context code runs in.
+    unsafe { bindings::ufg_current_comm() as usize }
+}
+
 /// Whether `cpu` is online.
 pub fn cpu_online(cpu: usize) -> bool {
     cpu < nr_cpu_ids() && crate::fgraph::arch::hot::cpu_online(cpu)
