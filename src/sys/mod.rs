@@ -16,6 +16,7 @@ pub mod ktest;
 pub mod kvec;
 pub mod module;
 pub mod nofault;
+pub mod params;
 pub mod percpu;
 pub mod rcutable;
 pub mod sync;
