@@ -57,16 +57,15 @@
 //! * The table is rebuilt bigger from a work item when half full; inserts refuse past three
 //!   quarters, so a fork storm degrades to counted misses, never to a long probe.
 
-use crate::bindings;
 use crate::pure::shadow::ShadowStack;
 use crate::pure::tasktable::{self, Counts, InsertError};
 use crate::sys::global::Global;
 use crate::sys::percpu::per_cpu_vec;
-use crate::sys::sync::{synchronize_rcu, IrqSpinLock, NoPreempt, Work};
-use crate::sys::task::{cpu_online, for_each_thread, this_cpu, TaskRef};
+use crate::sys::sync::{synchronize_rcu, IrqSpinLock, NoPreempt, RcuHead, Work, WorkItem};
+use crate::sys::task::{cpu_online, for_each_thread, this_cpu, RawTask, TaskRef};
 use crate::sys::tracepoint::{self, Probe};
 use core::ffi::c_void;
-use core::mem::size_of;
+use core::mem::{offset_of, size_of};
 use core::ptr::null_mut;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use kernel::alloc::{flags, Flags, KBox, KVVec, KVec};
@@ -83,7 +82,7 @@ pub type Stack = ShadowStack<STACK_WORDS>;
 #[repr(C)]
 pub struct TaskStack {
     task: usize,
-    rcu: bindings::callback_head,
+    rcu: RcuHead,
     /// The shadow stack.
     pub stack: Stack,
 }
@@ -223,12 +222,12 @@ pub struct Tasks {
     idle_owner: KVVec<AtomicUsize>,
     cache: KVVec<CacheLine>,
     #[pin]
-    rebuild: Work,
+    rebuild: Work<Tasks, REBUILD>,
     #[pin]
     pool: IrqSpinLock<Pool>,
     /// Refills `pool`, and walks the task list when `orphans` says a fork got no stack.
     #[pin]
-    refill: Work,
+    refill: Work<Tasks, REFILL>,
     orphans: AtomicBool,
     attached: AtomicBool,
     /// The CPU hotplug state that resets idle stacks (0: none).
@@ -248,7 +247,7 @@ struct CacheLine(AtomicPtr<TaskStack>);
 /// Called by the tracepoint only, with the `Tasks` it was registered with as `data`.
 unsafe extern "C" fn on_newtask(
     data: *mut c_void,
-    task: *mut bindings::task_struct,
+    task: *mut RawTask,
     _clone_flags: core::ffi::c_ulong,
 ) {
     // SAFETY: `data` is the pinned `Tasks` this probe was attached with; it detaches its probes
@@ -278,41 +277,43 @@ unsafe extern "C" fn on_cpu_prepare(cpu: core::ffi::c_uint) -> core::ffi::c_int 
 /// # Safety
 ///
 /// As for [`on_newtask`].
-unsafe extern "C" fn on_free(data: *mut c_void, task: *mut bindings::task_struct) {
+unsafe extern "C" fn on_free(data: *mut c_void, task: *mut RawTask) {
     // SAFETY: as for `on_fork`.
     let tasks = unsafe { &*data.cast::<Tasks>() };
     tasks.remove(TaskRef(task as usize));
 }
 
-/// The work that grows the task table.
-///
-/// # Safety
-///
-/// `w` must be the `rebuild` work of a pinned `Tasks`.
-unsafe extern "C" fn rebuild_work(w: *mut bindings::work_struct) {
-    // SAFETY: the work is the `rebuild` field of a pinned `Tasks`, which cancels it (waiting for
-    // it to finish) before it goes away.
-    let tasks = unsafe { &*kernel::container_of!(w, Tasks, rebuild) };
-    if let Err(e) = tasks.grow(0) {
-        pr_warn!("cannot grow the task table: {:?}\n", e);
+/// `Tasks::rebuild`'s [`WorkItem`] id.
+const REBUILD: u64 = 0;
+/// `Tasks::refill`'s [`WorkItem`] id.
+const REFILL: u64 = 1;
+
+// SAFETY: `rebuild` is a `Work<Tasks, REBUILD>` field of `Tasks`, which is pinned (`Tasks::new`
+// is a pin-initialiser) and cancels the work in its drop.
+unsafe impl WorkItem<REBUILD> for Tasks {
+    const OFFSET: usize = offset_of!(Tasks, rebuild);
+
+    /// The work that grows the task table.
+    fn run(&self) {
+        if let Err(e) = self.grow(0) {
+            pr_warn!("cannot grow the task table: {:?}\n", e);
+        }
     }
 }
 
-/// The work that refills the fork pool.
-///
-/// # Safety
-///
-/// `w` must be the `refill` work of a pinned `Tasks`.
-unsafe extern "C" fn refill_work(w: *mut bindings::work_struct) {
-    // SAFETY: the work is the `refill` field of a pinned `Tasks`, which cancels it (waiting for
-    // it to finish) before it goes away.
-    let tasks = unsafe { &*kernel::container_of!(w, Tasks, refill) };
-    tasks.fill_pool();
-    if tasks.attached.load(Relaxed) && tasks.orphans.swap(false, Relaxed) {
-        if let Err(e) = tasks.cover_all() {
-            // Tried again at the next fork that finds no stack.
-            tasks.orphans.store(true, Relaxed);
-            pr_warn!("cannot give every task a shadow stack: {:?}\n", e);
+// SAFETY: as above, for `refill` (cancelled by `detach` and by the drop).
+unsafe impl WorkItem<REFILL> for Tasks {
+    const OFFSET: usize = offset_of!(Tasks, refill);
+
+    /// The work that refills the fork pool.
+    fn run(&self) {
+        self.fill_pool();
+        if self.attached.load(Relaxed) && self.orphans.swap(false, Relaxed) {
+            if let Err(e) = self.cover_all() {
+                // Tried again at the next fork that finds no stack.
+                self.orphans.store(true, Relaxed);
+                pr_warn!("cannot give every task a shadow stack: {:?}\n", e);
+            }
         }
     }
 }
@@ -326,9 +327,9 @@ impl Tasks {
             idle: per_cpu_vec(GFP_KERNEL, || AtomicPtr::new(null_mut()))?,
             idle_owner: per_cpu_vec(GFP_KERNEL, || AtomicUsize::new(0))?,
             cache: per_cpu_vec(GFP_KERNEL, || CacheLine(AtomicPtr::new(null_mut())))?,
-            rebuild <- Work::new(rebuild_work),
+            rebuild <- Work::new(),
             pool <- IrqSpinLock::new(Pool { p: [null_mut(); POOL], n: 0 }),
-            refill <- Work::new(refill_work),
+            refill <- Work::new(),
             orphans: AtomicBool::new(false),
             attached: AtomicBool::new(false),
             hotplug: AtomicI32::new(0),
@@ -926,5 +927,7 @@ impl PinnedDrop for Tasks {
     fn drop(self: Pin<&mut Self>) {
         // The owner detached (it holds the probes); a rebuild may still be queued.
         self.rebuild.cancel_sync();
+        // Cancelled by `detach` already: idle now, but the work's contract wants it here too.
+        self.refill.cancel_sync();
     }
 }

@@ -5,6 +5,10 @@
 use crate::bindings;
 use core::ffi::c_void;
 
+/// The C `struct task_struct`, as tracepoint probes receive it: its address is all ufgraph
+/// uses (a [`TaskRef`]).
+pub type RawTask = bindings::task_struct;
+
 /// A task, by its `task_struct` address. Holding one does not keep the task alive: it is a key
 /// for lookups, compared but never dereferenced by Rust code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
