@@ -58,9 +58,9 @@ mod registry;
 
 pub use callpath::*;
 
-use crate::bindings::{self, ufgraph_fprobe};
 use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
 use crate::pure::fprobe_hdr;
+use crate::sys::cabi::{ufgraph_fprobe, UFGRAPH_FPROBE_FL_DISABLED};
 use crate::sys::ftrace::Regs;
 use crate::sys::global::Global;
 use crate::sys::ksym;
@@ -276,7 +276,7 @@ fn missed(fp: *mut ufgraph_fprobe) {
 fn disabled(fp: *mut ufgraph_fprobe) -> bool {
     // SAFETY: as for `missed`; the flags word is read once.
     let flags = unsafe { core::ptr::addr_of!((*fp).flags).read_volatile() };
-    flags & bindings::UFGRAPH_FPROBE_FL_DISABLED != 0
+    flags & UFGRAPH_FPROBE_FL_DISABLED != 0
 }
 
 /// The shared graph ops' handler: probes with exit handlers.

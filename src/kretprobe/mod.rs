@@ -26,9 +26,10 @@ mod rethook;
 
 pub use rethook::*;
 
-use crate::bindings::{self, ufgraph_kretprobe, ufgraph_kretprobe_instance};
+use crate::bindings;
 use crate::fprobe::api::{Fprobe, FprobeHandler};
 use crate::fprobe::{fprobes, Fprobes, Target};
+use crate::sys::cabi::{ufgraph_kretprobe, ufgraph_kretprobe_instance, UFGRAPH_KRETPROBE_MAX_DATA};
 use crate::sys::ftrace::Regs;
 use core::mem::{size_of, MaybeUninit};
 use core::pin::Pin;
@@ -150,7 +151,7 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
     if r.handler.is_none() && r.entry_handler.is_none() {
         return Err(EINVAL);
     }
-    if r.data_size > bindings::UFGRAPH_KRETPROBE_MAX_DATA as usize {
+    if r.data_size > UFGRAPH_KRETPROBE_MAX_DATA as usize {
         return Err(E2BIG);
     }
     if r.kp.offset != 0 || (r.kp.symbol_name.is_null() == r.kp.addr.is_null()) {

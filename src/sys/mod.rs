@@ -6,6 +6,7 @@
 //! that makes it sound. The layers above (`counter`, later the fgraph core and fprobe) are safe Rust.
 
 pub mod btf;
+pub mod cabi;
 pub mod debugfs;
 pub mod ftrace;
 pub mod global;
