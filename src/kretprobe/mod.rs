@@ -26,11 +26,11 @@ mod rethook;
 
 pub use rethook::*;
 
-use crate::bindings;
 use crate::fprobe::api::{Fprobe, FprobeHandler};
 use crate::fprobe::{fprobes, Fprobes, Target};
 use crate::sys::cabi::{ufgraph_kretprobe, ufgraph_kretprobe_instance, UFGRAPH_KRETPROBE_MAX_DATA};
 use crate::sys::ftrace::Regs;
+use crate::sys::regs::{fill_pt_regs, PtRegs};
 use core::mem::{size_of, MaybeUninit};
 use core::pin::Pin;
 use core::sync::atomic::{AtomicI32, Ordering::*};
@@ -93,8 +93,8 @@ impl FprobeHandler for Shim {
         let Some(h) = (unsafe { (*self.rp).entry_handler }) else {
             return true;
         };
-        let mut pt = MaybeUninit::<bindings::pt_regs>::uninit();
-        crate::fgraph::arch::fill_pt_regs(regs, None, &mut pt);
+        let mut pt = MaybeUninit::<PtRegs>::uninit();
+        fill_pt_regs(regs, None, &mut pt);
         // SAFETY: the user's handler with the kretprobe API's arguments; nonzero skips the
         // return handler.
         unsafe { h(ri, pt.as_mut_ptr()) == 0 }
@@ -122,8 +122,8 @@ impl FprobeHandler for Shim {
         } else {
             return;
         };
-        let mut pt = MaybeUninit::<bindings::pt_regs>::uninit();
-        crate::fgraph::arch::fill_pt_regs(regs, Some(ret_ip), &mut pt);
+        let mut pt = MaybeUninit::<PtRegs>::uninit();
+        fill_pt_regs(regs, Some(ret_ip), &mut pt);
         // SAFETY: the instance the entry filled (or the one made above), and the user's
         // handler.
         unsafe { h(ri, pt.as_mut_ptr()) };

@@ -20,6 +20,7 @@ pub mod nofault;
 pub mod params;
 pub mod percpu;
 pub mod rcutable;
+pub mod regs;
 pub mod sync;
 pub mod task;
 pub mod trace_event;

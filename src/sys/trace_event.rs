@@ -222,8 +222,8 @@ impl PerfCall {
         // give them).
         // SAFETY: `pt` is this CPU's perf register buffer, handed out with `p`, ours until
         // submitted.
-        crate::fgraph::arch::fill_pt_regs(regs, ret_addr, unsafe {
-            &mut *pt.cast::<core::mem::MaybeUninit<bindings::pt_regs>>()
+        crate::sys::regs::fill_pt_regs(regs, ret_addr, unsafe {
+            &mut *pt.cast::<core::mem::MaybeUninit<crate::sys::regs::PtRegs>>()
         });
         // SAFETY: `p` points to `size` bytes of perf's buffer, ours until submitted; zeroed
         // past the trace_entry first.

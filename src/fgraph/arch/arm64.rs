@@ -48,23 +48,6 @@ pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
     f.retp == unsafe { crate::fgraph::arch::hot::fregs::retp(regs.as_ptr()) } as usize
 }
 
-/// The `pt_regs` the kretprobe API's handlers and perf samples get, from ftrace's registers
-/// (the glue: arm64's `ftrace_partial_regs()` is a static inline): x0..x8, fp, sp, lr and pc
-/// (at a return, `ret_addr`: the return address), every other field zero.
-pub fn fill_pt_regs(
-    regs: &Regs,
-    ret_addr: Option<usize>,
-    out: &mut core::mem::MaybeUninit<bindings::pt_regs>,
-) {
-    // SAFETY: `regs` wraps valid registers (type invariant); the glue writes `out` whole.
-    unsafe {
-        match ret_addr {
-            Some(a) => bindings::ufg_regs_from_exit(regs.as_ptr(), out.as_mut_ptr(), a as _),
-            None => bindings::ufg_regs_from_entry(regs.as_ptr(), out.as_mut_ptr()),
-        }
-    }
-}
-
 /// How far below the stack pointer a traced function was entered with ftrace_caller keeps its
 /// entry `ftrace_regs`: the registers and two frame records (arch/arm64/kernel/entry-ftrace.S).
 /// src/fgraph/arch/tramp_arm64.S lays out its exit registers the same way.

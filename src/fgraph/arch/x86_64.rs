@@ -17,48 +17,6 @@ pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
     f.retp.wrapping_add(8) == regs.sp()
 }
 
-/// The `pt_regs` the kretprobe API's handlers and perf samples get, from ftrace's registers:
-/// what `ftrace_regs` holds (at an entry the argument registers, ax, bp, sp and ip; at a return,
-/// `ret_addr` given, ax, dx, bp and sp, with ip = the return address, as the kernel's kretprobes
-/// report it), cs the kernel's, flags the always-set bit, every other field zero. Each field is
-/// written once, in place: no memset, no call.
-#[inline(always)]
-pub fn fill_pt_regs(
-    regs: &Regs,
-    ret_addr: Option<usize>,
-    out: &mut core::mem::MaybeUninit<bindings::pt_regs>,
-) {
-    use crate::fgraph::arch::hot::fregs as o;
-    let w = |off: usize| regs.word(off);
-    // The argument registers are not saved at a return.
-    let arg = |n: usize| if ret_addr.is_none() { w(o::ARGS[n]) } else { 0 };
-    out.write(bindings::pt_regs {
-        r15: 0,
-        r14: 0,
-        r13: 0,
-        r12: 0,
-        bp: w(o::BP),
-        bx: 0,
-        r11: 0,
-        r10: 0,
-        r9: arg(5),
-        r8: arg(4),
-        ax: w(o::RETVAL),
-        cx: arg(3),
-        dx: w(o::DX),
-        si: arg(1),
-        di: arg(0),
-        orig_ax: 0,
-        ip: ret_addr.unwrap_or_else(|| regs.ip()),
-        __bindgen_anon_1: bindings::pt_regs__bindgen_ty_1 {
-            csx: bindings::UFG_KERNEL_CS as u64,
-        },
-        flags: bindings::UFG_EFLAGS_FIXED as _,
-        sp: w(o::SP),
-        __bindgen_anon_2: bindings::pt_regs__bindgen_ty_2 { ssx: 0 },
-    });
-}
-
 /// Saves the current task's stack trace with the kernel's unwinder, stepping over our trampoline:
 /// where a frame's return address is the trampoline, the real one is substituted before the
 /// unwinder looks up the caller's unwind data (ORC has none for "returning into the trampoline").
