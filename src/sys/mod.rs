@@ -25,6 +25,7 @@ pub mod sync;
 pub mod task;
 pub mod trace_event;
 pub mod tracepoint;
+pub mod unwind;
 
 use kernel::prelude::*;
 

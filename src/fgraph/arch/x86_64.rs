@@ -5,11 +5,11 @@
 //! stack pointer at `retp + 8`, which is what it saves in `ftrace_regs`.
 
 use super::Slot;
-use crate::bindings;
 use crate::fgraph::graph::{fix_ret, trampoline};
 use crate::pure::shadow::Frame;
 use crate::sys::ftrace::Regs;
 use crate::sys::task::{StackView, TaskRef};
+use crate::sys::unwind;
 
 /// Whether `f` is the frame of the return the trampoline is handling.
 #[inline(always)]
@@ -21,41 +21,30 @@ pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
 /// where a frame's return address is the trampoline, the real one is substituted before the
 /// unwinder looks up the caller's unwind data (ORC has none for "returning into the trampoline").
 pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
-    // struct unwind_state is about 100 bytes; keep it on the stack, aligned.
-    let mut state = [0u64; 32];
-    // SAFETY: no preconditions.
-    if unsafe { bindings::ufg_unwind_state_size() } as usize > core::mem::size_of_val(&state) {
-        return 0;
-    }
-    let st = state.as_mut_ptr().cast::<core::ffi::c_void>();
     let tramp = trampoline();
     let mut pos = 0;
     let mut n = 0;
     let mut skipped = 0;
-    // SAFETY: `st` is a buffer big enough for the unwinder's state (checked above) that outlives
-    // the walk; the unwinder only reads the current task's stack.
-    unsafe {
-        bindings::ufg_unwind_start(st, TaskRef::current().as_ptr());
-        while !bindings::ufg_unwind_done(st) && n < store.len() {
-            let mut ip = bindings::ufg_unwind_ip(st);
-            if ip == 0 {
-                break;
-            }
-            if ip == tramp {
-                ip = fix_ret(&mut pos, ip, bindings::ufg_unwind_sp(st) - 8);
-                bindings::ufg_unwind_set_ip(st, ip);
-            }
-            if skipped < skip {
-                skipped += 1;
-            } else {
-                store[n] = ip;
-                n += 1;
-            }
-            if !bindings::ufg_unwind_next(st) {
-                break;
-            }
+    unwind::walk_current(|frame| {
+        if n >= store.len() {
+            return false;
         }
-    }
+        let mut ip = frame.ip();
+        if ip == 0 {
+            return false;
+        }
+        if ip == tramp {
+            ip = fix_ret(&mut pos, ip, frame.sp() - 8);
+            frame.set_ip(ip);
+        }
+        if skipped < skip {
+            skipped += 1;
+        } else {
+            store[n] = ip;
+            n += 1;
+        }
+        true
+    });
     n
 }
 
