@@ -5,6 +5,8 @@
 //! Every `unsafe` block of ufgraph that touches a kernel object lives here, next to the invariant
 //! that makes it sound. The layers above (`counter`, later the fgraph core and fprobe) are safe Rust.
 
+#[cfg(CONFIG_ARM64)]
+pub mod arm64;
 pub mod btf;
 pub mod cabi;
 pub mod debugfs;
