@@ -13,6 +13,12 @@ pub mod debugfs;
 pub mod ftrace;
 pub mod global;
 pub mod hookers;
+#[cfg(CONFIG_X86_64)]
+#[path = "hot_x86_64.rs"]
+pub mod hot;
+#[cfg(CONFIG_ARM64)]
+#[path = "hot_arm64.rs"]
+pub mod hot;
 pub mod ksym;
 #[cfg(ufgraph_kunit)]
 pub mod ktest;
