@@ -325,8 +325,8 @@ pub enum Target<'a> {
     Syms(&'a [&'a CStr]),
 }
 
-// SAFETY: `reaper` is a `Work<Fprobes, 0>` field of `Fprobes`, which is pinned (`Fprobes::new`
-// is a pin-initialiser) and cancels the work in its drop.
+// SAFETY: `reaper` is a `Work<Fprobes, 0>` field of `Fprobes`, initialised only by `Fprobes::new`
+// (a pin-initialiser: pinned), and `Fprobes` cancels the work in its drop.
 unsafe impl WorkItem<0> for Fprobes {
     const OFFSET: usize = core::mem::offset_of!(Fprobes, reaper);
 

@@ -226,10 +226,12 @@ pub fn msleep(ms: u32) {
 ///
 /// # Safety
 ///
-/// `OFFSET` must be the offset of a `Work<Self, ID>` field of `Self`; every `Self` whose work is
-/// initialised must be pinned, and must cancel the work ([`Work::cancel_sync`], which waits for a
-/// running callback) before it goes away. Then the callback may hand [`WorkItem::run`] a
-/// reference to the `Self` around the work.
+/// `OFFSET` must be the offset of a `Work<Self, ID>` field of `Self`, and a `Work<Self, ID>` must
+/// be initialised ([`Work::new`]) only as that field (the implementer, who owns `Self`, makes
+/// sure its constructor is the only place); every `Self` whose work is initialised must be
+/// pinned, and must cancel the work ([`Work::cancel_sync`], which waits for a running callback)
+/// before it goes away. Then the callback may hand [`WorkItem::run`] a reference to the `Self`
+/// around the work.
 pub unsafe trait WorkItem<const ID: u64>: Sync + Sized {
     /// `core::mem::offset_of!(Self, the_field)`.
     const OFFSET: usize;

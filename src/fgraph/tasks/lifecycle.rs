@@ -53,8 +53,8 @@ pub(super) const REBUILD: u64 = 0;
 /// `Tasks::refill`'s [`WorkItem`] id.
 pub(super) const REFILL: u64 = 1;
 
-// SAFETY: `rebuild` is a `Work<Tasks, REBUILD>` field of `Tasks`, which is pinned (`Tasks::new`
-// is a pin-initialiser) and cancels the work in its drop.
+// SAFETY: `rebuild` is a `Work<Tasks, REBUILD>` field of `Tasks`, initialised only by `Tasks::new`
+// (a pin-initialiser: pinned), and `Tasks` cancels the work in its drop.
 unsafe impl WorkItem<REBUILD> for Tasks {
     const OFFSET: usize = offset_of!(Tasks, rebuild);
 
