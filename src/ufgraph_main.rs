@@ -92,26 +92,12 @@ struct UfGraph {
     _graph: Pin<KBox<Graph>>,
 }
 
-/// A string module parameter (from the glue), if given and not empty.
-fn param(p: *const kernel::ffi::c_char) -> Option<&'static CStr> {
-    // The glue returns the module parameter: NULL or a NUL-terminated string that the module
-    // loader owns for the module's lifetime (0444: never rewritten).
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: `p` is a valid NUL-terminated string (see above).
-    let s = unsafe { CStr::from_char_ptr(p) };
-    (!s.is_empty()).then_some(s)
-}
-
 pub(crate) fn param_func() -> Option<&'static CStr> {
-    // SAFETY: no preconditions.
-    param(unsafe { bindings::ufg_param_func() })
+    sys::params::func()
 }
 
 pub(crate) fn param_graph() -> Option<&'static CStr> {
-    // SAFETY: no preconditions.
-    param(unsafe { bindings::ufg_param_graph() })
+    sys::params::graph()
 }
 
 /// Starts one of the module's own users from its parameter, if given, saying what happened.

@@ -7,7 +7,6 @@
 use super::event::{Event, ProbeArgs};
 use super::probe::{Slot, StubUse};
 use super::{as_str, btf_ref, bytes, cvec, format, Entry, ErrEntry, Events, Registry};
-use crate::bindings;
 use crate::fprobe;
 use crate::pure::probedef::{self, Command, ProbeDef, ProbeKind};
 use crate::sys::btf::KernelBtf;
@@ -85,8 +84,7 @@ impl NewProbe {
 impl Events {
     #[inline(never)]
     pub(super) fn log_error(&self, cmd: &str, err: &probedef::ProbeError) {
-        // SAFETY: no preconditions.
-        let ts = unsafe { bindings::trace_clock_local() };
+        let ts = crate::sys::ftrace::clock_local();
         let Ok(text) = format(|w| write!(w, "{}", err.log(cmd, &self.cfg, ts))) else {
             return;
         };

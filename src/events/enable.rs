@@ -6,10 +6,9 @@
 
 use super::event::Event;
 use super::{events, Events};
-use crate::bindings;
 use crate::sys::sync::synchronize_rcu;
-use crate::sys::trace_event::EventFile;
-use core::sync::atomic::{AtomicPtr, Ordering::*};
+use crate::sys::trace_event::{AtomicEventFile, EventFile};
+use core::sync::atomic::Ordering::*;
 use kernel::alloc::{KBox, KVec};
 use kernel::prelude::*;
 
@@ -18,16 +17,12 @@ use kernel::prelude::*;
 /// so that it needs no memory: the kernel ignores what a disable returns, and a file left in
 /// the list would get records after the kernel freed it (an instance removed).
 pub(super) struct FileList {
-    files: KVec<AtomicPtr<bindings::trace_event_file>>,
+    files: KVec<AtomicEventFile>,
 }
 
 impl FileList {
     pub(super) fn live(&self) -> impl Iterator<Item = EventFile> + '_ {
-        self.files
-            .iter()
-            .map(|f| f.load(Acquire))
-            .filter(|f| !f.is_null())
-            .map(EventFile::from_raw)
+        AtomicEventFile::live(&self.files, Acquire)
     }
 }
 
@@ -47,7 +42,7 @@ impl Event {
             core::iter::once(file),
         ) {
             // Within the capacity: does not allocate.
-            let _ = files.push(AtomicPtr::new(f.as_ptr()), GFP_KERNEL);
+            let _ = files.push(AtomicEventFile::new(f), GFP_KERNEL);
         }
         Ok(KBox::into_raw(KBox::new(FileList { files }, GFP_KERNEL)?))
     }
@@ -64,8 +59,8 @@ impl Event {
             self.files.store(core::ptr::null_mut(), Release);
         } else {
             for f in list.files.iter() {
-                if f.load(Relaxed) == file.as_ptr() {
-                    f.store(core::ptr::null_mut(), Release);
+                if f.load(Relaxed) == Some(file) {
+                    f.clear(Release);
                 }
             }
         }
@@ -79,8 +74,8 @@ impl Event {
         if !self.in_use() {
             ev.disarm(self);
         }
-        // SAFETY: balances the reference taken when this file enabled the event.
-        unsafe { bindings::module_put(ev.module) };
+        // SAFETY: balances the reference kept when this file enabled the event.
+        unsafe { ev.module.put_kept() };
     }
 
     /// An instance enables (`on`) or disables the event: the kernel's `reg`, under
@@ -102,31 +97,23 @@ impl Event {
         // A reference on the module for as long as the file enables the event, refused once
         // `rmmod` has begun: an event enabled between its refcount check and our exit would
         // be left registered, its probes on text about to be freed.
-        // SAFETY: our own module, live (we run its code); balanced when disabled or below.
-        if !unsafe { bindings::try_module_get(ev.module) } {
+        // Kept when the probes are registered, balanced when the file disables the event.
+        let Some(module) = ev.module.try_get() else {
             return Err(ENODEV);
-        }
+        };
         // Everything that can fail before the probes are registered, so that a failure leaves
         // nothing behind.
-        let new = match Self::list_with(old_list, file) {
-            Ok(n) => n,
-            Err(e) => {
-                // SAFETY: taken above.
-                unsafe { bindings::module_put(ev.module) };
-                return Err(e);
-            }
-        };
+        let new = Self::list_with(old_list, file)?;
         // The first user registers the probes (register on enable).
         if !self.in_use() {
             if let Err(e) = ev.arm(self) {
                 // SAFETY: never published.
                 drop(unsafe { KBox::from_raw(new) });
-                // SAFETY: taken above.
-                unsafe { bindings::module_put(ev.module) };
                 return Err(e);
             }
         }
         self.files.store(new, Release);
+        module.keep();
         // Hits that may still use the old list run with preemption disabled.
         synchronize_rcu();
         if !old.is_null() {
@@ -141,18 +128,15 @@ impl Event {
         let ev = events().ok_or(ENODEV)?;
         if on {
             // As for an instance's enable (see `reg`).
-            // SAFETY: our own module, live; balanced when perf stops listening or below.
-            if !unsafe { bindings::try_module_get(ev.module) } {
+            // Kept while perf listens.
+            let Some(module) = ev.module.try_get() else {
                 return Err(ENODEV);
-            }
+            };
             if !self.in_use() {
-                if let Err(e) = ev.arm(self) {
-                    // SAFETY: taken above.
-                    unsafe { bindings::module_put(ev.module) };
-                    return Err(e);
-                }
+                ev.arm(self)?;
             }
             self.perf_users.fetch_add(1, Relaxed);
+            module.keep();
         } else {
             self.perf_users.fetch_sub(1, Relaxed);
             // Hits that saw a listener finish before the reference goes.
@@ -160,8 +144,8 @@ impl Event {
             if !self.in_use() {
                 ev.disarm(self);
             }
-            // SAFETY: balances the reference taken when perf started listening.
-            unsafe { bindings::module_put(ev.module) };
+            // SAFETY: balances the reference kept when perf started listening.
+            unsafe { ev.module.put_kept() };
         }
         Ok(())
     }

@@ -8,9 +8,11 @@
 //! are read a chunk at a time without crossing a page boundary, so that a string ending just
 //! before an unmapped page reads fine.
 
-use crate::bindings;
 use crate::pure::event::{Env, MAX_STRING_SIZE};
 use crate::sys::ftrace::Regs;
+use crate::sys::ksym::{symbol_with_offset, SymbolBuf};
+use crate::sys::nofault::{read_kernel, read_user, user_space_end};
+use crate::sys::task::current_comm_addr;
 
 /// Bytes read per step when looking for a string's end.
 const CHUNK: usize = 64;
@@ -26,36 +28,11 @@ pub(super) struct HitEnv<'a> {
     pub(super) thread_size: u64,
 }
 
-fn read_kernel(addr: u64, buf: &mut [u8]) -> bool {
-    // SAFETY: copy_from_kernel_nofault() checks the address and catches faults; `buf` is
-    // writable for its length.
-    unsafe {
-        bindings::copy_from_kernel_nofault(
-            buf.as_mut_ptr().cast(),
-            addr as usize as *const _,
-            buf.len(),
-        ) == 0
-    }
-}
-
-fn read_user(addr: u64, buf: &mut [u8]) -> bool {
-    // SAFETY: copy_from_user_nofault() checks access_ok() and catches faults; `buf` is
-    // writable for its length.
-    unsafe {
-        bindings::copy_from_user_nofault(
-            buf.as_mut_ptr().cast(),
-            addr as usize as *const _,
-            buf.len(),
-        ) == 0
-    }
-}
-
 /// Reads memory as upstream's `probe_mem_read()`: where user and kernel addresses do not
 /// overlap (x86_64, arm64), a "kernel" address below the end of user space is a user address
 /// (a `char __user *` argument dereferenced without `+u`), read as such.
 fn read(addr: u64, user: bool, buf: &mut [u8]) -> bool {
-    // SAFETY: no preconditions (TASK_SIZE of the current task).
-    if user || addr < unsafe { bindings::ufg_user_space_end() } as u64 {
+    if user || addr < user_space_end() {
         read_user(addr, buf)
     } else {
         read_kernel(addr, buf)
@@ -123,8 +100,7 @@ impl Env for HitEnv<'_> {
     }
 
     fn comm(&self) -> u64 {
-        // SAFETY: `current` is valid in any context a probe runs in.
-        unsafe { bindings::ufg_current_comm() as usize as u64 }
+        current_comm_addr() as u64
     }
 
     fn read(&self, addr: u64, user: bool, buf: &mut [u8]) -> bool {
@@ -159,10 +135,10 @@ impl Env for HitEnv<'_> {
     }
 
     fn symstr(&self, addr: u64, buf: &mut [u8]) -> usize {
-        let mut tmp = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
-        // SAFETY: `tmp` has the KSYM_SYMBOL_LEN bytes sprint_symbol() may write.
-        let n = unsafe { bindings::sprint_symbol(tmp.as_mut_ptr().cast(), addr as usize as _) };
-        let n = (n.max(0) as usize).min(buf.len()).min(tmp.len());
+        let mut tmp: SymbolBuf = [0; _];
+        let n = symbol_with_offset(addr as usize, &mut tmp)
+            .min(buf.len())
+            .min(tmp.len());
         if let (Some(d), Some(s)) = (buf.get_mut(..n), tmp.get(..n)) {
             crate::pure::slice::copy(d, s);
         }

@@ -57,11 +57,11 @@ mod probe;
 mod record;
 mod teardown;
 
-use crate::bindings;
 use crate::pure::probedef::{self, BtfRef, BtfSource, Command, Config, ProbeDef, ProbeKind};
 use crate::sys::btf::{KernelBtf, LazyVmlinux, Source};
 use crate::sys::global::Global;
-use crate::sys::trace_event::EventCall;
+use crate::sys::module::Module;
+use crate::sys::trace_event::{self, EventCall};
 use core::fmt::{self, Write};
 use core::sync::atomic::Ordering::*;
 use event::Event;
@@ -101,13 +101,8 @@ pub struct Events {
     /// vmlinux's BTF, for BTF arguments (read on the first definition).
     btf: LazyVmlinux,
     thread_words: u64,
-    module: *mut bindings::module,
+    module: Module,
 }
-
-// SAFETY: `module` is this module's `struct module`, used only for reference counting.
-unsafe impl Send for Events {}
-// SAFETY: as above; everything else is behind the mutex or immutable.
-unsafe impl Sync for Events {}
 
 static EVENTS: Global<Events> = Global::new();
 
@@ -184,15 +179,9 @@ impl Events {
 
     /// The events core. `EventMutex::resolve` must have succeeded.
     pub fn new(module: &'static ThisModule) -> impl PinInit<Self> {
-        let module: *mut bindings::module = module.as_ptr().cast();
-        // SAFETY: constants from the glue.
-        let (thread_words, dn, fd) = unsafe {
-            (
-                bindings::ufg_stack_index_max() as u64,
-                bindings::ufg_dentry_name_offset(),
-                bindings::ufg_file_dentry_offset(),
-            )
-        };
+        let module = Module::this(module);
+        let thread_words = trace_event::thread_words();
+        let (dn, fd) = trace_event::dentry_offsets();
         let cfg = Config {
             max_stack_index: thread_words.min(u16::MAX as u64) as u16,
             dentry_name_offset: dn,

@@ -50,7 +50,6 @@
 
 use super::hub::{Hub, HubState};
 use super::tasks::{Owner, Stack, TaskStack, Tasks};
-use crate::bindings;
 use crate::fgraph::arch::{self, Slot as ArchSlot};
 use crate::pure::handback::{self, Hooker, Plan};
 use crate::pure::lru::Lru;
@@ -130,7 +129,7 @@ pub fn graph() -> Option<&'static Graph> {
 
 /// The address of the return trampoline.
 pub fn trampoline() -> usize {
-    bindings::ufgraph_return_trampoline as *const () as usize
+    crate::sys::ftrace::return_trampoline()
 }
 
 impl Graph {

@@ -31,7 +31,7 @@
 //! only counted (`nmissed`), not passed on.
 
 use super::{fprobes, Resolved, Target};
-use crate::bindings::ufgraph_fprobe;
+use crate::sys::cabi::ufgraph_fprobe;
 use crate::sys::ftrace::Regs;
 use core::ffi::c_void;
 use core::marker::PhantomPinned;

@@ -58,14 +58,14 @@ mod registry;
 
 pub use callpath::*;
 
-use crate::bindings::{self, ufgraph_fprobe};
 use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
 use crate::pure::fprobe_hdr;
+use crate::sys::cabi::{ufgraph_fprobe, UFGRAPH_FPROBE_FL_DISABLED};
 use crate::sys::ftrace::Regs;
 use crate::sys::global::Global;
 use crate::sys::ksym;
 use crate::sys::rcutable::{Keyed, RcuTable, Writer};
-use crate::sys::sync::{synchronize_rcu, NoPreempt, Work};
+use crate::sys::sync::{synchronize_rcu, NoPreempt, Work, WorkItem};
 use core::ffi::c_void;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering::*};
@@ -236,7 +236,7 @@ pub struct Fprobes {
     reg: Mutex<Reg>,
     /// Frees `Reg::garbage` a grace period after it was replaced.
     #[pin]
-    reaper: Work,
+    reaper: Work<Fprobes, 0>,
 }
 
 static FPROBES: Global<Fprobes> = Global::new();
@@ -276,7 +276,7 @@ fn missed(fp: *mut ufgraph_fprobe) {
 fn disabled(fp: *mut ufgraph_fprobe) -> bool {
     // SAFETY: as for `missed`; the flags word is read once.
     let flags = unsafe { core::ptr::addr_of!((*fp).flags).read_volatile() };
-    flags & bindings::UFGRAPH_FPROBE_FL_DISABLED != 0
+    flags & UFGRAPH_FPROBE_FL_DISABLED != 0
 }
 
 /// The shared graph ops' handler: probes with exit handlers.
@@ -325,16 +325,15 @@ pub enum Target<'a> {
     Syms(&'a [&'a CStr]),
 }
 
-/// `Fprobes::reaper`: frees the replaced entries once no reader can hold them.
-///
-/// # Safety
-///
-/// `work` must be the `reaper` work of a live `Fprobes`.
-unsafe extern "C" fn reap(work: *mut bindings::work_struct) {
-    // SAFETY: the work item is `Fprobes::reaper`, inside a live `Fprobes` (its drop cancels
-    // the work, waiting for this, before the rest goes).
-    let this = unsafe { &*kernel::container_of!(work.cast::<Work>(), Fprobes, reaper) };
-    this.reap_now();
+// SAFETY: `reaper` is a `Work<Fprobes, 0>` field of `Fprobes`, initialised only by `Fprobes::new`
+// (a pin-initialiser: pinned), and `Fprobes` cancels the work in its drop.
+unsafe impl WorkItem<0> for Fprobes {
+    const OFFSET: usize = core::mem::offset_of!(Fprobes, reaper);
+
+    /// `Fprobes::reaper`: frees the replaced entries once no reader can hold them.
+    fn run(&self) {
+        self.reap_now();
+    }
 }
 
 impl Fprobes {

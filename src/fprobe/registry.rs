@@ -30,7 +30,7 @@ impl Fprobes {
                 missed_retired: 0,
                 going: KVec::new(),
             }),
-            reaper <- Work::new(reap),
+            reaper <- Work::new(),
         })
     }
 

@@ -26,10 +26,11 @@ mod rethook;
 
 pub use rethook::*;
 
-use crate::bindings::{self, ufgraph_kretprobe, ufgraph_kretprobe_instance};
 use crate::fprobe::api::{Fprobe, FprobeHandler};
 use crate::fprobe::{fprobes, Fprobes, Target};
+use crate::sys::cabi::{ufgraph_kretprobe, ufgraph_kretprobe_instance, UFGRAPH_KRETPROBE_MAX_DATA};
 use crate::sys::ftrace::Regs;
+use crate::sys::regs::{fill_pt_regs, PtRegs};
 use core::mem::{size_of, MaybeUninit};
 use core::pin::Pin;
 use core::sync::atomic::{AtomicI32, Ordering::*};
@@ -92,8 +93,8 @@ impl FprobeHandler for Shim {
         let Some(h) = (unsafe { (*self.rp).entry_handler }) else {
             return true;
         };
-        let mut pt = MaybeUninit::<bindings::pt_regs>::uninit();
-        crate::fgraph::arch::fill_pt_regs(regs, None, &mut pt);
+        let mut pt = MaybeUninit::<PtRegs>::uninit();
+        fill_pt_regs(regs, None, &mut pt);
         // SAFETY: the user's handler with the kretprobe API's arguments; nonzero skips the
         // return handler.
         unsafe { h(ri, pt.as_mut_ptr()) == 0 }
@@ -121,8 +122,8 @@ impl FprobeHandler for Shim {
         } else {
             return;
         };
-        let mut pt = MaybeUninit::<bindings::pt_regs>::uninit();
-        crate::fgraph::arch::fill_pt_regs(regs, Some(ret_ip), &mut pt);
+        let mut pt = MaybeUninit::<PtRegs>::uninit();
+        fill_pt_regs(regs, Some(ret_ip), &mut pt);
         // SAFETY: the instance the entry filled (or the one made above), and the user's
         // handler.
         unsafe { h(ri, pt.as_mut_ptr()) };
@@ -150,7 +151,7 @@ pub unsafe fn register_kretprobe(rp: *mut ufgraph_kretprobe) -> Result {
     if r.handler.is_none() && r.entry_handler.is_none() {
         return Err(EINVAL);
     }
-    if r.data_size > bindings::UFGRAPH_KRETPROBE_MAX_DATA as usize {
+    if r.data_size > UFGRAPH_KRETPROBE_MAX_DATA as usize {
         return Err(E2BIG);
     }
     if r.kp.offset != 0 || (r.kp.symbol_name.is_null() == r.kp.addr.is_null()) {

@@ -7,9 +7,9 @@
 //! return skip a rethook unregistered since (even if the same structure was registered again:
 //! ids are never reused).
 
-use crate::bindings::ufgraph_rethook;
 use crate::fgraph::graph::{graph, Slot};
 use crate::fgraph::{Entry, GraphHandler, Return};
+use crate::sys::cabi::ufgraph_rethook;
 use crate::sys::ftrace::RawOps;
 use crate::sys::global::Global;
 use crate::sys::rcutable::{Keyed, RcuTable, Writer};

@@ -23,6 +23,13 @@ pub type RawFtraceOps = bindings::ftrace_ops;
 /// The C `struct ftrace_regs`, as ftrace callbacks receive it (see [`Regs`]).
 pub type RawFregs = bindings::ftrace_regs;
 
+/// The address of the return trampoline (src/fgraph/arch/tramp_*.S), which hooked functions
+/// return through.
+#[inline(always)]
+pub fn return_trampoline() -> usize {
+    bindings::ufgraph_return_trampoline as *const () as usize
+}
+
 /// ftrace's clock (`trace_clock_local()`, nanoseconds, per CPU and cheap): what function_graph's
 /// call times use.
 #[inline(always)]

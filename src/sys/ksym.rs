@@ -390,6 +390,15 @@ pub fn symbol_name(addr: usize, buf: &mut SymbolBuf) -> &str {
     core::str::from_utf8(&buf[..n.clamp(0, buf.len() as _) as usize]).unwrap_or("?")
 }
 
+/// The symbol `addr` is in, with offset and size (`%pS`: `name+0x10/0x40`), written into
+/// `buf`; returns the length `sprint_symbol()` reports (callers clamp it to what they slice).
+#[inline(always)]
+pub fn symbol_with_offset(addr: usize, buf: &mut SymbolBuf) -> usize {
+    // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
+    let n = unsafe { bindings::sprint_symbol(buf.as_mut_ptr().cast(), addr as _) };
+    n.max(0) as usize
+}
+
 /// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.
 pub fn glob_match(pat: &CStr, s: &CStr) -> bool {
     // SAFETY: two NUL-terminated strings, only read.

@@ -5,7 +5,7 @@
 
 use crate::bindings;
 use core::cell::UnsafeCell;
-use core::marker::PhantomPinned;
+use core::marker::{PhantomData, PhantomPinned};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
@@ -221,26 +221,65 @@ pub fn msleep(ms: u32) {
     unsafe { bindings::msleep(ms) };
 }
 
-/// A `work_struct` whose callback is a plain function given the work's address; embed it in a
-/// pinned structure and recover the structure with [`kernel::container_of!`].
+/// What a [`Work`] field of `Self` does: the `ID`-th work item of `Self` (a type may embed
+/// several, told apart by `ID`).
+///
+/// # Safety
+///
+/// `OFFSET` must be the offset of a `Work<Self, ID>` field of `Self`, and a `Work<Self, ID>` must
+/// be initialised ([`Work::new`]) only as that field (the implementer, who owns `Self`, makes
+/// sure its constructor is the only place); every `Self` whose work is initialised must be
+/// pinned, and must cancel the work ([`Work::cancel_sync`], which waits for a running callback)
+/// before it goes away. Then the callback may hand [`WorkItem::run`] a reference to the `Self`
+/// around the work.
+pub unsafe trait WorkItem<const ID: u64>: Sync + Sized {
+    /// `core::mem::offset_of!(Self, the_field)`.
+    const OFFSET: usize;
+
+    /// Runs on the system workqueue, in process context.
+    fn run(&self);
+}
+
+/// A `work_struct` that is the `ID`-th work item of a pinned `T`, whose callback is
+/// [`WorkItem::run`] on that `T`.
+///
+/// # Invariants
+///
+/// Once initialised, the work is the field at `T::OFFSET` of a pinned `T`, which cancels it
+/// before it goes away (the [`WorkItem`] contract).
 #[repr(transparent)]
-pub struct Work(Opaque<bindings::work_struct>);
+pub struct Work<T: WorkItem<ID>, const ID: u64>(Opaque<bindings::work_struct>, PhantomData<T>);
 
-// SAFETY: the workqueue API may be called on a work item from any task, concurrently.
-unsafe impl Send for Work {}
+// SAFETY: the workqueue API may be called on a work item from any task, concurrently; the
+// callback hands out `&T` on another task, and `T: Sync` (`WorkItem`).
+unsafe impl<T: WorkItem<ID>, const ID: u64> Send for Work<T, ID> {}
 // SAFETY: as above.
-unsafe impl Sync for Work {}
+unsafe impl<T: WorkItem<ID>, const ID: u64> Sync for Work<T, ID> {}
 
-impl Work {
-    /// A pin-initialiser for a work item calling `f`.
-    pub fn new(f: unsafe extern "C" fn(*mut bindings::work_struct)) -> impl PinInit<Self> {
+impl<T: WorkItem<ID>, const ID: u64> Work<T, ID> {
+    /// A pin-initialiser for the work item (the field at `T::OFFSET` of a `T` being
+    /// initialised: the `WorkItem` contract).
+    pub fn new() -> impl PinInit<Self> {
         // SAFETY: INIT_WORK initialises the work_struct in place; `Work` is transparent.
         unsafe {
             kernel::init::pin_init_from_closure(move |slot: *mut Self| {
-                bindings::ufg_init_work(slot.cast(), Some(f));
+                // INVARIANT: the `WorkItem` contract places the work in a pinned `T`.
+                bindings::ufg_init_work(slot.cast(), Some(Self::callback));
                 Ok(())
             })
         }
+    }
+
+    /// The work's callback.
+    ///
+    /// # Safety
+    ///
+    /// Called by the workqueue only, with the `work_struct` of an initialised `Work<T, ID>`.
+    unsafe extern "C" fn callback(w: *mut bindings::work_struct) {
+        // SAFETY: by the type invariant the work is the field at `T::OFFSET` of a pinned `T`,
+        // which cancels the work, waiting for this callback, before it goes away.
+        let owner = unsafe { &*w.cast::<u8>().sub(T::OFFSET).cast::<T>() };
+        owner.run();
     }
 
     /// Queues the work on the system workqueue, unless it is queued already.
@@ -260,11 +299,6 @@ impl Work {
     pub fn flush(&self) {
         // SAFETY: as for `schedule`; may sleep.
         unsafe { bindings::flush_work(self.0.get()) };
-    }
-
-    /// The raw pointer (the callback's argument).
-    pub fn as_ptr(&self) -> *mut bindings::work_struct {
-        self.0.get()
     }
 }
 
@@ -287,6 +321,11 @@ pub fn stop_machine<F: FnMut()>(mut f: F) {
     unsafe { bindings::stop_machine(Some(run::<F>), (&mut f as *mut F).cast(), core::ptr::null()) };
 }
 
+/// An `rcu_head` (`struct callback_head`) to embed in an object that [`kvfree_rcu`] frees. All
+/// zeroes is a valid unused head.
+#[repr(transparent)]
+pub struct RcuHead(Opaque<bindings::callback_head>);
+
 /// Frees `obj` (a kmalloc'd or kvmalloc'd object) after an RCU grace period, using `head`, an
 /// `rcu_head` inside it (`kvfree_rcu()`); never sleeps.
 ///
@@ -294,9 +333,9 @@ pub fn stop_machine<F: FnMut()>(mut f: F) {
 ///
 /// `obj` must come from the kernel's allocator and no longer be reachable by new readers;
 /// `head` must lie inside its first page (kvfree_rcu finds the object from it).
-pub unsafe fn kvfree_rcu<T>(obj: *mut T, head: *mut bindings::callback_head) {
-    // SAFETY: per the function's contract.
-    unsafe { bindings::ufg_kfree_rcu(head, obj.cast()) };
+pub unsafe fn kvfree_rcu<T>(obj: *mut T, head: *mut RcuHead) {
+    // SAFETY: per the function's contract; `RcuHead` is a transparent `callback_head`.
+    unsafe { bindings::ufg_kfree_rcu(head.cast(), obj.cast()) };
 }
 
 /// Adds a CPU hotplug state (CPUHP_BP_PREPARE_DYN) whose startup callback, `prepare`, runs

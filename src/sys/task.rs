@@ -5,6 +5,10 @@
 use crate::bindings;
 use core::ffi::c_void;
 
+/// The C `struct task_struct`, as tracepoint probes receive it: its address is all ufgraph
+/// uses (a [`TaskRef`]).
+pub type RawTask = bindings::task_struct;
+
 /// A task, by its `task_struct` address. Holding one does not keep the task alive: it is a key
 /// for lookups, compared but never dereferenced by Rust code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +150,13 @@ impl TaskRef {
         // SAFETY: the caller gives up its reference.
         unsafe { bindings::ufg_put_task(self.as_ptr()) }
     }
+}
+
+/// The address of the current task's command name (`current->comm`).
+#[inline(always)]
+pub fn current_comm_addr() -> usize {
+    // SAFETY: `current` is valid in any context code runs in.
+    unsafe { bindings::ufg_current_comm() as usize }
 }
 
 /// Whether `cpu` is online.

@@ -88,6 +88,42 @@ unsafe impl Send for EventFile {}
 // SAFETY: as above.
 unsafe impl Sync for EventFile {}
 
+/// An [`EventFile`] slot readers load while the owner swaps or clears it (an event's
+/// copy-on-write list of files).
+pub struct AtomicEventFile(AtomicPtr<bindings::trace_event_file>);
+
+impl AtomicEventFile {
+    /// A slot holding `file`.
+    pub fn new(file: EventFile) -> Self {
+        Self(AtomicPtr::new(file.0))
+    }
+
+    /// The file, unless the slot was cleared.
+    pub fn load(&self, order: core::sync::atomic::Ordering) -> Option<EventFile> {
+        let p = self.0.load(order);
+        (!p.is_null()).then_some(EventFile(p))
+    }
+
+    /// Empties the slot.
+    pub fn clear(&self, order: core::sync::atomic::Ordering) {
+        self.0.store(core::ptr::null_mut(), order);
+    }
+
+    /// The files of the slots not cleared, each loaded with `order` (every hit of an event
+    /// walks its list: the same code as a walk over raw pointers).
+    #[inline(always)]
+    pub fn live(
+        slots: &[Self],
+        order: core::sync::atomic::Ordering,
+    ) -> impl Iterator<Item = EventFile> + '_ {
+        slots
+            .iter()
+            .map(move |f| f.0.load(order))
+            .filter(|f| !f.is_null())
+            .map(EventFile)
+    }
+}
+
 impl EventFile {
     /// A file from its raw pointer, as [`EventFile::as_ptr`] gave it (writing to it is what
     /// needs a live file: [`EventFile::write`]).
@@ -186,8 +222,8 @@ impl PerfCall {
         // give them).
         // SAFETY: `pt` is this CPU's perf register buffer, handed out with `p`, ours until
         // submitted.
-        crate::fgraph::arch::fill_pt_regs(regs, ret_addr, unsafe {
-            &mut *pt.cast::<core::mem::MaybeUninit<bindings::pt_regs>>()
+        crate::sys::regs::fill_pt_regs(regs, ret_addr, unsafe {
+            &mut *pt.cast::<core::mem::MaybeUninit<crate::sys::regs::PtRegs>>()
         });
         // SAFETY: `p` points to `size` bytes of perf's buffer, ours until submitted; zeroed
         // past the trace_entry first.
@@ -631,4 +667,23 @@ pub fn event_exists(system: &[u8], name: &[u8]) -> Result<bool> {
     // SAFETY: `f` was returned by trace_get_event_file with references we give back.
     unsafe { bindings::trace_put_event_file(f) };
     Ok(true)
+}
+
+/// Words in a kernel stack (`THREAD_SIZE / sizeof(long)`): one more than the largest
+/// `$stackN` a probe may read.
+pub fn thread_words() -> u64 {
+    // SAFETY: a constant from the glue.
+    unsafe { bindings::ufg_stack_index_max() as u64 }
+}
+
+/// `offsetof(struct dentry, d_name.name)` and `offsetof(struct file, f_path.dentry)`, for the
+/// `%pd` and `%pD` fetch arguments.
+pub fn dentry_offsets() -> (u32, u32) {
+    // SAFETY: constants from the glue.
+    unsafe {
+        (
+            bindings::ufg_dentry_name_offset(),
+            bindings::ufg_file_dentry_offset(),
+        )
+    }
 }

@@ -100,21 +100,7 @@ unsafe impl Send for Tracepoint {}
 // SAFETY: as above.
 unsafe impl Sync for Tracepoint {}
 
-/// A reference on a module, dropped with `module_put()`: the module of a tracepoint a probe is
-/// defined on, which cannot be unloaded while it is held.
-pub struct ModuleRef(*mut bindings::module);
-
-// SAFETY: module references may be dropped from any task.
-unsafe impl Send for ModuleRef {}
-// SAFETY: `&ModuleRef` exposes nothing.
-unsafe impl Sync for ModuleRef {}
-
-impl Drop for ModuleRef {
-    fn drop(&mut self) {
-        // SAFETY: balances the `try_module_get()` that made this reference.
-        unsafe { bindings::module_put(self.0) };
-    }
-}
+pub use super::module::ModuleRef;
 
 /// The state of a search of the modules' tracepoints: a notifier block first (the callback
 /// gets its address), then what is searched for and what was found.
@@ -122,7 +108,7 @@ impl Drop for ModuleRef {
 struct ModSearch<'a> {
     nb: bindings::notifier_block,
     name: &'a [u8],
-    found: Option<(*mut bindings::tracepoint, *mut bindings::module)>,
+    found: Option<(*mut bindings::tracepoint, ModuleRef)>,
 }
 
 /// A tracepoint module notifier's callback, for [`find_in_modules`]: it is called with
@@ -156,10 +142,13 @@ unsafe extern "C" fn search_module(
         let tp = unsafe { bindings::ufg_module_tracepoint(m, i) };
         // SAFETY: a tracepoint of a live module; its name is a NUL-terminated string there.
         let tn = unsafe { CStr::from_char_ptr(bindings::ufg_tracepoint_name(tp) as *const c_char) };
+        if tn.as_bytes() != s.name {
+            continue;
+        }
         // A module that is going cannot be held: its tracepoint is as good as gone.
         // SAFETY: `m` is live for the call.
-        if tn.as_bytes() == s.name && unsafe { bindings::try_module_get(m) } {
-            s.found = Some((tp, m));
+        if let Some(r) = unsafe { ModuleRef::try_get(m) } {
+            s.found = Some((tp, r));
             break;
         }
     }
@@ -185,7 +174,7 @@ fn find_in_modules(name: &[u8]) -> Option<(*mut bindings::tracepoint, ModuleRef)
     }
     // SAFETY: registered just above.
     unsafe { bindings::unregister_tracepoint_module_notifier(nb) };
-    s.found.map(|(tp, m)| (tp, ModuleRef(m)))
+    s.found
 }
 
 impl Tracepoint {

@@ -20,12 +20,13 @@
 //! ```
 
 use super::Slot;
-use crate::bindings;
 use crate::fgraph::graph::{fix_ret, graph, trampoline};
 use crate::pure::shadow::Frame;
+use crate::sys::arm64;
 use crate::sys::ftrace::Regs;
 use crate::sys::sync::NoPreempt;
 use crate::sys::task::{StackView, TaskRef};
+use crate::sys::unwind;
 
 /// Size of an arm64 instruction: the ftrace call site (`bl ftrace_caller`) is one.
 const INSN: usize = 4;
@@ -48,32 +49,15 @@ pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
     f.retp == unsafe { crate::fgraph::arch::hot::fregs::retp(regs.as_ptr()) } as usize
 }
 
-/// The `pt_regs` the kretprobe API's handlers and perf samples get, from ftrace's registers
-/// (the glue: arm64's `ftrace_partial_regs()` is a static inline): x0..x8, fp, sp, lr and pc
-/// (at a return, `ret_addr`: the return address), every other field zero.
-pub fn fill_pt_regs(
-    regs: &Regs,
-    ret_addr: Option<usize>,
-    out: &mut core::mem::MaybeUninit<bindings::pt_regs>,
-) {
-    // SAFETY: `regs` wraps valid registers (type invariant); the glue writes `out` whole.
-    unsafe {
-        match ret_addr {
-            Some(a) => bindings::ufg_regs_from_exit(regs.as_ptr(), out.as_mut_ptr(), a as _),
-            None => bindings::ufg_regs_from_entry(regs.as_ptr(), out.as_mut_ptr()),
-        }
-    }
-}
-
 /// How far below the stack pointer a traced function was entered with ftrace_caller keeps its
 /// entry `ftrace_regs`: the registers and two frame records (arch/arm64/kernel/entry-ftrace.S).
 /// src/fgraph/arch/tramp_arm64.S lays out its exit registers the same way.
-const FTRACE_FRAME: usize = bindings::UFG_ARM64_FTRACE_FRAME;
+const FTRACE_FRAME: usize = arm64::FTRACE_FRAME;
 
 /// The stack pointer S a hooked function was entered with, from its frame's `retp` (the `lr`
 /// field of its entry registers).
 fn entry_sp(retp: usize) -> usize {
-    retp.wrapping_sub(bindings::UFG_FREGS_LR)
+    retp.wrapping_sub(arm64::FREGS_LR)
         .wrapping_add(FTRACE_FRAME)
 }
 
@@ -85,8 +69,8 @@ fn entry_sp(retp: usize) -> usize {
 ///
 /// `addr` must be an 8-byte aligned word of memory that stays allocated.
 unsafe fn peek(addr: usize) -> usize {
-    // SAFETY: a readable word (caller); the glue only reads it (READ_ONCE_NOCHECK).
-    unsafe { bindings::ufg_arm64_peek(addr) }
+    // SAFETY: a readable word (caller).
+    unsafe { arm64::peek(addr) }
 }
 
 /// Whether the `ftrace_regs` whose `lr` field is at `retp` are the trampoline's exit registers:
@@ -97,11 +81,10 @@ unsafe fn peek(addr: usize) -> usize {
 /// The `sp` and `pc` fields of those registers must be mapped stack words (they lie between
 /// `retp` and the entry stack pointer).
 unsafe fn exit_regs(retp: usize, tramp: usize) -> bool {
-    let regs = retp.wrapping_sub(bindings::UFG_FREGS_LR);
+    let regs = retp.wrapping_sub(arm64::FREGS_LR);
     // SAFETY: the two fields are mapped stack words (caller).
     unsafe {
-        peek(regs + bindings::UFG_FREGS_SP) == entry_sp(retp)
-            && peek(regs + bindings::UFG_FREGS_PC) == tramp
+        peek(regs + arm64::FREGS_SP) == entry_sp(retp) && peek(regs + arm64::FREGS_PC) == tramp
     }
 }
 
@@ -122,11 +105,9 @@ impl ReturnSlots {
     /// This kernel's. With CONFIG_DYNAMIC_SCS the kernel uses its shadow call stack only on a
     /// CPU without PAC (it patches PACIASP/AUTIASP into the pushes and pops at boot).
     fn of_kernel() -> Self {
-        // SAFETY: no preconditions: a static key and the CPU's capabilities.
-        if unsafe { bindings::ufg_arm64_scs_enabled() } {
+        if arm64::scs_enabled() {
             ReturnSlots::Scs
-        // SAFETY: as above.
-        } else if unsafe { bindings::ufg_arm64_kernel_pac() } {
+        } else if arm64::kernel_pac() {
             ReturnSlots::Signed
         } else {
             ReturnSlots::Plain
@@ -240,10 +221,7 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
     let mut seen = 0;
     while seen < skip {
         let want = (skip - seen).min(len);
-        // SAFETY: `store` has room for `want` entries; the walk only reads the current task's
-        // stacks.
-        let n = unsafe { bindings::stack_trace_save(store.as_mut_ptr(), want as u32, seen as u32) }
-            as usize;
+        let n = unwind::save_current(&mut store[..want], seen);
         for ip in &mut store[..n] {
             fixer.fix(ip);
         }
@@ -254,9 +232,7 @@ pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
         seen += n;
     }
 
-    // SAFETY: as above, with room for `len` entries.
-    let n =
-        unsafe { bindings::stack_trace_save(store.as_mut_ptr(), len as u32, skip as u32) } as usize;
+    let n = unwind::save_current(&mut store[..len], skip);
     for ip in &mut store[..n] {
         fixer.fix(ip);
     }
@@ -398,7 +374,7 @@ pub unsafe fn find_slot(
         hi: view.hi,
     };
     // SAFETY: the task is switched out and stays so (caller).
-    let fp = unsafe { bindings::ufg_arm64_saved_fp(task.as_ptr()) };
+    let fp = unsafe { arm64::saved_fp(task) };
     // SAFETY: [lo, hi) is the stack of a switched-out task; during stop_machine nothing runs on
     // it or frees it.
     let Some((rec, below)) = (unsafe { stack.record_below(fp, sp) }) else {
@@ -513,7 +489,7 @@ impl QuietStack {
     ///
     /// `rec` must be a record of this quiet stack.
     unsafe fn exception_at(&self, rec: usize, pc: usize, sp: usize) -> bool {
-        let Some(regs) = rec.checked_sub(bindings::UFG_PT_REGS_STACKFRAME) else {
+        let Some(regs) = rec.checked_sub(arm64::PT_REGS_STACKFRAME) else {
             return false;
         };
         if regs < self.lo {
@@ -522,8 +498,7 @@ impl QuietStack {
         // SAFETY: `regs` is at or above `lo` and below `rec`: the pt_regs' `pc` and `sp` fields
         // lie in the quiet stack.
         unsafe {
-            self.peek(regs + bindings::UFG_PT_REGS_PC) == pc
-                && self.peek(regs + bindings::UFG_PT_REGS_SP) == sp
+            self.peek(regs + arm64::PT_REGS_PC) == pc && self.peek(regs + arm64::PT_REGS_SP) == sp
         }
     }
 
@@ -573,18 +548,13 @@ impl QuietStack {
         if walk.overflowed {
             return None;
         }
-        // SAFETY: no memory access; stripping a PAC is arithmetic.
-        let strip = |v: usize| unsafe { bindings::ufg_arm64_strip(v as _) as usize };
+        let strip = arm64::strip_pac;
         // SAFETY: `rec` is a record of this stack (caller).
         if strip(unsafe { self.peek(rec + 8) }) != tramp {
             return None;
         }
-        let (mut base, mut top) = (0, 0);
-        // SAFETY: `task` is alive and switched out (caller); the glue reads its thread_info.
-        if !unsafe { bindings::ufg_arm64_scs(task.as_ptr(), &mut base, &mut top) } {
-            return None;
-        }
-        let (base, top) = (base, top);
+        // SAFETY: `task` is alive and switched out (caller).
+        let (base, top) = unsafe { arm64::scs(task) }?;
         // The same task's stack for every frame of the walk: what `handed` indexes.
         walk.scs = Some((base, top));
         let (mut inner, mut total) = (0usize, 0usize);

@@ -2,13 +2,12 @@
 
 //! What differs between architectures on the Rust side: how a return matches its frame, how to
 //! unwind through our trampoline, where teardown finds a return slot, and the hot path's per-CPU
-//! and per-task primitives (`hot`). The trampolines themselves are assembly, beside them here
-//! (`tramp_*.S`).
+//! and per-task primitives (`hot`, which lives in `sys`: inline assembly over kernel layouts).
+//! The trampolines themselves are assembly, beside them here (`tramp_*.S`).
 //! What both architectures share is here.
 
-#[cfg(CONFIG_X86_64)]
-#[path = "hot_x86_64.rs"]
-pub mod hot;
+pub use crate::sys::hot;
+
 #[cfg(CONFIG_X86_64)]
 mod x86_64;
 #[cfg(CONFIG_X86_64)]
@@ -16,9 +15,6 @@ pub use x86_64::*;
 
 #[cfg(CONFIG_ARM64)]
 mod arm64;
-#[cfg(CONFIG_ARM64)]
-#[path = "hot_arm64.rs"]
-pub mod hot;
 #[cfg(CONFIG_ARM64)]
 pub use arm64::*;
 

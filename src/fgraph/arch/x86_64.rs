@@ -5,11 +5,11 @@
 //! stack pointer at `retp + 8`, which is what it saves in `ftrace_regs`.
 
 use super::Slot;
-use crate::bindings;
 use crate::fgraph::graph::{fix_ret, trampoline};
 use crate::pure::shadow::Frame;
 use crate::sys::ftrace::Regs;
 use crate::sys::task::{StackView, TaskRef};
+use crate::sys::unwind;
 
 /// Whether `f` is the frame of the return the trampoline is handling.
 #[inline(always)]
@@ -17,87 +17,34 @@ pub fn frame_matches(f: &Frame, regs: &Regs) -> bool {
     f.retp.wrapping_add(8) == regs.sp()
 }
 
-/// The `pt_regs` the kretprobe API's handlers and perf samples get, from ftrace's registers:
-/// what `ftrace_regs` holds (at an entry the argument registers, ax, bp, sp and ip; at a return,
-/// `ret_addr` given, ax, dx, bp and sp, with ip = the return address, as the kernel's kretprobes
-/// report it), cs the kernel's, flags the always-set bit, every other field zero. Each field is
-/// written once, in place: no memset, no call.
-#[inline(always)]
-pub fn fill_pt_regs(
-    regs: &Regs,
-    ret_addr: Option<usize>,
-    out: &mut core::mem::MaybeUninit<bindings::pt_regs>,
-) {
-    use crate::fgraph::arch::hot::fregs as o;
-    let w = |off: usize| regs.word(off);
-    // The argument registers are not saved at a return.
-    let arg = |n: usize| if ret_addr.is_none() { w(o::ARGS[n]) } else { 0 };
-    out.write(bindings::pt_regs {
-        r15: 0,
-        r14: 0,
-        r13: 0,
-        r12: 0,
-        bp: w(o::BP),
-        bx: 0,
-        r11: 0,
-        r10: 0,
-        r9: arg(5),
-        r8: arg(4),
-        ax: w(o::RETVAL),
-        cx: arg(3),
-        dx: w(o::DX),
-        si: arg(1),
-        di: arg(0),
-        orig_ax: 0,
-        ip: ret_addr.unwrap_or_else(|| regs.ip()),
-        __bindgen_anon_1: bindings::pt_regs__bindgen_ty_1 {
-            csx: bindings::UFG_KERNEL_CS as u64,
-        },
-        flags: bindings::UFG_EFLAGS_FIXED as _,
-        sp: w(o::SP),
-        __bindgen_anon_2: bindings::pt_regs__bindgen_ty_2 { ssx: 0 },
-    });
-}
-
 /// Saves the current task's stack trace with the kernel's unwinder, stepping over our trampoline:
 /// where a frame's return address is the trampoline, the real one is substituted before the
 /// unwinder looks up the caller's unwind data (ORC has none for "returning into the trampoline").
 pub fn stack_trace(store: &mut [usize], skip: usize) -> usize {
-    // struct unwind_state is about 100 bytes; keep it on the stack, aligned.
-    let mut state = [0u64; 32];
-    // SAFETY: no preconditions.
-    if unsafe { bindings::ufg_unwind_state_size() } as usize > core::mem::size_of_val(&state) {
-        return 0;
-    }
-    let st = state.as_mut_ptr().cast::<core::ffi::c_void>();
     let tramp = trampoline();
     let mut pos = 0;
     let mut n = 0;
     let mut skipped = 0;
-    // SAFETY: `st` is a buffer big enough for the unwinder's state (checked above) that outlives
-    // the walk; the unwinder only reads the current task's stack.
-    unsafe {
-        bindings::ufg_unwind_start(st, TaskRef::current().as_ptr());
-        while !bindings::ufg_unwind_done(st) && n < store.len() {
-            let mut ip = bindings::ufg_unwind_ip(st);
-            if ip == 0 {
-                break;
-            }
-            if ip == tramp {
-                ip = fix_ret(&mut pos, ip, bindings::ufg_unwind_sp(st) - 8);
-                bindings::ufg_unwind_set_ip(st, ip);
-            }
-            if skipped < skip {
-                skipped += 1;
-            } else {
-                store[n] = ip;
-                n += 1;
-            }
-            if !bindings::ufg_unwind_next(st) {
-                break;
-            }
+    unwind::walk_current(|frame| {
+        if n >= store.len() {
+            return false;
         }
-    }
+        let mut ip = frame.ip();
+        if ip == 0 {
+            return false;
+        }
+        if ip == tramp {
+            ip = fix_ret(&mut pos, ip, frame.sp() - 8);
+            frame.set_ip(ip);
+        }
+        if skipped < skip {
+            skipped += 1;
+        } else {
+            store[n] = ip;
+            n += 1;
+        }
+        true
+    });
     n
 }
 

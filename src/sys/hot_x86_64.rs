@@ -111,7 +111,7 @@ pub fn rcu_watching() -> bool {
     v & b::UFG_CT_RCU_WATCHING as u32 != 0
 }
 
-pub use super::cpu_online;
+pub use crate::fgraph::arch::cpu_online;
 
 /// Where `struct ftrace_regs` keeps what callbacks read (byte offsets): x86_64's is a
 /// `pt_regs`, partly filled (the argument registers, ax, bp, sp, ip).
@@ -145,7 +145,7 @@ pub mod fregs {
     ///
     /// `f` must be valid entry registers.
     #[inline(always)]
-    pub unsafe fn retp(f: *mut crate::bindings::ftrace_regs) -> *mut usize {
+    pub unsafe fn retp(f: *mut crate::sys::ftrace::RawFregs) -> *mut usize {
         // SAFETY: a field of valid registers (caller).
         unsafe { (f.cast::<u8>().add(SP) as *const usize).read() as *mut usize }
     }

@@ -90,7 +90,7 @@ pub fn rcu_watching() -> bool {
     }
 }
 
-pub use super::cpu_online;
+pub use crate::fgraph::arch::cpu_online;
 
 /// Where `struct ftrace_regs` keeps what callbacks read (byte offsets): x0..x8, fp, lr, sp, pc.
 pub mod fregs {
@@ -120,7 +120,7 @@ pub mod fregs {
     ///
     /// `f` must be valid entry registers.
     #[inline(always)]
-    pub unsafe fn retp(f: *mut crate::bindings::ftrace_regs) -> *mut usize {
+    pub unsafe fn retp(f: *mut crate::sys::ftrace::RawFregs) -> *mut usize {
         // SAFETY: the address of a field of valid registers (caller).
         unsafe { f.cast::<u8>().add(b::UFG_FREGS_LR).cast::<usize>() }
     }

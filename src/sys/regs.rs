@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct pt_regs`, built from ftrace's registers for the interfaces that want one: the
+//! kretprobe API's handlers and perf samples. ufgraph never has real exception registers at a
+//! hooked call: these hold what `ftrace_regs` saved, the rest zero.
+
+use crate::bindings;
+use crate::sys::ftrace::Regs;
+
+/// The C `struct pt_regs`, named here because the kretprobe API's handlers take a pointer to
+/// one (built by [`fill_pt_regs`]).
+pub type PtRegs = bindings::pt_regs;
+
+/// The `pt_regs` the kretprobe API's handlers and perf samples get, from ftrace's registers:
+/// what `ftrace_regs` holds (at an entry the argument registers, ax, bp, sp and ip; at a return,
+/// `ret_addr` given, ax, dx, bp and sp, with ip = the return address, as the kernel's kretprobes
+/// report it), cs the kernel's, flags the always-set bit, every other field zero. Each field is
+/// written once, in place: no memset, no call.
+#[cfg(CONFIG_X86_64)]
+#[inline(always)]
+pub fn fill_pt_regs(
+    regs: &Regs,
+    ret_addr: Option<usize>,
+    out: &mut core::mem::MaybeUninit<PtRegs>,
+) {
+    use crate::fgraph::arch::hot::fregs as o;
+    let w = |off: usize| regs.word(off);
+    // The argument registers are not saved at a return.
+    let arg = |n: usize| if ret_addr.is_none() { w(o::ARGS[n]) } else { 0 };
+    out.write(bindings::pt_regs {
+        r15: 0,
+        r14: 0,
+        r13: 0,
+        r12: 0,
+        bp: w(o::BP),
+        bx: 0,
+        r11: 0,
+        r10: 0,
+        r9: arg(5),
+        r8: arg(4),
+        ax: w(o::RETVAL),
+        cx: arg(3),
+        dx: w(o::DX),
+        si: arg(1),
+        di: arg(0),
+        orig_ax: 0,
+        ip: ret_addr.unwrap_or_else(|| regs.ip()),
+        __bindgen_anon_1: bindings::pt_regs__bindgen_ty_1 {
+            csx: bindings::UFG_KERNEL_CS as u64,
+        },
+        flags: bindings::UFG_EFLAGS_FIXED as _,
+        sp: w(o::SP),
+        __bindgen_anon_2: bindings::pt_regs__bindgen_ty_2 { ssx: 0 },
+    });
+}
+
+/// The `pt_regs` the kretprobe API's handlers and perf samples get, from ftrace's registers
+/// (the glue: arm64's `ftrace_partial_regs()` is a static inline): x0..x8, fp, sp, lr and pc
+/// (at a return, `ret_addr`: the return address), every other field zero.
+#[cfg(CONFIG_ARM64)]
+pub fn fill_pt_regs(
+    regs: &Regs,
+    ret_addr: Option<usize>,
+    out: &mut core::mem::MaybeUninit<PtRegs>,
+) {
+    // SAFETY: `regs` wraps valid registers (type invariant); the glue writes `out` whole.
+    unsafe {
+        match ret_addr {
+            Some(a) => bindings::ufg_regs_from_exit(regs.as_ptr(), out.as_mut_ptr(), a as _),
+            None => bindings::ufg_regs_from_entry(regs.as_ptr(), out.as_mut_ptr()),
+        }
+    }
+}
