@@ -188,9 +188,11 @@ impl Tasks {
             idle: per_cpu_vec(GFP_KERNEL, || AtomicPtr::new(null_mut()))?,
             idle_owner: per_cpu_vec(GFP_KERNEL, || AtomicUsize::new(0))?,
             cache: per_cpu_vec(GFP_KERNEL, || CacheLine(AtomicPtr::new(null_mut())))?,
-            rebuild <- Work::new(),
+            // SAFETY: the fields at `Tasks`'s two `WorkItem` offsets, in its pin-initialiser.
+            rebuild <- unsafe { Work::new() },
             pool <- IrqSpinLock::new(Pool { p: [null_mut(); POOL], n: 0 }),
-            refill <- Work::new(),
+            // SAFETY: as above.
+            refill <- unsafe { Work::new() },
             orphans: AtomicBool::new(false),
             attached: AtomicBool::new(false),
             hotplug: AtomicI32::new(0),
@@ -397,9 +399,10 @@ impl Owner {
 #[pinned_drop]
 impl PinnedDrop for Tasks {
     fn drop(self: Pin<&mut Self>) {
+        // Cancelled by `detach` already: idle now, but the work's contract wants it here too.
+        // First, as in `detach`: a refill may queue a rebuild.
+        self.refill.cancel_sync();
         // The owner detached (it holds the probes); a rebuild may still be queued.
         self.rebuild.cancel_sync();
-        // Cancelled by `detach` already: idle now, but the work's contract wants it here too.
-        self.refill.cancel_sync();
     }
 }

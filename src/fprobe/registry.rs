@@ -30,7 +30,8 @@ impl Fprobes {
                 missed_retired: 0,
                 going: KVec::new(),
             }),
-            reaper <- Work::new(),
+            // SAFETY: the field at `Fprobes`'s `WorkItem` offset, in its pin-initialiser.
+            reaper <- unsafe { Work::new() },
         })
     }
 

@@ -63,7 +63,7 @@ impl Regs {
 
     /// The word at byte offset `off`, one of the offsets of `arch::hot::fregs`.
     #[inline(always)]
-    pub(crate) fn word(&self, off: usize) -> usize {
+    pub(in crate::sys) fn word(&self, off: usize) -> usize {
         // SAFETY: `off` is the offset of a word of `struct ftrace_regs` (arch::hot::fregs), and
         // `self` wraps valid registers (type invariant).
         unsafe { self.as_ptr().cast::<u8>().add(off).cast::<usize>().read() }

@@ -75,8 +75,13 @@ pub fn preempt_disable() {
 
 /// `preempt_enable_notrace()`: balances [`preempt_disable`], and on preemptible kernels
 /// reschedules if the count dropped to zero with a reschedule pending (the folded bit).
+///
+/// # Safety
+///
+/// Balances a [`preempt_disable`] of this task whose witnesses (a `NoPreempt`, references the
+/// RCU-sched read side lent out) are all gone: preemption may be on after it.
 #[inline(always)]
-pub fn preempt_enable() {
+pub unsafe fn preempt_enable() {
     core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
     #[cfg(all(CONFIG_PREEMPT_COUNT, not(CONFIG_PREEMPTION)))]
     // SAFETY: balances the increment of `preempt_disable` on this CPU.

@@ -52,8 +52,9 @@ impl<T> IrqSpinLock<T> {
 }
 
 /// Preemption disabled (without tracing) for the guard's lifetime: an RCU-sched read-side
-/// critical section, which `synchronize_rcu()` waits for.
-pub struct NoPreempt(());
+/// critical section, which `synchronize_rcu()` waits for. Neither `Send` nor `Sync`: it is
+/// about this task on this CPU, and its drop must run there.
+pub struct NoPreempt(PhantomData<*mut ()>);
 
 impl NoPreempt {
     /// Disables preemption.
@@ -62,7 +63,7 @@ impl NoPreempt {
     #[inline(always)]
     pub fn new() -> Self {
         crate::fgraph::arch::hot::preempt_disable();
-        Self(())
+        Self(PhantomData)
     }
 }
 
@@ -75,15 +76,15 @@ impl NoPreempt {
     /// Preemption must stay disabled for as long as the guard (or a reference to it) lives.
     #[inline(always)]
     pub unsafe fn assume_disabled() -> core::mem::ManuallyDrop<Self> {
-        core::mem::ManuallyDrop::new(Self(()))
+        core::mem::ManuallyDrop::new(Self(PhantomData))
     }
 }
 
 impl Drop for NoPreempt {
     #[inline(always)]
     fn drop(&mut self) {
-        // Balances `new`.
-        crate::fgraph::arch::hot::preempt_enable();
+        // SAFETY: balances `new`; the guard is gone, and with it the references it lent.
+        unsafe { crate::fgraph::arch::hot::preempt_enable() };
     }
 }
 
@@ -189,7 +190,8 @@ impl Drop for Recursion {
     #[inline(always)]
     fn drop(&mut self) {
         // ftrace_test_recursion_unlock(): preemption first, then the bit.
-        crate::fgraph::arch::hot::preempt_enable();
+        // SAFETY: balances `try_lock`'s disable; the guard, the `NoPreempt` it lends, is gone.
+        unsafe { crate::fgraph::arch::hot::preempt_enable() };
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
         let bits = crate::fgraph::arch::hot::current()
             .wrapping_add(crate::bindings::UFG_TASK_TRACE_RECURSION)
@@ -226,9 +228,8 @@ pub fn msleep(ms: u32) {
 ///
 /// # Safety
 ///
-/// `OFFSET` must be the offset of a `Work<Self, ID>` field of `Self`, and a `Work<Self, ID>` must
-/// be initialised ([`Work::new`]) only as that field (the implementer, who owns `Self`, makes
-/// sure its constructor is the only place); every `Self` whose work is initialised must be
+/// `OFFSET` must be the offset of a `Work<Self, ID>` field of `Self` (which [`Work::new`]'s
+/// callers, `Self`'s constructors, initialise); every `Self` whose work is initialised must be
 /// pinned, and must cancel the work ([`Work::cancel_sync`], which waits for a running callback)
 /// before it goes away. Then the callback may hand [`WorkItem::run`] a reference to the `Self`
 /// around the work.
@@ -257,9 +258,18 @@ unsafe impl<T: WorkItem<ID>, const ID: u64> Send for Work<T, ID> {}
 unsafe impl<T: WorkItem<ID>, const ID: u64> Sync for Work<T, ID> {}
 
 impl<T: WorkItem<ID>, const ID: u64> Work<T, ID> {
-    /// A pin-initialiser for the work item (the field at `T::OFFSET` of a `T` being
-    /// initialised: the `WorkItem` contract).
-    pub fn new() -> impl PinInit<Self> {
+    /// A pin-initialiser for the work item.
+    ///
+    /// # Safety
+    ///
+    /// Only as the field at `T::OFFSET` of a `T` being pin-initialised (the [`WorkItem`]
+    /// contract): the callback finds its `T` at that offset, and [`Work::schedule`] may be
+    /// called on any initialised work, so a `Work` anywhere else would hand the callback memory
+    /// that is no `T` (or is freed).
+    pub unsafe fn new() -> impl PinInit<Self> {
+        const {
+            assert!(T::OFFSET + core::mem::size_of::<Self>() <= core::mem::size_of::<T>());
+        }
         // SAFETY: INIT_WORK initialises the work_struct in place; `Work` is transparent.
         unsafe {
             kernel::init::pin_init_from_closure(move |slot: *mut Self| {

@@ -12,7 +12,10 @@ use core::ffi::c_void;
 
 /// Saves up to `store.len()` return addresses of the current task's stack, after skipping
 /// `skip` (`stack_trace_save()`); returns how many it saved.
+// Inlined, so that the walk starts at the caller's frame (the skip counts from there, and on
+// arm64 both walks of `arch::stack_trace` number the frames alike).
 #[allow(dead_code)]
+#[inline(always)]
 pub fn save_current(store: &mut [usize], skip: usize) -> usize {
     let (buf, len) = (store.as_mut_ptr(), store.len() as u32);
     // SAFETY: `buf` has room for `len` entries; the walk only reads the current task's stacks.
@@ -46,8 +49,9 @@ impl Frame {
     }
 
     /// Makes the unwinder continue as if the return address were `ip` (for the unwind data it
-    /// looks up next).
-    pub fn set_ip(&mut self, ip: usize) {
+    /// looks up next). Through `&self`: frames are only ever lent shared, so that no frame can
+    /// be swapped into another walk's closure and outlive its own walk's state.
+    pub fn set_ip(&self, ip: usize) {
         // SAFETY: a started state (the type invariant).
         unsafe { bindings::ufg_unwind_set_ip(self.st, ip) };
     }
@@ -55,8 +59,10 @@ impl Frame {
 
 /// Walks the current task's stack with the kernel's unwinder, calling `f` at each frame until
 /// it returns false or the walk ends. Does nothing if the unwinder's state does not fit here.
+/// Inlined, so that the walk starts at the caller's frame, as the C API's skip counts.
 #[cfg(CONFIG_X86_64)]
-pub fn walk_current(mut f: impl FnMut(&mut Frame) -> bool) {
+#[inline(always)]
+pub fn walk_current(mut f: impl FnMut(&Frame) -> bool) {
     // struct unwind_state is about 100 bytes; keep it on the stack, aligned.
     let mut state = [0u64; 32];
     // SAFETY: no preconditions.
@@ -68,10 +74,10 @@ pub fn walk_current(mut f: impl FnMut(&mut Frame) -> bool) {
     // outlives the walk; the unwinder only reads the current task's stack.
     unsafe { bindings::ufg_unwind_start(st, TaskRef::current().as_ptr()) };
     // INVARIANT: started just above, and `state` outlives the loop.
-    let mut frame = Frame { st };
+    let frame = Frame { st };
     // SAFETY: the state was started above (each call below likewise).
     while !unsafe { bindings::ufg_unwind_done(st) } {
-        if !f(&mut frame) {
+        if !f(&frame) {
             break;
         }
         // SAFETY: as above.

@@ -331,8 +331,10 @@ impl Tasks {
         }
         HOTPLUG_TASKS.withdraw(self);
         self.attached.store(false, Relaxed);
-        self.rebuild.cancel_sync();
+        // Refill first: a refill running `cover_all` may queue a rebuild (never the reverse), and
+        // `cancel_sync` covers only what was queued before it.
         self.refill.cancel_sync();
+        self.rebuild.cancel_sync();
         self.drain_pool();
         self.orphans.store(false, Relaxed);
         let table = self.writer.with(|counts| {
