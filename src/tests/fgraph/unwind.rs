@@ -12,6 +12,9 @@ struct Tracer {
     only: usize,
     trace: [AtomicUsize; 16],
     n: AtomicUsize,
+    /// ufgraph's unwinder only: 1 if a second trace with `skip` 1 was the first one less its
+    /// first frame, 2 if not.
+    skip_ok: AtomicUsize,
 }
 
 impl Tracer {
@@ -21,6 +24,7 @@ impl Tracer {
             only,
             trace: [const { AtomicUsize::new(0) }; 16],
             n: AtomicUsize::new(0),
+            skip_ok: AtomicUsize::new(0),
         }
     }
 
@@ -47,7 +51,14 @@ impl GraphHandler for Tracer {
             // SAFETY: `buf` has room for 16 entries; the walk reads the current task's stacks.
             unsafe { bindings::stack_trace_save(buf.as_mut_ptr(), 16, 0) as usize }
         } else {
-            graph::stack_trace(&mut buf, 0)
+            let n = graph::stack_trace(&mut buf, 0);
+            // The same walk from the same frame, skipping one: the skip counts from the
+            // caller's frame however the unwinder's helpers are inlined.
+            let mut skipped = [0usize; 16];
+            let m = graph::stack_trace(&mut skipped, 1);
+            let same = n > 1 && m + 1 >= n && skipped[..n - 1] == buf[1..n];
+            self.skip_ok.store(if same { 1 } else { 2 }, Relaxed);
+            n
         };
         for (slot, v) in self.trace.iter().zip(buf.iter()) {
             slot.store(*v, Relaxed);
@@ -72,6 +83,7 @@ pub(super) fn unwinding_shows_the_real_caller(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, unsafe { bindings::ufg_test_caller(5) }, 7);
     let trace = ops.handler().trace();
     kcheck!(t, trace.len() > 3, "only {} frames", trace.len());
+    kcheck_eq!(t, ops.handler().skip_ok.load(Relaxed), 1);
     let caller = bindings::ufg_test_caller as *const () as usize;
     for (i, ip) in trace.iter().enumerate() {
         kcheck!(t, *ip != trampoline(), "frame {} is the trampoline", i);
