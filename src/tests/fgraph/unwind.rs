@@ -12,8 +12,8 @@ struct Tracer {
     only: usize,
     trace: [AtomicUsize; 16],
     n: AtomicUsize,
-    /// ufgraph's unwinder only: 1 if a second trace with `skip` 1 was the first one less its
-    /// first frame, 2 if not.
+    /// ufgraph's unwinder only: 1 if a second trace with `skip` 1 was the first one less one
+    /// frame, 2 if not.
     skip_ok: AtomicUsize,
 }
 
@@ -52,11 +52,13 @@ impl GraphHandler for Tracer {
             unsafe { bindings::stack_trace_save(buf.as_mut_ptr(), 16, 0) as usize }
         } else {
             let n = graph::stack_trace(&mut buf, 0);
-            // The same walk from the same frame, skipping one: the skip counts from the
-            // caller's frame however the unwinder's helpers are inlined.
+            // The same walk from the same frame, skipping one, drops exactly one frame: the
+            // first frame is the unwinder's caller inside `stack_trace` (the same for both
+            // calls), the second the return into this function (from a different call site
+            // each time), and from the third on they must be alike.
             let mut skipped = [0usize; 16];
             let m = graph::stack_trace(&mut skipped, 1);
-            let same = n > 1 && m + 1 >= n && skipped[..n - 1] == buf[1..n];
+            let same = n > 2 && m + 1 >= n && skipped[1..n - 1] == buf[2..n];
             self.skip_ok.store(if same { 1 } else { 2 }, Relaxed);
             n
         };
