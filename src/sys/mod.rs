@@ -29,6 +29,7 @@ pub mod params;
 pub mod percpu;
 pub mod rcutable;
 pub mod regs;
+pub mod slice;
 pub mod sync;
 pub mod task;
 pub mod trace_event;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The promises of the BTF reader (`src/pure/btf/`): what the module will read from
+//! The promises of the BTF reader (`src/sys/btf/reader/`): what the module will read from
 //! `/sys/kernel/btf/vmlinux` and `/sys/kernel/btf/MODULE` must never make it panic, loop or
 //! read out of bounds, and what it accepts must answer as the blob says.
 //!
@@ -29,7 +29,9 @@
 
 use std::collections::HashSet;
 
-use ufgraph_pure::btf::{layout, Btf, Error, Kind, Member, ScalarKind, MAX_DEPTH, POINTER_SIZE};
+use ufgraph_pure::sys::btf::reader::{
+    layout, Btf, Error, Kind, Member, ScalarKind, MAX_DEPTH, POINTER_SIZE,
+};
 
 use crate::common::{ensure, Verdict};
 
@@ -70,7 +72,7 @@ struct Raw<'a> {
     vlen: u16,
     flag: bool,
     third: u32,
-    t: ufgraph_pure::btf::Type<'a>,
+    t: ufgraph_pure::sys::btf::reader::Type<'a>,
 }
 
 impl Raw<'_> {
@@ -503,9 +505,9 @@ pub fn check(data: &[u8]) -> Result<&'static str, String> {
     Ok("split accepted")
 }
 
-const SAMPLE: &[u8] = include_bytes!("../../../src/pure/btf/testdata/sample.btf");
-const SPLIT_BASE: &[u8] = include_bytes!("../../../src/pure/btf/testdata/split-base.btf");
-const SPLIT_MOD: &[u8] = include_bytes!("../../../src/pure/btf/testdata/split-mod.btf");
+const SAMPLE: &[u8] = include_bytes!("../../../src/sys/btf/reader/testdata/sample.btf");
+const SPLIT_BASE: &[u8] = include_bytes!("../../../src/sys/btf/reader/testdata/split-base.btf");
+const SPLIT_MOD: &[u8] = include_bytes!("../../../src/sys/btf/reader/testdata/split-mod.btf");
 
 /// A blob of raw type words and strings, little-endian.
 fn blob(types: &[u32], strs: &[u8]) -> Vec<u8> {

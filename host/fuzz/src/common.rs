@@ -3,7 +3,7 @@
 //! What the fuzzers share: the parser configurations, a corpus of definitions, the mutator that
 //! edits them, and the sources of random choices (a seeded generator, or the fuzzer's input).
 
-use ufgraph_pure::probedef::Config;
+use ufgraph_pure::events::probedef::Config;
 
 /// Parser configurations: the usual one, and small limits with long offsets.
 pub const CONFIGS: [Config; 2] = [
@@ -94,7 +94,7 @@ pub const SEEDS: &[&str] = &[
     "f:gggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggg/e vfs_read",
     "t kfree $retval",
     "f vfs_read $comm:u8 \"x\":string[2]",
-    // BTF arguments (the sample BTF, src/pure/btf/testdata/sample.c): parameters, members,
+    // BTF arguments (the sample BTF, src/sys/btf/reader/testdata/sample.c): parameters, members,
     // typed $retval, $arg* and $argN rewritten, and their errors.
     "f vfs_read count pos file->f_name.name:string n=file->f_mode",
     "f vfs_read%return $retval count file->f_pair.hi file->f_name.len",
@@ -104,7 +104,7 @@ pub const SEEDS: &[&str] = &[
     "f vfs_read file->f_dentry->d_name $arg9 file-.x file.f_mode",
     "f vfs_read $arg* $arg* hoge",
     "t vfs_read $arg*",
-    // A module's function, from split BTF (src/pure/btf/testdata/split-mod.c over split-base.c).
+    // A module's function, from split BTF (src/sys/btf/reader/testdata/split-mod.c over split-base.c).
     "f mydev_open dev->filp->f_inode->i_size i=inode->i_ino dev->id $arg*",
     "f mydev_open%return $retval dev->nosuch $arg3",
 ];
@@ -333,7 +333,7 @@ pub fn mutation_fuzzer(
     use std::collections::BTreeMap;
     use std::panic::{self, AssertUnwindSafe};
     use std::process::ExitCode;
-    use ufgraph_pure::probedef::MAX_COMMAND_LEN;
+    use ufgraph_pure::events::probedef::MAX_COMMAND_LEN;
     const CORPUS_MAX: usize = 4096;
 
     let mut argv = std::env::args().skip(1);

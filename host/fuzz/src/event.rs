@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The promises of the event record layer (`src/pure/event/`): the fetch-argument compiler,
+//! The promises of the event record layer (`src/events/program/`): the fetch-argument compiler,
 //! the record writer and the renderer, checked on one definition and fake probe hits.
 //!
 //! A definition that parses is compiled (with a fake symbol table that knows some symbols and
@@ -25,12 +25,12 @@
 use std::fmt::{self, Write as _};
 
 use crate::common::{Source, CONFIGS};
-use ufgraph_pure::event::fake::{Fake, Region};
-use ufgraph_pure::event::{
+use ufgraph_pure::events::probedef::{parse, Command};
+use ufgraph_pure::events::program::fake::{Fake, Region};
+use ufgraph_pure::events::program::{
     compile, dynamic_size, make_data_loc, render_args, split_data_loc, store, write_print_fmt, Out,
     Program, ENTRY_HEAD, EXIT_HEAD, FAULT_STRING, MAX_STRING_SIZE,
 };
-use ufgraph_pure::probedef::{parse, Command};
 
 /// Definitions that reach every kind of store, on top of the shared corpus.
 pub const EVENT_SEEDS: &[&str] = &[
