@@ -67,19 +67,6 @@ impl NoPreempt {
     }
 }
 
-impl NoPreempt {
-    /// A guard for preemption that something else disabled and will enable again: it does not
-    /// enable preemption when dropped (hence `ManuallyDrop`).
-    ///
-    /// # Safety
-    ///
-    /// Preemption must stay disabled for as long as the guard (or a reference to it) lives.
-    #[inline(always)]
-    pub unsafe fn assume_disabled() -> core::mem::ManuallyDrop<Self> {
-        core::mem::ManuallyDrop::new(Self(PhantomData))
-    }
-}
-
 impl Drop for NoPreempt {
     #[inline(always)]
     fn drop(&mut self) {
