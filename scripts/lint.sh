@@ -7,7 +7,10 @@
 #                     bench-report, kcfi-audit) have no clippy warning;
 #   lint:host-files   the files whose first comment says "Host-tested" are exactly those
 #                     host/src/lib.rs builds: each of them, and every file the host crate
-#                     compiles is one of them or in the folder of one (a marked mod.rs).
+#                     compiles is one of them or in the folder of one (a marked mod.rs);
+#   lint:layers       each subsystem of src/ uses only those below it, in the order of
+#                     src/sys/mod.rs's diagram (sys, fgraph, fprobe, kretprobe, events, demo):
+#                     no import cycle between them (src/tests and the crate root use all).
 # The module's own clippy run is part of its build (scripts/module.sh builds with the kernel's
 # CLIPPY=1, and in CI any warning there fails the build).
 # `scripts/lint.sh fix` reformats instead of checking.
@@ -79,5 +82,23 @@ else
 	cat "$UFG_BUILD/lint-host-files.log" >&2
 	echo "fail lint:host-files (the host crate does not build)" >> "$out"
 fi
+ufg_log "lint: layers (src/sys/mod.rs)"
+layers=(sys fgraph fprobe kretprobe events demo)
+bad=0
+for i in "${!layers[@]}"; do
+	l=${layers[$i]}
+	above=("${layers[@]:$((i + 1))}")
+	[ ${#above[@]} -gt 0 ] || continue
+	pat="crate::($(IFS='|'; echo "${above[*]}"))\\b"
+	# Code lines only (comments may name any layer).
+	hits=$(cd "$UFG_TOP" && grep -rnE "$pat" "src/$l" $( [ -f "src/$l.rs" ] && echo "src/$l.rs") --include='*.rs' |
+		grep -vE '^[^:]+:[0-9]+:[[:space:]]*//')
+	if [ -n "$hits" ]; then
+		ufg_log "lint: $l uses a subsystem above it:"
+		echo "$hits" | head -n 5 >&2
+		bad=1
+	fi
+done
+[ $bad = 0 ] && echo "ok lint:layers" >> "$out" || echo "fail lint:layers" >> "$out"
 cat "$out"
 ! grep -q '^fail ' "$out"
