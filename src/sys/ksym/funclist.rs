@@ -39,20 +39,31 @@ fn hex(s: &[u8]) -> Option<usize> {
     Some(v)
 }
 
+/// The words of a line: split on spaces and tabs, empty ones skipped (both files align their
+/// columns with either).
+fn words(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(|&c| c == b' ' || c == b'\t')
+        .filter(|w| !w.is_empty())
+}
+
+/// The optional last word of both files, `[MODULE]`: `Some(None)` when there is none (the
+/// kernel image), `None` for a word that is not a bracketed name.
+fn module(word: Option<&[u8]>) -> Option<Option<&[u8]>> {
+    match word {
+        None => Some(None),
+        Some(m) if m.len() > 2 && m[0] == b'[' && m[m.len() - 1] == b']' => {
+            Some(Some(&m[1..m.len() - 1]))
+        }
+        Some(_) => None,
+    }
+}
+
 /// Parses one line (without its newline). `None` for anything that is not `ADDR NAME [MODULE]`.
 pub fn parse(line: &[u8]) -> Option<Func<'_>> {
-    let mut words = line
-        .split(|&c| c == b' ' || c == b'\t')
-        .filter(|w| !w.is_empty());
+    let mut words = words(line);
     let loc = hex(words.next()?)?;
     let name = words.next()?;
-    let module = match words.next() {
-        None => None,
-        Some(m) if m.len() > 2 && m[0] == b'[' && m[m.len() - 1] == b']' => {
-            Some(&m[1..m.len() - 1])
-        }
-        Some(_) => return None,
-    };
+    let module = module(words.next())?;
     if words.next().is_some() || loc == 0 {
         return None;
     }
@@ -75,22 +86,14 @@ pub struct Sym<'a> {
 
 /// Parses one `/proc/kallsyms` line (without its newline).
 pub fn parse_kallsyms(line: &[u8]) -> Option<Sym<'_>> {
-    let mut words = line
-        .split(|&c| c == b' ' || c == b'\t')
-        .filter(|w| !w.is_empty());
+    let mut words = words(line);
     let addr = hex(words.next()?)?;
     let kind = match words.next()? {
         [k] if k.is_ascii_alphabetic() => *k,
         _ => return None,
     };
     let name = words.next()?;
-    let module = match words.next() {
-        None => None,
-        Some(m) if m.len() > 2 && m[0] == b'[' && m[m.len() - 1] == b']' => {
-            Some(&m[1..m.len() - 1])
-        }
-        Some(_) => return None,
-    };
+    let module = module(words.next())?;
     if words.next().is_some() {
         return None;
     }
