@@ -135,6 +135,10 @@ impl probedef::BtfSource for KernelBtf {
     fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, btf::Func)> {
         probedef::find_function(self.btf(None).ok()?, name, tracepoint)
     }
+
+    fn structure(&self, name: &str, _func: &str, _tracepoint: bool) -> Option<(Btf<'_>, u32)> {
+        probedef::find_struct(self.btf(None).ok()?, name)
+    }
 }
 
 /// vmlinux's BTF for the events' BTF arguments: read on first use, in process context, and
@@ -307,5 +311,14 @@ impl probedef::BtfSource for Source<'_> {
             .get_or_init(|| load_module_of(&self.base, name, tracepoint))
             .as_ref()?;
         probedef::find_function(m.btf(Some(&self.base)).ok()?, name, tracepoint)
+    }
+
+    fn structure(&self, name: &str, func: &str, tracepoint: bool) -> Option<(Btf<'_>, u32)> {
+        // vmlinux's first; then the probed function's module, whose split BTF looks in
+        // vmlinux's again (a miss) and then in the module's own types.
+        probedef::find_struct(self.base, name).or_else(|| {
+            let (btf, _) = self.function(func, tracepoint)?;
+            probedef::find_struct(btf, name)
+        })
     }
 }

@@ -33,6 +33,8 @@ pub struct Fake {
     pub sp: u64,
     /// The address of `current->comm` (its text is in `kmem`, like any kernel string).
     pub comm: u64,
+    /// The address of the current `task_struct`.
+    pub current: u64,
     /// Memory in whole regions, read before the maps.
     pub regions: Vec<Region>,
     /// Kernel memory, byte by byte.
@@ -166,6 +168,9 @@ impl Env for Fake {
     }
     fn comm(&self) -> u64 {
         self.comm
+    }
+    fn current(&self) -> u64 {
+        self.current
     }
     fn read(&self, addr: u64, user: bool, buf: &mut [u8]) -> bool {
         for (i, b) in buf.iter_mut().enumerate() {

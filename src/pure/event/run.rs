@@ -39,6 +39,8 @@ pub trait Env {
     fn stack_pointer(&self) -> u64;
     /// The address of `current->comm`, a kernel string.
     fn comm(&self) -> u64;
+    /// The address of the current task's `task_struct` (`$current`).
+    fn current(&self) -> u64;
     /// Copies `buf.len()` bytes from `addr` in kernel (or, if `user`, user) memory:
     /// `copy_from_kernel_nofault()` / `copy_from_user_nofault()`. `false` if any byte faults.
     fn read(&self, addr: u64, user: bool, buf: &mut [u8]) -> bool;
@@ -83,6 +85,7 @@ fn load(p: &Program, env: &impl Env) -> u64 {
         Origin::Stack(n) => env.stack(n).unwrap_or(0),
         Origin::StackPointer => env.stack_pointer(),
         Origin::Comm => env.comm(),
+        Origin::Current => env.current(),
         Origin::Imm(v) => v,
         // Not an address: the string store reads the program's text.
         Origin::ImmStr(()) => 0,

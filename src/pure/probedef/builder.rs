@@ -33,6 +33,7 @@ pub(super) enum LastOp {
     Stack,
     StackPointer,
     Comm,
+    Current,
     Imm,
     Data,
     Deref,
@@ -84,6 +85,7 @@ impl<'t> Builder<'t> {
             Load::Stack(_) => LastOp::Stack,
             Load::StackPointer => LastOp::StackPointer,
             Load::Comm => LastOp::Comm,
+            Load::Current => LastOp::Current,
             Load::Imm(_) | Load::Symbol(_) => LastOp::Imm,
             Load::ImmStr(_) => LastOp::Data,
         })

@@ -12,7 +12,9 @@ use super::error::{ErrCode, Errno};
 use super::finalize::finalize;
 use super::num::{is_alpha, kstrtoll, kstrtoull, neg_kstrtoll, NumError};
 use super::program::{Deref, Fetch, Load, MAX_PROBE_EVENT_SIZE};
+use super::typecast::parse_typecast;
 use super::types::FetchType;
+use crate::pure::btf::Btf;
 
 /// The function arguments a return probe saves at entry, in entry-data slot order
 /// (upstream's `probe_entry_arg`: one `unsigned long` each, shared by every `$argN` reading it).
@@ -68,6 +70,12 @@ pub(super) struct ArgCtx<'a> {
     pub(super) func: &'a str,
     /// What the current argument's BTF lookup found last.
     pub(super) last: Option<LastType>,
+    /// The BTF of the struct a typecast or `$current` named, which `last` then refers to
+    /// (upstream's `ctx->struct_btf`); `None`: `last` is in the probed function's BTF.
+    pub(super) cast: Option<Btf<'a>>,
+    /// Typecasts and dereferences around the expression being parsed (upstream's
+    /// `ctx->depth`).
+    pub(super) depth: u8,
 }
 
 impl<'a> ArgCtx<'a> {
@@ -88,7 +96,19 @@ impl<'a> ArgCtx<'a> {
             btf,
             func,
             last: None,
+            cast: None,
+            depth: 0,
         }
+    }
+
+    /// The struct `name` for a typecast or `$current` ([`BtfSource::structure`]).
+    pub(super) fn structure(&self, name: &str) -> Option<(Btf<'a>, u32)> {
+        self.btf.0?.structure(name, self.func, self.tracepoint)
+    }
+
+    /// The BTF that `last` refers to (upstream's `ctx_btf()`).
+    pub(super) fn last_btf(&self) -> Option<Btf<'a>> {
+        self.cast.or_else(|| self.query().map(|f| f.btf))
     }
 
     /// The probed function's BTF (`query_btf_context()`).
@@ -128,6 +148,8 @@ pub(super) fn parse_body<'t>(
     let mut off = at;
     let mut b = Builder::new();
     ctx.last = None;
+    ctx.cast = None;
+    ctx.depth = 0;
     parse_probe_arg(spec.expr, &mut off, ctx, &mut b)?;
     // The type BTF says, unless one was written; a string written for a BTF value.
     match spec.name {
@@ -157,7 +179,7 @@ pub(super) fn parse_body<'t>(
 
 /// `parse_probe_arg()`: parses a fetch expression at byte `*off` of its word. Nested
 /// dereferences move `*off` as upstream moves `ctx->offset`.
-fn parse_probe_arg<'t>(
+pub(super) fn parse_probe_arg<'t>(
     arg: &'t str,
     off: &mut usize,
     ctx: &mut ArgCtx<'_>,
@@ -168,6 +190,10 @@ fn parse_probe_arg<'t>(
     match arg.as_bytes().first().copied() {
         // With BTF, an exit probe's `$retval` is typed, and may have members.
         Some(b'$') if ctx.is_return && ctx.btf.0.is_some() && rest.starts_with("retval") => {
+            parse_btf_arg(arg, off, ctx, b)
+        }
+        // With BTF, `$current->member` is a member of the current task_struct.
+        Some(b'$') if ctx.btf.0.is_some() && rest.starts_with("current-") => {
             parse_btf_arg(arg, off, ctx, b)
         }
         Some(b'$') => {
@@ -199,6 +225,7 @@ fn parse_probe_arg<'t>(
             )
         }
         Some(sign @ (b'+' | b'-')) => parse_deref(arg, sign, off, ctx, b),
+        Some(b'(') => parse_typecast(arg, off, ctx, b),
         Some(b'\\') => {
             b.set_load(parse_imm(rest, *off)?);
             Ok(())
@@ -241,6 +268,13 @@ fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx<'_>) -> Result<Load<&'stati
     }
     if var == "comm" || var == "COMM" {
         return Ok(Load::Comm);
+    }
+    // `parse_probe_var_current()`. `$current->...` went to the BTF parser if there is BTF.
+    if let Some(tail) = var.strip_prefix("current") {
+        if !tail.is_empty() {
+            return bad(ErrCode::BadVar);
+        }
+        return Ok(Load::Current);
     }
     if let Some(num) = var.strip_prefix("arg") {
         let n = match kstrtoull(num, 10) {
@@ -333,7 +367,10 @@ fn parse_deref<'t>(
         ));
     };
     let here = *off;
-    parse_probe_arg(inside.get(..close).unwrap_or(""), off, ctx, b)?;
+    ctx.depth = ctx.depth.saturating_add(1);
+    let inner = parse_probe_arg(inside.get(..close).unwrap_or(""), off, ctx, b);
+    ctx.depth -= 1;
+    inner?;
     *off = here;
     // What is read through the dereference has no BTF type.
     ctx.last = None;

@@ -49,6 +49,8 @@ pub enum Load<S, Y = S> {
     StackPointer,
     /// `$comm`: the address of the current task's `comm`.
     Comm,
+    /// `$current`: the address of the current task's `task_struct`.
+    Current,
     /// `\IMM`, or the address of `@ADDR`: a constant.
     Imm(u64),
     /// `\"STR"`: the address of the string (the text between the quotes, kept by the probe).
@@ -76,6 +78,7 @@ impl<S, Y> Load<S, Y> {
             Load::Stack(n) => Load::Stack(n),
             Load::StackPointer => Load::StackPointer,
             Load::Comm => Load::Comm,
+            Load::Current => Load::Current,
             Load::Imm(v) => Load::Imm(v),
             Load::ImmStr(s) => Load::ImmStr(imm_str(s)?),
             Load::Symbol(y) => symbol(y)?,

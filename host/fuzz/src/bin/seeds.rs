@@ -30,7 +30,7 @@ use ufgraph_pure::probedef::{parse, Command};
 
 /// The host tests of the definition parser and of the record layer, whose commands seed the
 /// parser's targets.
-const TEST_SOURCES: [&str; 13] = [
+const TEST_SOURCES: [&str; 14] = [
     include_str!("../../../../src/pure/probedef/tests/mod.rs"),
     include_str!("../../../../src/pure/probedef/tests/upstream.rs"),
     include_str!("../../../../src/pure/probedef/tests/heads.rs"),
@@ -40,6 +40,7 @@ const TEST_SOURCES: [&str; 13] = [
     include_str!("../../../../src/pure/probedef/tests/listing.rs"),
     include_str!("../../../../src/pure/probedef/tests/btf.rs"),
     include_str!("../../../../src/pure/probedef/tests/btf_split.rs"),
+    include_str!("../../../../src/pure/probedef/tests/typecast.rs"),
     include_str!("../../../../src/pure/event/tests/mod.rs"),
     include_str!("../../../../src/pure/event/tests/values.rs"),
     include_str!("../../../../src/pure/event/tests/strings.rs"),

@@ -28,6 +28,10 @@ impl BtfSource for Split {
         find_function(*self.base, name, tracepoint)
             .or_else(|| find_function(*self.module?, name, tracepoint))
     }
+
+    fn structure(&self, name: &str, _func: &str, _tracepoint: bool) -> Option<(Btf<'_>, u32)> {
+        find_struct(*self.base, name).or_else(|| find_struct(*self.module?, name))
+    }
 }
 
 fn split(with_module: bool) -> &'static Split {

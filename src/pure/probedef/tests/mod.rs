@@ -10,6 +10,7 @@ mod fetchargs;
 mod fields;
 mod heads;
 mod listing;
+mod typecast;
 mod types;
 mod upstream;
 
