@@ -17,7 +17,7 @@ R=$DBG/ufgraph/README
 for s in 'f[:[<group>/][<event>]] <func-name>[%return] [<args>]' 'kernel return probes support:' \
 	't[:[<group>/][<event>]] <tracepoint> [<args>]' \
 	'%pd/%pD' 'imm-value' 'imm-string' 'Create/append/' ' <type>\[<array-size>\]' \
-	'-:[<group>/][<event>]' 'error_log' '$current'; do
+	'-:[<group>/][<event>]' 'error_log' '$current' 'this_cpu_read(<fetcharg>)'; do
 	grep -qF -- "$s" $R || fail "README lacks '$s'"
 done
 grep -A1 'fetcharg:' $R | grep -q '\$comm' || fail "README: \$comm not on the line after fetcharg:"
@@ -36,7 +36,7 @@ else
 fi
 # ...and not for those it has not (eprobes, kprobe/uprobe files): a case that looks for them
 # must not run against ufgraph's dynamic_events.
-for s in 'this_cpu_read(' \
+for s in \
 	'e[:[<group>/][<event>]]' 'p[:[<group>/][<event>]]' 'kprobe_events' 'uprobe_events'; do
 	grep -qF -- "$s" $R && fail "README advertises '$s'"
 done

@@ -4,13 +4,15 @@
 # task (its own group leader), the file's name, and its f_mode as vfs_read's file->f_mode reads
 # it. A typecast of a pointer to its own struct reads what the member access reads; the field
 # option reads the struct file around touch_atime()'s &file->f_path (container_of); a
-# tracepoint's task, cast, is the shell that signals itself. Refusals give upstream's error
+# tracepoint's task, cast, is the shell that signals itself; this CPU's pcpu_hot (x86_64) holds
+# the current task and the record's CPU. Refusals give upstream's error
 # and caret and leave nothing behind. Without BTF: $current alone works, typecasts are refused.
 . /selftests/lib.sh
 R=$DBG/ufgraph/README
 load
 define() { echo "$1" >> $DE || fail "define $1: $(tail -3 $EL)"; }
 grep -A1 'fetcharg:' $R | grep -qF '$current' || fail "README lacks \$current: $(cat $R)"
+grep -qF 'this_cpu_read(<fetcharg>), this_cpu_ptr(<fetcharg>)' $R || fail "README lacks this_cpu_*"
 if [ ! -e /sys/kernel/btf/vmlinux ]; then
 	grep -qF 'structname' $R && fail "README advertises typecasts without BTF"
 	define 'f:ufgc/c vfs_read cur=$current'
@@ -35,6 +37,10 @@ define 'f:ufgc/e vfs_read pid=$current->pid comm=$current->comm:string cur=$curr
 define 'f:ufgc/x vfs_read%return r=$retval nm=(file)file->f_path.dentry->d_name.name:string pid=$current->pid'
 define 'f:ufgc/a touch_atime pid=$current->pid fm=(file,f_path)path->f_mode fn=(file,f_path)path->f_path.dentry->d_name.name:string d1=(file,f_path)path->f_path.dentry d2=path->dentry'
 define 't:ufgc/sig signal_generate sig=$arg1:s32 tp=(task_struct)task->pid cp=$current->pid'
+# x86_64's per-CPU pcpu_hot: current_task first, then cpu_number (what `current` and
+# smp_processor_id() read).
+x86=; [ "$(uname -m)" = x86_64 ] && x86=1
+[ -n "$x86" ] && define 'f:ufgc/p vfs_read pid=$current->pid cur=$current hot=this_cpu_read(@pcpu_hot) cpu=(pcpu_hot)this_cpu_ptr(@pcpu_hot)->cpu_number'
 grep -qF 'f:ufgc/a touch_atime pid=$current->pid fm=(file,f_path)path->f_mode ' $DE || fail "listing: $(cat $DE)"
 # Types from BTF through the casts: pid_t, fmode_t (unsigned int), pointers.
 F_=$T/events/ufgc
@@ -100,6 +106,17 @@ echo "$a" | grep -q " fm=$m1 " || fail "a: f_mode through (file,f_path) is not v
 d1=$(echo "$a" | sed -n 's/.* d1=\(0x[0-9a-f]*\) .*/\1/p')
 [ -n "$d1" ] && [ "$d1" != 0x0 ] || fail "a: d1: $a"
 echo "$a" | grep -q " d1=$d1 d2=$d1$" || fail "a: f_path.dentry two ways: $a"
+# This CPU's pcpu_hot: its current_task is $current, its cpu_number the record's CPU.
+p=$(echo "$tr" | grep " p: .* pid=$P cur=" | head -1)
+[ -z "$x86" ] || [ -n "$p" ] || fail "p: no record of dd's read: $(echo "$tr" | grep ' p: ' | head -5)"
+[ -z "$x86" ] || {
+	pcur=$(echo "$p" | sed -n 's/.* cur=\(0x[0-9a-f]*\) .*/\1/p')
+	[ "$pcur" = "$cur" ] || fail "p: \$current $pcur is not e's $cur: $p"
+	echo "$p" | grep -q " hot=$cur cpu=" || fail "p: this_cpu_read(@pcpu_hot) is not current: $p"
+	c=$(echo "$p" | sed -n 's/^ *dd-[0-9]* *\[0*\([0-9][0-9]*\)\] .*/\1/p')
+	[ -n "$c" ] || fail "p: no CPU column: $p"
+	echo "$p" | grep -q " cpu=$c$" || fail "p: cpu_number is not the record's CPU $c: $p"
+}
 # The shell's signal to itself: the target task, cast, and the sender are the shell.
 echo "$tr" | grep -q " sig: .* sig=12 tp=$$ cp=$$$" ||
 	fail "sig: $(echo "$tr" | grep ' sig: ' | head -5)"

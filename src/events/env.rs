@@ -107,6 +107,10 @@ impl Env for HitEnv<'_> {
         TaskRef::current().0 as u64
     }
 
+    fn this_cpu_ptr(&self, addr: u64) -> u64 {
+        crate::sys::percpu::this_cpu_ptr(addr as usize) as u64
+    }
+
     fn read(&self, addr: u64, user: bool, buf: &mut [u8]) -> bool {
         read(addr, user, buf)
     }

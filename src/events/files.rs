@@ -29,8 +29,7 @@ ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
 
 /// The README lines of BTF arguments and typecasts (upstream's with
 /// `CONFIG_PROBE_EVENTS_BTF_ARGS`, from the typecast series on), shown when vmlinux's BTF could
-/// be read. Upstream's `this_cpu_read(<fetcharg>), this_cpu_ptr(<fetcharg>)` line is left out:
-/// ufgraph does not take them.
+/// be read.
 pub const README_BTF: &str = "\
 \t           [(structname[,field])]<argname>[->field[->field|.field...]],
 \t           [(structname[,field])](fetcharg)->field[->field|.field...],
@@ -39,6 +38,7 @@ pub const README_BTF: &str = "\
 /// The rest of the README, after the BTF line's place.
 pub const README_TAIL: &str = "\
 \t           +|-[u]<offset>(<fetcharg>), \\imm-value, \\\"imm-string\"
+\t           this_cpu_read(<fetcharg>), this_cpu_ptr(<fetcharg>)
 \t     kernel return probes support: $retval, $arg<N>, $comm
 \t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,
 \t           b<bit-width>@<bit-offset>/<container-size>, ustring,

@@ -117,6 +117,9 @@ pub const SEEDS: &[&str] = &[
     "f vfs_read (nosuch)file->x (file)file (file)@sym+8->f_count (file,f_name->name)file->f_count",
     "f vfs_read (file,f_mode)file->f_count (file)(file (file)+8file->x $current.pid $currentx",
     "f mydev_open (file)dev->filp->f_flags (inode,i_size)inode->i_ino",
+    "f vfs_read this_cpu_ptr(@pcpu_hot) this_cpu_read(@x):u32 this_cpu_read(+8($arg1))",
+    "f vfs_read (file)this_cpu_ptr(@var)->f_count this_cpu_read((file,f_name)buf->f_dentry)",
+    "f vfs_read this_cpu_read($comm) this_cpu_ptr(@x):string this_cpu_read(@x (file)this_cpu_ptr(@x)",
 ];
 
 /// Pieces of the grammar, for insertions.
@@ -134,6 +137,7 @@ pub const TOKENS: &[&str] = &[
     "mydev_open", "dev->", "filp->", "f_inode->", "inode->", "i_ino", "i_size", "id",
     "(file)", "(file,f_name)", "(file,f_pair.hi)", "(task_struct)", "(qstr)", ")->", ",",
     "$current", "$current->", "pid", "comm", "group_leader", "f_count", "this_cpu_read(",
+    "this_cpu_ptr(", "@pcpu_hot",
 ];
 
 /// Numbers around upstream's limits.

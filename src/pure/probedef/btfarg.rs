@@ -342,6 +342,7 @@ pub(super) fn parse_btf_field<'t>(
             // upstream's `code->offset = bitoffs / 8` does.
             offset: ((c.bitoffs / 8) as i32).wrapping_sub(prefix as i32),
             user: false,
+            cpu: false,
         };
         b.push_deref(deref, *off)?;
         ctx.last = Some(LastType {
@@ -451,7 +452,14 @@ impl ArgCtx<'_> {
         match t.kind {
             Kind::Array if t.word(0).is_ok_and(|elem| is_uchar(btf, elem)) => Ok(()),
             Kind::Ptr if is_uchar(btf, t.size_or_type) => b
-                .push_deref(Deref { offset: 0, user }, off)
+                .push_deref(
+                    Deref {
+                        offset: 0,
+                        user,
+                        cpu: false,
+                    },
+                    off,
+                )
                 .map_err(|f| Fail {
                     errno: Errno::TooBig,
                     ..f

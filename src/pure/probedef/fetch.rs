@@ -220,6 +220,7 @@ pub(super) fn parse_probe_arg<'t>(
                 Deref {
                     offset: 0,
                     user: false,
+                    cpu: false,
                 },
                 *off,
             )
@@ -229,6 +230,9 @@ pub(super) fn parse_probe_arg<'t>(
         Some(b'\\') => {
             b.set_load(parse_imm(rest, *off)?);
             Ok(())
+        }
+        Some(b't') if arg.starts_with(THIS_CPU_PTR) || arg.starts_with(THIS_CPU_READ) => {
+            parse_this_cpu(arg, off, ctx, b)
         }
         // A bare name is a BTF argument: a parameter, maybe with members.
         Some(c) if (is_alpha(c) || c == b'_') && ctx.btf.0.is_some() => {
@@ -288,6 +292,64 @@ fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx<'_>) -> Result<Load<&'stati
         return ctx.param_load(n + u16::from(ctx.tracepoint), off);
     }
     bad(ErrCode::BadVar)
+}
+
+/// `this_cpu_ptr(EXPR)`: this CPU's copy of the per-CPU variable at EXPR.
+pub(super) const THIS_CPU_PTR: &str = "this_cpu_ptr(";
+/// `this_cpu_read(EXPR)`: the `unsigned long` in this CPU's copy of it.
+pub(super) const THIS_CPU_READ: &str = "this_cpu_read(";
+
+/// `parse_this_cpu()` and its unwinding: `this_cpu_ptr(EXPR)` or `this_cpu_read(EXPR)` at byte
+/// `*off` of its word (upstream's later addition, with the typecasts). EXPR's value is taken
+/// as a per-CPU address (`@SYM`: the symbol's address itself, not what is there) and made this
+/// CPU's; `this_cpu_read()` then reads there.
+fn parse_this_cpu<'t>(
+    arg: &'t str,
+    off: &mut usize,
+    ctx: &mut ArgCtx<'_>,
+    b: &mut Builder<'t>,
+) -> Result<(), Fail> {
+    let read = arg.starts_with(THIS_CPU_READ);
+    let prefix = if read { THIS_CPU_READ } else { THIS_CPU_PTR };
+    *off += prefix.len();
+    let inside = arg.get(prefix.len()..).unwrap_or("");
+    // As a dereference's: to the last ')', anything after it ignored.
+    let Some(close) = inside.rfind(')') else {
+        return Err(fail(
+            ErrCode::DerefOpenBrace,
+            *off + inside.len(),
+            Errno::Inval,
+        ));
+    };
+    let inner = inside.get(..close).unwrap_or("");
+    let here = *off;
+    ctx.depth = ctx.depth.saturating_add(1);
+    let r = parse_probe_arg(inner, off, ctx, b);
+    ctx.depth -= 1;
+    r?;
+    *off = here;
+    ctx.last = None;
+    if matches!(b.last_op(), Some(LastOp::Comm | LastOp::Data)) {
+        return Err(fail(ErrCode::CommCantDeref, *off, Errno::Inval));
+    }
+    let cpu = Deref {
+        offset: 0,
+        user: false,
+        cpu: true,
+    };
+    // `@SYM` read the symbol's memory last: the conversion takes that read's place.
+    if !(inner.starts_with('@') && b.replace_last_deref(cpu)) {
+        b.push_deref(cpu, *off)?;
+    }
+    if read {
+        let word = Deref {
+            offset: 0,
+            user: false,
+            cpu: false,
+        };
+        b.push_deref(word, *off)?;
+    }
+    Ok(())
 }
 
 /// `\` followed by `imm`, at byte `off` of its word: an immediate value or string.
@@ -382,6 +444,7 @@ fn parse_deref<'t>(
         Deref {
             offset: offset as i32,
             user,
+            cpu: false,
         },
         *off,
     )
@@ -409,7 +472,8 @@ mod tests {
             f.derefs(),
             &[Deref {
                 offset: 16,
-                user: false
+                user: false,
+                cpu: false
             }]
         );
         assert_eq!(
@@ -449,6 +513,7 @@ mod tests {
         b.derefs[5] = Deref {
             offset: 99,
             user: true,
+            cpu: false,
         };
         assert_eq!(a, b);
     }

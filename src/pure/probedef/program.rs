@@ -93,6 +93,9 @@ pub struct Deref {
     pub offset: i32,
     /// Read user memory (`+uOFFS(...)`) instead of kernel memory.
     pub user: bool,
+    /// Not a read: the value is a per-CPU address, and becomes this CPU's copy of it
+    /// (`this_cpu_ptr()`, upstream's `FETCH_OP_CPU_PTR`); `offset` and `user` are unused.
+    pub cpu: bool,
 }
 
 /// How stage 3 of a [`Fetch`] produces the field.
@@ -146,6 +149,7 @@ pub struct Bitfield {
 ///   2. derefs   for d in derefs:                    zero or more
 ///                   lval = val
 ///                   val  = read_ulong(val + d.offset)          (user memory if d.user)
+///                   (if d.cpu: val = this CPU's copy of per-CPU address val, no read)
 ///   3. store    write the field at `dest` from val, by store.kind:
 ///                 Raw        the low store.size bytes of val
 ///                 Mem        store.size bytes at val + store.offset   (UserMem: user memory)

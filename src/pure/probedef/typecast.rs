@@ -13,7 +13,8 @@
 //! ```text
 //!   (S)NAME->M          NAME up to the first '-', which must start "->"
 //!   (S)(EXPR)->M        a parenthesized expression, to its matching ')'
-//!   (S)+OFFS(EXPR)->M   a dereference (also -OFFS, +uOFFS), to the ')' matching its '('
+//!   (S)+OFFS(EXPR)->M   a dereference (also -OFFS, +uOFFS, this_cpu_ptr(EXPR),
+//!                       this_cpu_read(EXPR)), to the ')' matching its '('
 //!   (S)@SYM->M          a symbol without +/-OFFS (write (S)(@SYM+8)->M)
 //! ```
 //!
@@ -24,7 +25,7 @@
 use super::btfarg::{member_chain, parse_btf_field, From};
 use super::builder::{fail, Builder, Fail};
 use super::error::{ErrCode, Errno};
-use super::fetch::{parse_probe_arg, ArgCtx};
+use super::fetch::{parse_probe_arg, ArgCtx, THIS_CPU_PTR, THIS_CPU_READ};
 
 /// The most typecasts and dereferences upstream nests (`TRACEPROBE_MAX_NESTED_LEVEL`). Here
 /// only a typecast checks it: nested dereferences alone keep 6.12's limit (`TOO_MANY_OPS`).
@@ -82,8 +83,8 @@ fn split(arg: &str, o: usize) -> Result<Parts, Fail> {
         });
     }
     if tmp.starts_with(['+', '-'])
-        || tmp.starts_with("this_cpu_ptr(")
-        || tmp.starts_with("this_cpu_read(")
+        || tmp.starts_with(THIS_CPU_PTR)
+        || tmp.starts_with(THIS_CPU_READ)
     {
         // The dereference may hold members of its own: its end is the ')' matching its '('.
         let Some(open) = tmp.get(1..).and_then(|t| t.find('(')).map(|i| i + 1) else {

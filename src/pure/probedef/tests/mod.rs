@@ -169,6 +169,7 @@ fn deref(offset: i32) -> Deref {
     Deref {
         offset,
         user: false,
+        cpu: false,
     }
 }
 

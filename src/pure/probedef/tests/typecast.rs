@@ -329,3 +329,89 @@ fn typecast_refusals() {
     assert_eq!(e.errno, Errno::OpNotSupp);
     check_error("f vfs_read ^(file)$arg1->f_count", NosupBtfarg);
 }
+
+/// Each stage-2 step: (offset, per-CPU conversion).
+fn steps(a: &FetchArg<'_>) -> Vec<(i32, bool)> {
+    a.fetch.derefs().iter().map(|d| (d.offset, d.cpu)).collect()
+}
+
+fn raw(size: u8) -> Store {
+    Store {
+        kind: StoreKind::Raw,
+        size,
+        offset: 0,
+    }
+}
+
+#[test]
+fn this_cpu_ptr_and_read() {
+    // @SYM's address is the per-CPU address: the conversion takes the place of its read.
+    let a = targ("f vfs_read this_cpu_ptr(@pcpu_hot)");
+    assert_eq!(
+        (a.ty, a.fetch.load),
+        (FetchType::X64, Load::Symbol("pcpu_hot"))
+    );
+    assert_eq!((steps(&a), a.fetch.store), (vec![(0, true)], raw(8)));
+    let a = targ("f vfs_read this_cpu_read(@pcpu_hot)");
+    assert_eq!((steps(&a), a.fetch.store), (vec![(0, true)], mem(0, 8)));
+    // Any other value is the per-CPU address itself.
+    let a = targ("f vfs_read this_cpu_read($arg1):u32");
+    assert_eq!((a.fetch.load, steps(&a)), (Load::Arg(0), vec![(0, true)]));
+    assert_eq!((a.ty, a.fetch.store), (FetchType::U32, mem(0, 4)));
+    let a = targ("f vfs_read this_cpu_read(+8($arg1))");
+    assert_eq!(steps(&a), [(8, false), (0, true)]);
+    // A cast's member is the per-CPU pointer; a cast of this CPU's copy.
+    let a = targ("f vfs_read this_cpu_read((file,f_name)buf->f_dentry)");
+    assert_eq!(
+        (a.ty, steps(&a)),
+        (FetchType::X64, vec![(16, false), (0, true)])
+    );
+    let a = targ("f vfs_read (file)this_cpu_ptr(@var)->f_count");
+    assert_eq!((a.ty, steps(&a)), (FetchType::S32, vec![(0, true)]));
+    assert_eq!(a.fetch.store, mem(56, 4));
+    let a = targ("f vfs_read (file)this_cpu_read($arg1)->f_count");
+    assert_eq!(steps(&a), [(0, true), (0, false)]);
+    // Without BTF too.
+    let a = arg("f vfs_read this_cpu_read(@pcpu_hot):x64");
+    assert_eq!(a.fetch.store, mem(0, 8));
+}
+
+#[test]
+fn this_cpu_refusals() {
+    use ErrCode::*;
+    // A type error is placed as upstream places it after a dereference: the type's offset
+    // counted from the cursor, which stands after "this_cpu_ptr(" (11 + 13), so past the end.
+    for (cmd, code) in [
+        ("f vfs_read this_cpu_ptr(@x):string", BadString),
+        ("f vfs_read this_cpu_ptr(@x):symstr", BadSymstring),
+        ("f vfs_read this_cpu_ptr(@x):u8[2]", BadString),
+    ] {
+        let e = match tparse(cmd, true) {
+            Err(Error::Probe(e)) => e,
+            other => panic!("{cmd:?}: {other:?}"),
+        };
+        assert_eq!((e.code, e.pos), (code, 11 + 13 + 17), "{cmd:?}");
+    }
+    tcheck("f vfs_read this_cpu_read(^$comm)", CommCantDeref);
+    tcheck("f vfs_read this_cpu_read(^\\\"s\")", CommCantDeref);
+    tcheck("f vfs_read this_cpu_read(@x^", DerefOpenBrace);
+    tcheck("f vfs_read (file)this_cpu_ptr(@x^", DerefOpenBrace);
+    tcheck("f vfs_read (file)this_cpu_ptr(@x)^", TypecastReqField);
+    // The conversion and the read are an instruction each: upstream's budget of 16 (@x takes
+    // 3, each +0( 1, the end 1; the read is folded into the store).
+    let nest = |k: usize| {
+        format!(
+            "f vfs_read this_cpu_read({}@x{})",
+            "+0(".repeat(k),
+            ")".repeat(k)
+        )
+    };
+    assert_eq!(steps(&targ(&nest(10))).len(), 12);
+    let cmd = nest(11);
+    let e = match tparse(&cmd, true) {
+        Err(Error::Probe(e)) => e,
+        other => panic!("{cmd:?}: {other:?}"),
+    };
+    assert_eq!((e.code, e.pos), (TooManyOps, 11 + 14), "{e:?}");
+    assert_eq!(e.errno, Errno::Inval);
+}
