@@ -215,7 +215,7 @@ pub(super) fn parse_btf_arg<'t>(
     match field {
         Some((at, rest, _)) => {
             *off += at;
-            parse_btf_field(rest, ty, &fb.btf, From::Pointer, off, ctx, b)
+            parse_btf_field(rest, ty, &fb.btf, Start::Pointer, off, ctx, b)
         }
         None => Ok(()),
     }
@@ -242,7 +242,7 @@ fn parse_current<'t>(
     match field {
         Some((at, rest, _)) => {
             *off += at;
-            parse_btf_field(rest, id, &btf, From::Struct { prefix: 0 }, off, ctx, b)
+            parse_btf_field(rest, id, &btf, Start::Struct { prefix: 0 }, off, ctx, b)
         }
         None => Ok(()),
     }
@@ -260,17 +260,15 @@ pub(super) struct Chain<'t> {
 /// `get_bitoffset_of_field()`: the members `name` of the struct or union `ty`, joined by `.`,
 /// up to the end or a `->`. Moves `*off` to each name as it goes, past the `->` when one
 /// follows; at the end it stays at the last name, as upstream's does from the typecast series
-/// on (6.12's went astray there, moving back by the name's offset). `*last`: the last name.
+/// on (6.12's went astray there, moving back by the name's offset).
 pub(super) fn member_chain<'t>(
     mut name: &'t str,
     mut ty: u32,
     btf: &Btf<'_>,
     off: &mut usize,
-    last: &mut usize,
 ) -> Result<Chain<'t>, Fail> {
     let mut bitoffs = 0u32;
     loop {
-        *last = *off;
         let (cur, next) = split_field(name, *off)?;
         let m = btf.member(ty, cur.as_bytes()).map_err(|e| match e {
             crate::pure::btf::Error::NotFound => fail(ErrCode::NoBtfField, *off, Errno::NoEnt),
@@ -303,26 +301,26 @@ pub(super) fn member_chain<'t>(
 /// itself (a typecast, `$current`), whose first member's offset then drops `prefix` bytes
 /// (a typecast's field option, `(STRUCT,FIELD)`: the value points at FIELD in a STRUCT).
 #[derive(Clone, Copy)]
-pub(super) enum From {
+pub(super) enum Start {
     Pointer,
     Struct { prefix: u32 },
 }
 
 /// `parse_btf_field()`: the members `name` of what `ty` points to (or of `ty` itself, see
-/// [`From`]), each `->` a dereference, each `.` a member of a member.
+/// [`Start`]), each `->` a dereference, each `.` a member of a member.
 pub(super) fn parse_btf_field<'t>(
     mut name: &'t str,
     mut ty: u32,
     btf: &Btf<'_>,
-    mut from: From,
+    mut from: Start,
     off: &mut usize,
     ctx: &mut ArgCtx<'_>,
     b: &mut Builder<'t>,
 ) -> Result<(), Fail> {
     loop {
         let prefix = match from {
-            From::Struct { prefix } => prefix,
-            From::Pointer => {
+            Start::Struct { prefix } => prefix,
+            Start::Pointer => {
                 let t = btf
                     .ty(ty)
                     .map_err(|_| fail(ErrCode::BadBtfTid, *off, Errno::Inval))?;
@@ -335,7 +333,7 @@ pub(super) fn parse_btf_field<'t>(
                 0
             }
         };
-        let c = member_chain(name, ty, btf, off, &mut 0)?;
+        let c = member_chain(name, ty, btf, off)?;
         ty = c.ty;
         let deref = Deref {
             // Struct offsets are far below 2^31 bytes; a blob that says otherwise wraps, as
@@ -350,7 +348,7 @@ pub(super) fn parse_btf_field<'t>(
             bitoffs: c.bitoffs % 8,
             bitsize: c.bitsize,
         });
-        from = From::Pointer;
+        from = Start::Pointer;
         match c.rest {
             Some(rest) => name = rest,
             None => return Ok(()),

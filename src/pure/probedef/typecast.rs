@@ -22,7 +22,7 @@
 //! the members resolved in the BTF that describes STRUCT (see `BtfSource::structure`), as
 //! upstream unwinds its parse stack. The errors, their carets and errnos are upstream's.
 
-use super::btfarg::{member_chain, parse_btf_field, From};
+use super::btfarg::{member_chain, parse_btf_field, Start};
 use super::builder::{fail, Builder, Fail};
 use super::error::{ErrCode, Errno};
 use super::fetch::{parse_probe_arg, ArgCtx, THIS_CPU_PTR, THIS_CPU_READ};
@@ -160,12 +160,10 @@ pub(super) fn parse_typecast<'t>(
         .ok_or(fail(ErrCode::NoPtrStrct, o + 1, Errno::Inval))?;
     let mut prefix = 0;
     if let Some(field) = field {
+        // Upstream's cursor, which the errors point at: at FIELD's last name, or past a "->".
         let mut at = o + 2 + name.len();
-        let mut last = at;
-        let c = member_chain(field, id, &btf, &mut at, &mut last)?;
+        let c = member_chain(field, id, &btf, &mut at)?;
         if c.bitoffs % 8 != 0 {
-            // Upstream's cursor: past a "->", else at the last name.
-            let at = if c.rest.is_some() { at } else { last };
             return Err(fail(ErrCode::TypecastNotAligned, at, Errno::Inval));
         }
         if c.rest.is_some() {
@@ -180,7 +178,7 @@ pub(super) fn parse_typecast<'t>(
         text(p.members, arg.len()),
         id,
         &btf,
-        From::Struct { prefix },
+        Start::Struct { prefix },
         off,
         ctx,
         b,
