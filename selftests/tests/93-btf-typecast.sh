@@ -6,22 +6,45 @@
 # option reads the struct file around touch_atime()'s &file->f_path (container_of); a
 # tracepoint's task, cast, is the shell that signals itself; this CPU's pcpu_hot (x86_64) holds
 # the current task and the record's CPU. Refusals give upstream's error
-# and caret and leave nothing behind. Without BTF: $current alone works, typecasts are refused.
+# and caret and leave nothing behind. Without BTF: typecasts and $current->x are refused, and
+# $current (entry and exit of dd's read) and, on x86_64, this_cpu_read(@pcpu_hot) record dd's
+# task.
 . /selftests/lib.sh
 R=$DBG/ufgraph/README
 load
 define() { echo "$1" >> $DE || fail "define $1: $(tail -3 $EL)"; }
 grep -A1 'fetcharg:' $R | grep -qF '$current' || fail "README lacks \$current: $(cat $R)"
 grep -qF 'this_cpu_read(<fetcharg>), this_cpu_ptr(<fetcharg>)' $R || fail "README lacks this_cpu_*"
+x86=; [ "$(uname -m)" = x86_64 ] && x86=1
 if [ ! -e /sys/kernel/btf/vmlinux ]; then
 	grep -qF 'structname' $R && fail "README advertises typecasts without BTF"
-	define 'f:ufgc/c vfs_read cur=$current'
-	grep -q 'field:u64 cur;' $T/events/ufgc/c/format || fail "format c: $(cat $T/events/ufgc/c/format)"
 	echo 'f:ufgc/bad vfs_read (file)file->f_mode' >> $DE 2>/dev/null && fail "a typecast without BTF"
 	grep -q 'BTF is not available or not supported' $EL || fail "error_log: $(cat $EL)"
+	echo 'f:ufgc/bad vfs_read $current->pid' >> $DE 2>/dev/null && fail "\$current->pid without BTF"
+	grep -q 'Invalid \$-variable specified' $EL || fail "error_log: $(cat $EL)"
+	# $current and this_cpu_* need no BTF: dd's task at entry and at exit of its read, and
+	# (x86_64) this CPU's pcpu_hot.current_task, are one and the same task.
+	define 'f:ufgc/c vfs_read cur=$current'
+	define 'f:ufgc/cx vfs_read%return cur=$current'
+	[ -n "$x86" ] && define 'f:ufgc/h vfs_read cur=$current hot=this_cpu_read(@pcpu_hot)'
+	grep -q 'field:u64 cur;' $T/events/ufgc/c/format || fail "format c: $(cat $T/events/ufgc/c/format)"
+	echo 0 > $T/tracing_on
+	echo > $T/trace
+	echo 1 > $T/events/ufgc/enable
+	echo 1 > $T/tracing_on
+	sh -c "echo \$\$ > /tmp/ufgc-pid; exec dd if=/proc/version of=/dev/null bs=8 count=1 2>/dev/null"
+	echo 0 > $T/tracing_on
+	echo 0 > $T/events/ufgc/enable
+	P=$(cat /tmp/ufgc-pid)
+	tr=$(grep "^ *dd-$P " $T/trace)
+	cur=$(echo "$tr" | sed -n 's/.* c: .* cur=\(0x[0-9a-f]*\)$/\1/p' | head -1)
+	[ -n "$cur" ] && [ "$cur" != 0x0 ] || fail "c: $(grep ' c: ' $T/trace | head -3)"
+	echo "$tr" | grep -q " cx: .* cur=$cur$" || fail "cx: not $cur: $(echo "$tr" | grep ' cx: ' | head -3)"
+	[ -z "$x86" ] || echo "$tr" | grep -q " h: .* cur=$cur hot=$cur$" ||
+		fail "h: $(echo "$tr" | grep ' h: ' | head -3)"
 	echo > $DE
 	unload
-	skip "no /sys/kernel/btf/vmlinux: typecasts and \$current->member need it"
+	skip "no /sys/kernel/btf/vmlinux: typecasts and \$current->member need it (\$current and this_cpu_* checked)"
 fi
 grep -qF '[(structname[,field])]<argname>[->field[->field|.field...]]' $R || fail "README lacks typecasts"
 grep -qF '[(structname[,field])](fetcharg)->field[->field|.field...]' $R || fail "README lacks (fetcharg)"
@@ -39,7 +62,6 @@ define 'f:ufgc/a touch_atime pid=$current->pid fm=(file,f_path)path->f_mode fn=(
 define 't:ufgc/sig signal_generate sig=$arg1:s32 tp=(task_struct)task->pid cp=$current->pid'
 # x86_64's per-CPU pcpu_hot: current_task first, then cpu_number (what `current` and
 # smp_processor_id() read).
-x86=; [ "$(uname -m)" = x86_64 ] && x86=1
 [ -n "$x86" ] && define 'f:ufgc/p vfs_read pid=$current->pid cur=$current hot=this_cpu_read(@pcpu_hot) cpu=(pcpu_hot)this_cpu_ptr(@pcpu_hot)->cpu_number'
 grep -qF 'f:ufgc/a touch_atime pid=$current->pid fm=(file,f_path)path->f_mode ' $DE || fail "listing: $(cat $DE)"
 # Types from BTF through the casts: pid_t, fmode_t (unsigned int), pointers.
