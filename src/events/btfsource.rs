@@ -6,13 +6,17 @@
 //! Here, not in `sys::btf`, so that sys depends on nothing above it: it reads and indexes the
 //! blobs, the events decide what a name means in them.
 
-use crate::events::probedef::{find_function, BtfSource};
+use crate::events::probedef::{find_function, find_struct, BtfSource};
 use crate::sys::btf::reader::{Btf, Func};
 use crate::sys::btf::{KernelBtf, Source};
 
 impl BtfSource for KernelBtf {
     fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, Func)> {
         find_function(self.btf(None).ok()?, name, tracepoint)
+    }
+
+    fn structure(&self, name: &str, _func: &str, _tracepoint: bool) -> Option<(Btf<'_>, u32)> {
+        find_struct(self.btf(None).ok()?, name)
     }
 }
 
@@ -24,5 +28,14 @@ impl BtfSource for Source<'_> {
             return Some(f);
         }
         find_function(self.module_btf(name, tracepoint)?, name, tracepoint)
+    }
+
+    fn structure(&self, name: &str, func: &str, tracepoint: bool) -> Option<(Btf<'_>, u32)> {
+        // vmlinux's first; then the probed function's module, whose split BTF looks in
+        // vmlinux's again (a miss) and then in the module's own types.
+        find_struct(self.base(), name).or_else(|| {
+            let (btf, _) = self.function(func, tracepoint)?;
+            find_struct(btf, name)
+        })
     }
 }

@@ -12,7 +12,7 @@ use crate::events::program::{Env, MAX_STRING_SIZE};
 use crate::sys::ftrace::Regs;
 use crate::sys::ksym::{symbol_with_offset, SymbolBuf};
 use crate::sys::nofault::{read_kernel, read_user, user_space_end};
-use crate::sys::task::current_comm_addr;
+use crate::sys::task::{current_comm_addr, TaskRef};
 
 /// Bytes read per step when looking for a string's end.
 const CHUNK: usize = 64;
@@ -101,6 +101,14 @@ impl Env for HitEnv<'_> {
 
     fn comm(&self) -> u64 {
         current_comm_addr() as u64
+    }
+
+    fn current(&self) -> u64 {
+        TaskRef::current().0 as u64
+    }
+
+    fn this_cpu_ptr(&self, addr: u64) -> u64 {
+        crate::sys::percpu::this_cpu_ptr(addr as usize) as u64
     }
 
     fn read(&self, addr: u64, user: bool, buf: &mut [u8]) -> bool {

@@ -107,6 +107,19 @@ pub const SEEDS: &[&str] = &[
     // A module's function, from split BTF (src/sys/btf/reader/testdata/split-mod.c over split-base.c).
     "f mydev_open dev->filp->f_inode->i_size i=inode->i_ino dev->id $arg*",
     "f mydev_open%return $retval dev->nosuch $arg3",
+    // Typecasts and $current (upstream's later BTF syntax): every form, the field option, and
+    // their errors.
+    "f vfs_read (file)file->f_name.name:string (file)(buf)->f_count (file)$arg1->f_mode",
+    "f vfs_read (file)((file)file->f_dentry)->f_count (file)+8($arg2)->f_long (file)@sym->f_char",
+    "f vfs_read%return (file,f_name)$retval->f_count (file,f_pair.hi)count->f_long",
+    "f vfs_read $current c=$current:x64 $current->pid $current->comm:string +8($current)",
+    "f vfs_read (task_struct,group_leader)$current->pid (task_struct)$current->comm",
+    "f vfs_read (nosuch)file->x (file)file (file)@sym+8->f_count (file,f_name->name)file->f_count",
+    "f vfs_read (file,f_mode)file->f_count (file)(file (file)+8file->x $current.pid $currentx",
+    "f mydev_open (file)dev->filp->f_flags (inode,i_size)inode->i_ino",
+    "f vfs_read this_cpu_ptr(@pcpu_hot) this_cpu_read(@x):u32 this_cpu_read(+8($arg1))",
+    "f vfs_read (file)this_cpu_ptr(@var)->f_count this_cpu_read((file,f_name)buf->f_dentry)",
+    "f vfs_read this_cpu_read($comm) this_cpu_ptr(@x):string this_cpu_read(@x (file)this_cpu_ptr(@x)",
 ];
 
 /// Pieces of the grammar, for insertions.
@@ -122,6 +135,9 @@ pub const TOKENS: &[&str] = &[
     "->", "file", "buf", "count", "pos", "file->", "f_name.", "name", "len", "f_mode", "f_char",
     "f_dentry->", "f_buf", "local_fn", "no_args", "$arg3", "$arg5", "$retval->",
     "mydev_open", "dev->", "filp->", "f_inode->", "inode->", "i_ino", "i_size", "id",
+    "(file)", "(file,f_name)", "(file,f_pair.hi)", "(task_struct)", "(qstr)", ")->", ",",
+    "$current", "$current->", "pid", "comm", "group_leader", "f_count", "this_cpu_read(",
+    "this_cpu_ptr(", "@pcpu_hot",
 ];
 
 /// Numbers around upstream's limits.

@@ -22,9 +22,9 @@ use std::sync::OnceLock;
 
 use crate::common::CONFIGS;
 use ufgraph_pure::events::probedef::{
-    commands, find_function, parse, parse_btf, parse_with, BtfRef, BtfSource, Command, Config,
-    ErrCode, Error, FetchArg, Load, ProbeDef, ProbeError, ProbeKind, StoreKind, EXPAND_ROOM,
-    MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_DEREFS,
+    commands, find_function, find_struct, parse, parse_btf, parse_with, BtfRef, BtfSource, Command,
+    Config, ErrCode, Error, FetchArg, Load, ProbeDef, ProbeError, ProbeKind, StoreKind,
+    EXPAND_ROOM, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_DEREFS,
     MAX_EVENT_NAME_LEN, MAX_PROBE_EVENT_SIZE, MAX_TRACE_ARGS,
 };
 use ufgraph_pure::sys::btf::reader::{Btf, Func};
@@ -54,6 +54,10 @@ impl BtfSource for Split {
     fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, Func)> {
         find_function(*self.base, name, tracepoint)
             .or_else(|| find_function(self.module, name, tracepoint))
+    }
+
+    fn structure(&self, name: &str, _func: &str, _tracepoint: bool) -> Option<(Btf<'_>, u32)> {
+        find_struct(*self.base, name).or_else(|| find_struct(self.module, name))
     }
 }
 

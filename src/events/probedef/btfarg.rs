@@ -24,6 +24,18 @@ pub trait BtfSource {
     /// those of its probe stub, `__probestub_NAME`, whose first parameter is the stub's dummy.
     /// `None`: no BTF describes it.
     fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, Func)>;
+
+    /// The BTF that describes the struct named `name`, and its id: what upstream's
+    /// `bpf_find_btf_id(name, BTF_KIND_STRUCT)` finds for a typecast `(name)` or for
+    /// `$current` (`task_struct`). Upstream searches vmlinux's BTF, then every loaded module's;
+    /// ufgraph has no list of the modules, so after vmlinux's it searches the BTF of the probed
+    /// function `func` (a module's split BTF holds that module's own types).
+    fn structure(&self, name: &str, func: &str, tracepoint: bool) -> Option<(Btf<'_>, u32)>;
+}
+
+/// [`BtfSource::structure`] in one blob (and its base first, for split BTF).
+pub fn find_struct<'x>(btf: Btf<'x>, name: &str) -> Option<(Btf<'x>, u32)> {
+    Some((btf, btf.find(name.as_bytes(), Kind::Struct).ok()?))
 }
 
 /// The longest kernel symbol (`KSYM_NAME_LEN`).
@@ -48,6 +60,10 @@ pub fn find_function<'x>(btf: Btf<'x>, name: &str, tracepoint: bool) -> Option<(
 impl BtfSource for Btf<'_> {
     fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, Func)> {
         find_function(*self, name, tracepoint)
+    }
+
+    fn structure(&self, name: &str, _func: &str, _tracepoint: bool) -> Option<(Btf<'_>, u32)> {
+        find_struct(*self, name)
     }
 }
 
@@ -89,7 +105,7 @@ pub(super) struct LastType {
 /// the definition sees (a tracepoint's stub hides its first).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct FuncBtf<'a> {
-    btf: Btf<'a>,
+    pub(super) btf: Btf<'a>,
     func: Func,
     /// Parameters hidden at the front: 1 for a tracepoint stub.
     skip: usize,
@@ -149,6 +165,9 @@ pub(super) fn parse_btf_arg<'t>(
     if let Some((at, _, false)) = field {
         return Err(fail(ErrCode::NosupDatArg, *off + at, Errno::OpNotSupp));
     }
+    if head == "$current" {
+        return parse_current(field, off, ctx, b);
+    }
     let fb = ctx.query();
     let tid = if ctx.is_return && head == "$retval" {
         b.set_load(Load::Retval);
@@ -196,75 +215,145 @@ pub(super) fn parse_btf_arg<'t>(
     match field {
         Some((at, rest, _)) => {
             *off += at;
-            parse_btf_field(rest, ty, &fb.btf, off, ctx, b)
+            parse_btf_field(rest, ty, &fb.btf, Start::Pointer, off, ctx, b)
         }
         None => Ok(()),
     }
 }
 
-/// `parse_btf_field()`: the members `name` of what the pointer type `ty` points to, each `->`
-/// a dereference, each `.` a member of a member.
-fn parse_btf_field<'t>(
-    mut name: &'t str,
-    mut ty: u32,
-    btf: &Btf<'_>,
+/// `$current->MEMBER...`: the members of the current task_struct, found in the BTF that
+/// describes `task_struct` (upstream: vmlinux's), the first one at the task's own address.
+fn parse_current<'t>(
+    field: Option<(usize, &'t str, bool)>,
     off: &mut usize,
     ctx: &mut ArgCtx<'_>,
     b: &mut Builder<'t>,
 ) -> Result<(), Fail> {
-    let tid = |r: Result<u32, crate::sys::btf::reader::Error>, at| {
-        r.map_err(|_| fail(ErrCode::BadBtfTid, at, Errno::Inval))
-    };
-    loop {
-        let t = btf
-            .ty(ty)
-            .map_err(|_| fail(ErrCode::BadBtfTid, *off, Errno::Inval))?;
-        if t.kind != Kind::Ptr {
-            return Err(fail(ErrCode::NoPtrStrct, *off, Errno::Inval));
+    b.set_load(Load::Current);
+    let (btf, id) =
+        ctx.structure("task_struct")
+            .ok_or(fail(ErrCode::NoBtfEntry, *off, Errno::NoEnt))?;
+    ctx.cast = Some(btf);
+    ctx.last = Some(LastType {
+        ty: id,
+        bitoffs: 0,
+        bitsize: 0,
+    });
+    match field {
+        Some((at, rest, _)) => {
+            *off += at;
+            parse_btf_field(rest, id, &btf, Start::Struct { prefix: 0 }, off, ctx, b)
         }
-        ty = tid(btf.resolve(t.size_or_type), *off)?;
-        let mut bitoffs = 0u32;
-        let mut bitsize;
-        let more = loop {
-            let (cur, next) = split_field(name, *off)?;
-            let m = btf.member(ty, cur.as_bytes()).map_err(|e| match e {
-                crate::sys::btf::reader::Error::NotFound => {
-                    fail(ErrCode::NoBtfField, *off, Errno::NoEnt)
-                }
-                _ => fail(ErrCode::BadBtfTid, *off, Errno::Inval),
-            })?;
-            bitoffs = bitoffs.wrapping_add(m.bit_offset);
-            bitsize = m.bitfield_size;
-            ty = tid(btf.resolve(m.ty), *off)?;
-            match next {
-                // Upstream's cursor goes astray past the last name; here it stays at its end.
-                None => {
-                    *off += cur.len();
-                    break false;
-                }
-                Some((at, rest, arrow)) => {
-                    *off += at;
-                    name = rest;
-                    if arrow {
-                        break true;
-                    }
+        None => Ok(()),
+    }
+}
+
+/// What [`member_chain`] found: the bit offset of the last member from the start of the
+/// struct, its bitfield width (0: none), its type under modifiers, and what follows a `->`.
+pub(super) struct Chain<'t> {
+    pub(super) bitoffs: u32,
+    pub(super) bitsize: u32,
+    pub(super) ty: u32,
+    pub(super) rest: Option<&'t str>,
+}
+
+/// `get_bitoffset_of_field()`: the members `name` of the struct or union `ty`, joined by `.`,
+/// up to the end or a `->`. Moves `*off` to each name as it goes, past the `->` when one
+/// follows; at the end it stays at the last name, as upstream's does from the typecast series
+/// on (6.12's went astray there, moving back by the name's offset).
+pub(super) fn member_chain<'t>(
+    mut name: &'t str,
+    mut ty: u32,
+    btf: &Btf<'_>,
+    off: &mut usize,
+) -> Result<Chain<'t>, Fail> {
+    let mut bitoffs = 0u32;
+    loop {
+        let (cur, next) = split_field(name, *off)?;
+        let m = btf.member(ty, cur.as_bytes()).map_err(|e| match e {
+            crate::sys::btf::reader::Error::NotFound => {
+                fail(ErrCode::NoBtfField, *off, Errno::NoEnt)
+            }
+            _ => fail(ErrCode::BadBtfTid, *off, Errno::Inval),
+        })?;
+        bitoffs = bitoffs.wrapping_add(m.bit_offset);
+        ty = btf
+            .resolve(m.ty)
+            .map_err(|_| fail(ErrCode::BadBtfTid, *off, Errno::Inval))?;
+        let chain = |rest| Chain {
+            bitoffs,
+            bitsize: m.bitfield_size,
+            ty,
+            rest,
+        };
+        match next {
+            None => return Ok(chain(None)),
+            Some((at, rest, arrow)) => {
+                *off += at;
+                name = rest;
+                if arrow {
+                    return Ok(chain(Some(rest)));
                 }
             }
+        }
+    }
+}
+
+/// How [`parse_btf_field`] starts: from a pointer (a parameter, `$retval`), or from the struct
+/// itself (a typecast, `$current`), whose first member's offset then drops `prefix` bytes
+/// (a typecast's field option, `(STRUCT,FIELD)`: the value points at FIELD in a STRUCT).
+#[derive(Clone, Copy)]
+pub(super) enum Start {
+    Pointer,
+    Struct { prefix: u32 },
+}
+
+/// `parse_btf_field()`: the members `name` of what `ty` points to (or of `ty` itself, see
+/// [`Start`]), each `->` a dereference, each `.` a member of a member.
+pub(super) fn parse_btf_field<'t>(
+    mut name: &'t str,
+    mut ty: u32,
+    btf: &Btf<'_>,
+    mut from: Start,
+    off: &mut usize,
+    ctx: &mut ArgCtx<'_>,
+    b: &mut Builder<'t>,
+) -> Result<(), Fail> {
+    loop {
+        let prefix = match from {
+            Start::Struct { prefix } => prefix,
+            Start::Pointer => {
+                let t = btf
+                    .ty(ty)
+                    .map_err(|_| fail(ErrCode::BadBtfTid, *off, Errno::Inval))?;
+                if t.kind != Kind::Ptr {
+                    return Err(fail(ErrCode::NoPtrStrct, *off, Errno::Inval));
+                }
+                ty = btf
+                    .resolve(t.size_or_type)
+                    .map_err(|_| fail(ErrCode::BadBtfTid, *off, Errno::Inval))?;
+                0
+            }
         };
+        let c = member_chain(name, ty, btf, off)?;
+        ty = c.ty;
         let deref = Deref {
             // Struct offsets are far below 2^31 bytes; a blob that says otherwise wraps, as
             // upstream's `code->offset = bitoffs / 8` does.
-            offset: (bitoffs / 8) as i32,
+            offset: ((c.bitoffs / 8) as i32).wrapping_sub(prefix as i32),
             user: false,
+            cpu: false,
         };
         b.push_deref(deref, *off)?;
         ctx.last = Some(LastType {
             ty,
-            bitoffs: bitoffs % 8,
-            bitsize,
+            bitoffs: c.bitoffs % 8,
+            bitsize: c.bitsize,
         });
-        if !more {
-            return Ok(());
+        from = Start::Pointer;
+        match c.rest {
+            Some(rest) => name = rest,
+            None => return Ok(()),
         }
     }
 }
@@ -293,15 +382,15 @@ impl ArgCtx<'_> {
     /// default type).
     pub(super) fn btf_type(&self) -> Option<(FetchType, Option<Bitfield>)> {
         let last = self.last?;
-        let fb = self.query()?;
-        let t = fb.btf.ty(last.ty).ok()?;
+        let btf = self.last_btf()?;
+        let t = btf.ty(last.ty).ok()?;
         let (mut bitsize, mut bitoffs) = (last.bitsize, last.bitoffs);
         let ty = match t.kind {
             Kind::Enum => FetchType::S32,
             Kind::Enum64 => FetchType::S64,
             Kind::Ptr => FetchType::X64,
             Kind::Int => {
-                let (enc, bits) = int_bits(&fb.btf, last.ty)?;
+                let (enc, bits) = int_bits(&btf, last.ty)?;
                 let v = t.word(0).ok()?;
                 match (enc & 1 != 0, bits) {
                     (true, 8) => FetchType::S8,
@@ -353,17 +442,24 @@ impl ArgCtx<'_> {
         off: usize,
         b: &mut Builder<'_>,
     ) -> Result<(), Fail> {
-        let (Some(last), Some(fb)) = (self.last, self.query()) else {
+        let (Some(last), Some(btf)) = (self.last, self.last_btf()) else {
             return Ok(());
         };
-        let btf = &fb.btf;
+        let btf = &btf;
         let Ok(t) = btf.ty(last.ty) else {
             return Err(fail(ErrCode::BadType4str, off, Errno::Inval));
         };
         match t.kind {
             Kind::Array if t.word(0).is_ok_and(|elem| is_uchar(btf, elem)) => Ok(()),
             Kind::Ptr if is_uchar(btf, t.size_or_type) => b
-                .push_deref(Deref { offset: 0, user }, off)
+                .push_deref(
+                    Deref {
+                        offset: 0,
+                        user,
+                        cpu: false,
+                    },
+                    off,
+                )
                 .map_err(|f| Fail {
                     errno: Errno::TooBig,
                     ..f

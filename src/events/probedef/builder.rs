@@ -33,10 +33,13 @@ pub(super) enum LastOp {
     Stack,
     StackPointer,
     Comm,
+    Current,
     Imm,
     Data,
     Deref,
     UserDeref,
+    /// `this_cpu_ptr()`: a per-CPU address made this CPU's.
+    CpuPtr,
 }
 
 /// A program under construction, with upstream's instruction count.
@@ -71,7 +74,9 @@ impl<'t> Builder<'t> {
 
     pub(super) fn last_op(&self) -> Option<LastOp> {
         if let Some(d) = self.nderefs.checked_sub(1).and_then(|i| self.derefs.get(i)) {
-            return Some(if d.user {
+            return Some(if d.cpu {
+                LastOp::CpuPtr
+            } else if d.user {
                 LastOp::UserDeref
             } else {
                 LastOp::Deref
@@ -84,9 +89,26 @@ impl<'t> Builder<'t> {
             Load::Stack(_) => LastOp::Stack,
             Load::StackPointer => LastOp::StackPointer,
             Load::Comm => LastOp::Comm,
+            Load::Current => LastOp::Current,
             Load::Imm(_) | Load::Symbol(_) => LastOp::Imm,
             Load::ImmStr(_) => LastOp::Data,
         })
+    }
+
+    /// Replaces the last dereference (`this_cpu_ptr(@SYM)` takes the place of the read of
+    /// `@SYM`: the symbol's address is the per-CPU address). `false` if there is none.
+    pub(super) fn replace_last_deref(&mut self, d: Deref) -> bool {
+        match self
+            .nderefs
+            .checked_sub(1)
+            .and_then(|i| self.derefs.get_mut(i))
+        {
+            Some(last) => {
+                *last = d;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Appends a dereference (upstream: `if (++code == end) TOO_MANY_OPS`).

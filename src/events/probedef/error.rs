@@ -135,6 +135,12 @@ errors! {
     BadType4str, BAD_TYPE4STR, "This type does not fit for string.";
     NeedStringType, NEED_STRING_TYPE, "$comm and immediate-string only accepts string type";
     EventTooBig, EVENT_TOO_BIG, "Event too big (too many fields?)";
+    // Upstream's later additions (typecasts, Linux 7.x), after 6.12's list.
+    TooManyNested, TOO_MANY_NESTED, "Too many nested typecasts/dereferences";
+    TypecastBadArrow, TYPECAST_BAD_ARROW, "Typecast field option does not support -> operator";
+    TypecastNotAligned, TYPECAST_NOT_ALIGNED, "Typecast field option is not byte-aligned";
+    TypecastReqField, TYPECAST_REQ_FIELD, "Typecast requires a field access";
+    TypecastSymOffset, TYPECAST_SYM_OFFSET, "@SYM+/-OFFSET with typecast needs parentheses";
 }
 
 /// The errno upstream returns for a failed definition.
@@ -300,7 +306,7 @@ mod tests {
 
     #[test]
     fn codes_match_upstream_list() {
-        assert_eq!(ErrCode::ALL.len(), 79);
+        assert_eq!(ErrCode::ALL.len(), 84);
         assert_eq!(ErrCode::ALL[0], ErrCode::FileNotFound);
         assert_eq!(ErrCode::BadArgNum.name(), "BAD_ARG_NUM");
         assert_eq!(ErrCode::BadArgNum.message(), "Invalid argument number");

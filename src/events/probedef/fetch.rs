@@ -12,7 +12,9 @@ use super::error::{ErrCode, Errno};
 use super::finalize::finalize;
 use super::num::{is_alpha, kstrtoll, kstrtoull, neg_kstrtoll, NumError};
 use super::program::{Deref, Fetch, Load, MAX_PROBE_EVENT_SIZE};
+use super::typecast::parse_typecast;
 use super::types::FetchType;
+use crate::sys::btf::reader::Btf;
 
 /// The function arguments a return probe saves at entry, in entry-data slot order
 /// (upstream's `probe_entry_arg`: one `unsigned long` each, shared by every `$argN` reading it).
@@ -68,6 +70,12 @@ pub(super) struct ArgCtx<'a> {
     pub(super) func: &'a str,
     /// What the current argument's BTF lookup found last.
     pub(super) last: Option<LastType>,
+    /// The BTF of the struct a typecast or `$current` named, which `last` then refers to
+    /// (upstream's `ctx->struct_btf`); `None`: `last` is in the probed function's BTF.
+    pub(super) cast: Option<Btf<'a>>,
+    /// Typecasts and dereferences around the expression being parsed (upstream's
+    /// `ctx->depth`).
+    pub(super) depth: u8,
 }
 
 impl<'a> ArgCtx<'a> {
@@ -88,7 +96,19 @@ impl<'a> ArgCtx<'a> {
             btf,
             func,
             last: None,
+            cast: None,
+            depth: 0,
         }
+    }
+
+    /// The struct `name` for a typecast or `$current` ([`BtfSource::structure`]).
+    pub(super) fn structure(&self, name: &str) -> Option<(Btf<'a>, u32)> {
+        self.btf.0?.structure(name, self.func, self.tracepoint)
+    }
+
+    /// The BTF that `last` refers to (upstream's `ctx_btf()`).
+    pub(super) fn last_btf(&self) -> Option<Btf<'a>> {
+        self.cast.or_else(|| self.query().map(|f| f.btf))
     }
 
     /// The probed function's BTF (`query_btf_context()`).
@@ -128,6 +148,8 @@ pub(super) fn parse_body<'t>(
     let mut off = at;
     let mut b = Builder::new();
     ctx.last = None;
+    ctx.cast = None;
+    ctx.depth = 0;
     parse_probe_arg(spec.expr, &mut off, ctx, &mut b)?;
     // The type BTF says, unless one was written; a string written for a BTF value.
     match spec.name {
@@ -157,7 +179,7 @@ pub(super) fn parse_body<'t>(
 
 /// `parse_probe_arg()`: parses a fetch expression at byte `*off` of its word. Nested
 /// dereferences move `*off` as upstream moves `ctx->offset`.
-fn parse_probe_arg<'t>(
+pub(super) fn parse_probe_arg<'t>(
     arg: &'t str,
     off: &mut usize,
     ctx: &mut ArgCtx<'_>,
@@ -168,6 +190,10 @@ fn parse_probe_arg<'t>(
     match arg.as_bytes().first().copied() {
         // With BTF, an exit probe's `$retval` is typed, and may have members.
         Some(b'$') if ctx.is_return && ctx.btf.0.is_some() && rest.starts_with("retval") => {
+            parse_btf_arg(arg, off, ctx, b)
+        }
+        // With BTF, `$current->member` is a member of the current task_struct.
+        Some(b'$') if ctx.btf.0.is_some() && rest.starts_with("current-") => {
             parse_btf_arg(arg, off, ctx, b)
         }
         Some(b'$') => {
@@ -194,14 +220,19 @@ fn parse_probe_arg<'t>(
                 Deref {
                     offset: 0,
                     user: false,
+                    cpu: false,
                 },
                 *off,
             )
         }
         Some(sign @ (b'+' | b'-')) => parse_deref(arg, sign, off, ctx, b),
+        Some(b'(') => parse_typecast(arg, off, ctx, b),
         Some(b'\\') => {
             b.set_load(parse_imm(rest, *off)?);
             Ok(())
+        }
+        Some(b't') if arg.starts_with(THIS_CPU_PTR) || arg.starts_with(THIS_CPU_READ) => {
+            parse_this_cpu(arg, off, ctx, b)
         }
         // A bare name is a BTF argument: a parameter, maybe with members.
         Some(c) if (is_alpha(c) || c == b'_') && ctx.btf.0.is_some() => {
@@ -242,6 +273,13 @@ fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx<'_>) -> Result<Load<&'stati
     if var == "comm" || var == "COMM" {
         return Ok(Load::Comm);
     }
+    // `parse_probe_var_current()`. `$current->...` went to the BTF parser if there is BTF.
+    if let Some(tail) = var.strip_prefix("current") {
+        if !tail.is_empty() {
+            return bad(ErrCode::BadVar);
+        }
+        return Ok(Load::Current);
+    }
     if let Some(num) = var.strip_prefix("arg") {
         let n = match kstrtoull(num, 10) {
             Err(_) => return bad(ErrCode::BadVar),
@@ -254,6 +292,64 @@ fn parse_var(var: &str, off: usize, ctx: &mut ArgCtx<'_>) -> Result<Load<&'stati
         return ctx.param_load(n + u16::from(ctx.tracepoint), off);
     }
     bad(ErrCode::BadVar)
+}
+
+/// `this_cpu_ptr(EXPR)`: this CPU's copy of the per-CPU variable at EXPR.
+pub(super) const THIS_CPU_PTR: &str = "this_cpu_ptr(";
+/// `this_cpu_read(EXPR)`: the `unsigned long` in this CPU's copy of it.
+pub(super) const THIS_CPU_READ: &str = "this_cpu_read(";
+
+/// `parse_this_cpu()` and its unwinding: `this_cpu_ptr(EXPR)` or `this_cpu_read(EXPR)` at byte
+/// `*off` of its word (upstream's later addition, with the typecasts). EXPR's value is taken
+/// as a per-CPU address (`@SYM`: the symbol's address itself, not what is there) and made this
+/// CPU's; `this_cpu_read()` then reads there.
+fn parse_this_cpu<'t>(
+    arg: &'t str,
+    off: &mut usize,
+    ctx: &mut ArgCtx<'_>,
+    b: &mut Builder<'t>,
+) -> Result<(), Fail> {
+    let read = arg.starts_with(THIS_CPU_READ);
+    let prefix = if read { THIS_CPU_READ } else { THIS_CPU_PTR };
+    *off += prefix.len();
+    let inside = arg.get(prefix.len()..).unwrap_or("");
+    // As a dereference's: to the last ')', anything after it ignored.
+    let Some(close) = inside.rfind(')') else {
+        return Err(fail(
+            ErrCode::DerefOpenBrace,
+            *off + inside.len(),
+            Errno::Inval,
+        ));
+    };
+    let inner = inside.get(..close).unwrap_or("");
+    let here = *off;
+    ctx.depth = ctx.depth.saturating_add(1);
+    let r = parse_probe_arg(inner, off, ctx, b);
+    ctx.depth -= 1;
+    r?;
+    *off = here;
+    ctx.last = None;
+    if matches!(b.last_op(), Some(LastOp::Comm | LastOp::Data)) {
+        return Err(fail(ErrCode::CommCantDeref, *off, Errno::Inval));
+    }
+    let cpu = Deref {
+        offset: 0,
+        user: false,
+        cpu: true,
+    };
+    // `@SYM` read the symbol's memory last: the conversion takes that read's place.
+    if !(inner.starts_with('@') && b.replace_last_deref(cpu)) {
+        b.push_deref(cpu, *off)?;
+    }
+    if read {
+        let word = Deref {
+            offset: 0,
+            user: false,
+            cpu: false,
+        };
+        b.push_deref(word, *off)?;
+    }
+    Ok(())
 }
 
 /// `\` followed by `imm`, at byte `off` of its word: an immediate value or string.
@@ -333,7 +429,10 @@ fn parse_deref<'t>(
         ));
     };
     let here = *off;
-    parse_probe_arg(inside.get(..close).unwrap_or(""), off, ctx, b)?;
+    ctx.depth = ctx.depth.saturating_add(1);
+    let inner = parse_probe_arg(inside.get(..close).unwrap_or(""), off, ctx, b);
+    ctx.depth -= 1;
+    inner?;
     *off = here;
     // What is read through the dereference has no BTF type.
     ctx.last = None;
@@ -345,6 +444,7 @@ fn parse_deref<'t>(
         Deref {
             offset: offset as i32,
             user,
+            cpu: false,
         },
         *off,
     )
@@ -372,7 +472,8 @@ mod tests {
             f.derefs(),
             &[Deref {
                 offset: 16,
-                user: false
+                user: false,
+                cpu: false
             }]
         );
         assert_eq!(
@@ -412,6 +513,7 @@ mod tests {
         b.derefs[5] = Deref {
             offset: 99,
             user: true,
+            cpu: false,
         };
         assert_eq!(a, b);
     }

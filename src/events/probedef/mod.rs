@@ -70,6 +70,7 @@
 //!   argtype    an argument's type
 //!   finalize   the store, bitfield and array stages
 //!   fetch      the expression parser
+//!   typecast   typecasts (STRUCT[,FIELD])EXPR->MEMBER (uses btfarg)
 //!   fetcharg   FetchArg, Comm, ArgSig
 //!   args       argument names, the argument parser, Args
 //!   eventname  group and event names
@@ -100,6 +101,7 @@ mod num;
 mod probe;
 mod program;
 mod remove;
+mod typecast;
 mod types;
 
 #[cfg(test)]
@@ -107,7 +109,7 @@ mod tests;
 
 pub use args::Args;
 pub use argv::{DentryExpansion, DentryKind, MAX_DENTRY_ARGS_LEN};
-pub use btfarg::{find_function, BtfRef, BtfSource};
+pub use btfarg::{find_function, find_struct, BtfRef, BtfSource};
 pub use config::{
     Config, ProbeKind, FPROBE_GROUP, MAXACTIVE_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN,
     MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, TRACEPOINT_GROUP,

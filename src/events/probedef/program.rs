@@ -49,6 +49,8 @@ pub enum Load<S, Y = S> {
     StackPointer,
     /// `$comm`: the address of the current task's `comm`.
     Comm,
+    /// `$current`: the address of the current task's `task_struct`.
+    Current,
     /// `\IMM`, or the address of `@ADDR`: a constant.
     Imm(u64),
     /// `\"STR"`: the address of the string (the text between the quotes, kept by the probe).
@@ -76,6 +78,7 @@ impl<S, Y> Load<S, Y> {
             Load::Stack(n) => Load::Stack(n),
             Load::StackPointer => Load::StackPointer,
             Load::Comm => Load::Comm,
+            Load::Current => Load::Current,
             Load::Imm(v) => Load::Imm(v),
             Load::ImmStr(s) => Load::ImmStr(imm_str(s)?),
             Load::Symbol(y) => symbol(y)?,
@@ -90,6 +93,9 @@ pub struct Deref {
     pub offset: i32,
     /// Read user memory (`+uOFFS(...)`) instead of kernel memory.
     pub user: bool,
+    /// Not a read: the value is a per-CPU address, and becomes this CPU's copy of it
+    /// (`this_cpu_ptr()`, upstream's `FETCH_OP_CPU_PTR`); `offset` and `user` are unused.
+    pub cpu: bool,
 }
 
 /// How stage 3 of a [`Fetch`] produces the field.
@@ -143,6 +149,7 @@ pub struct Bitfield {
 ///   2. derefs   for d in derefs:                    zero or more
 ///                   lval = val
 ///                   val  = read_ulong(val + d.offset)          (user memory if d.user)
+///                   (if d.cpu: val = this CPU's copy of per-CPU address val, no read)
 ///   3. store    write the field at `dest` from val, by store.kind:
 ///                 Raw        the low store.size bytes of val
 ///                 Mem        store.size bytes at val + store.offset   (UserMem: user memory)

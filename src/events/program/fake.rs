@@ -33,6 +33,10 @@ pub struct Fake {
     pub sp: u64,
     /// The address of `current->comm` (its text is in `kmem`, like any kernel string).
     pub comm: u64,
+    /// The address of the current `task_struct`.
+    pub current: u64,
+    /// This CPU's per-CPU offset (`this_cpu_ptr()` adds it).
+    pub cpu_offset: u64,
     /// Memory in whole regions, read before the maps.
     pub regions: Vec<Region>,
     /// Kernel memory, byte by byte.
@@ -166,6 +170,12 @@ impl Env for Fake {
     }
     fn comm(&self) -> u64 {
         self.comm
+    }
+    fn current(&self) -> u64 {
+        self.current
+    }
+    fn this_cpu_ptr(&self, addr: u64) -> u64 {
+        addr.wrapping_add(self.cpu_offset)
     }
     fn read(&self, addr: u64, user: bool, buf: &mut [u8]) -> bool {
         for (i, b) in buf.iter_mut().enumerate() {

@@ -39,6 +39,11 @@ pub trait Env {
     fn stack_pointer(&self) -> u64;
     /// The address of `current->comm`, a kernel string.
     fn comm(&self) -> u64;
+    /// The address of the current task's `task_struct` (`$current`).
+    fn current(&self) -> u64;
+    /// This CPU's copy of the per-CPU variable at per-CPU address `addr` (`this_cpu_ptr()`):
+    /// an address computation, no read.
+    fn this_cpu_ptr(&self, addr: u64) -> u64;
     /// Copies `buf.len()` bytes from `addr` in kernel (or, if `user`, user) memory:
     /// `copy_from_kernel_nofault()` / `copy_from_user_nofault()`. `false` if any byte faults.
     fn read(&self, addr: u64, user: bool, buf: &mut [u8]) -> bool;
@@ -69,8 +74,12 @@ fn read_ulong(env: &impl Env, addr: u64, user: bool) -> Option<u64> {
         .then_some(u64::from_le_bytes(word))
 }
 
-/// One stage-2 dereference of `val`.
+/// One stage-2 dereference of `val`, or its per-CPU conversion. A null per-CPU address fails
+/// as a fault would (no variable is there; upstream's later versions refuse it too).
 fn deref(env: &impl Env, val: u64, d: &Deref) -> Option<u64> {
+    if d.cpu {
+        return (val != 0).then(|| env.this_cpu_ptr(val));
+    }
     read_ulong(env, offset(val, d.offset), d.user)
 }
 
@@ -83,6 +92,7 @@ fn load(p: &Program, env: &impl Env) -> u64 {
         Origin::Stack(n) => env.stack(n).unwrap_or(0),
         Origin::StackPointer => env.stack_pointer(),
         Origin::Comm => env.comm(),
+        Origin::Current => env.current(),
         Origin::Imm(v) => v,
         // Not an address: the string store reads the program's text.
         Origin::ImmStr(()) => 0,

@@ -30,7 +30,7 @@ use ufgraph_pure::events::probedef::{parse, Command};
 
 /// The host tests of the definition parser and of the record layer, whose commands seed the
 /// parser's targets.
-const TEST_SOURCES: [&str; 13] = [
+const TEST_SOURCES: [&str; 14] = [
     include_str!("../../../../src/events/probedef/tests/mod.rs"),
     include_str!("../../../../src/events/probedef/tests/upstream.rs"),
     include_str!("../../../../src/events/probedef/tests/heads.rs"),
@@ -40,6 +40,7 @@ const TEST_SOURCES: [&str; 13] = [
     include_str!("../../../../src/events/probedef/tests/listing.rs"),
     include_str!("../../../../src/events/probedef/tests/btf.rs"),
     include_str!("../../../../src/events/probedef/tests/btf_split.rs"),
+    include_str!("../../../../src/events/probedef/tests/typecast.rs"),
     include_str!("../../../../src/events/program/tests/mod.rs"),
     include_str!("../../../../src/events/program/tests/values.rs"),
     include_str!("../../../../src/events/program/tests/strings.rs"),

@@ -28,6 +28,10 @@ impl BtfSource for Split {
         find_function(*self.base, name, tracepoint)
             .or_else(|| find_function(*self.module?, name, tracepoint))
     }
+
+    fn structure(&self, name: &str, _func: &str, _tracepoint: bool) -> Option<(Btf<'_>, u32)> {
+        find_struct(*self.base, name).or_else(|| find_struct(*self.module?, name))
+    }
 }
 
 fn split(with_module: bool) -> &'static Split {
@@ -112,4 +116,27 @@ fn module_function_refusals() {
     assert_eq!((e.code, e.errno), (NoBtfEntry, Errno::NoEnt));
     let e = serr("f mydev_open ^$arg*", false);
     assert_eq!((e.code, e.errno), (NosupBtfarg, Errno::OpNotSupp));
+}
+
+#[test]
+fn module_structs_in_typecasts() {
+    // The module's struct mydev, found in the module's BTF after the base's: a cast of the
+    // inode pointer to it reads as dev->... would (filp at 0, id at 8), and a container cast
+    // from its id member back to filp.
+    let a: Vec<_> = sdef("f mydev_open (mydev)inode->id (mydev,id)dev->filp->f_flags")
+        .args()
+        .collect();
+    assert_eq!((a[0].ty, a[0].fetch.load), (FetchType::U32, Load::Arg(1)));
+    assert_eq!(a[0].fetch.store, mem(8, 4));
+    let derefs: Vec<i32> = a[1].fetch.derefs().iter().map(|d| d.offset).collect();
+    assert_eq!(derefs, [-8], "filp is 8 bytes before id");
+    assert_eq!((a[1].ty, a[1].fetch.store), (FetchType::U32, mem(8, 4)));
+    // The base's struct file from a module function.
+    let f = sdef("f mydev_open (file)dev->f_flags");
+    assert_eq!(f.args().next().unwrap().fetch.store, mem(8, 4));
+    // Without the module's BTF there is no struct mydev (nor BTF for the function).
+    assert_eq!(
+        serr("f mydev_open (^mydev)$arg1->id", false).code,
+        ErrCode::NoPtrStrct
+    );
 }

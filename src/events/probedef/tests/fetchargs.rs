@@ -134,7 +134,8 @@ fn dereferences() {
         f.derefs(),
         &[Deref {
             offset: 0,
-            user: true
+            user: true,
+            cpu: false
         }]
     );
     assert_eq!(f.store, user_mem(8, 1));

@@ -10,6 +10,7 @@ mod fetchargs;
 mod fields;
 mod heads;
 mod listing;
+mod typecast;
 mod types;
 mod upstream;
 
@@ -168,6 +169,7 @@ fn deref(offset: i32) -> Deref {
     Deref {
         offset,
         user: false,
+        cpu: false,
     }
 }
 

@@ -78,11 +78,13 @@ fn dentry_shorthands() {
         &[
             Deref {
                 offset: 0x48,
-                user: false
+                user: false,
+                cpu: false
             },
             Deref {
                 offset: 0x28,
-                user: false
+                user: false,
+                cpu: false
             }
         ]
     );

@@ -134,7 +134,8 @@ fn derefs_nest_and_read_user_memory() {
         e.progs[3].derefs(),
         &[Deref {
             offset: 0,
-            user: true
+            user: true,
+            cpu: false
         }]
     );
 }
@@ -315,4 +316,32 @@ fn tracepoint_probes_print_as_entries() {
     let e = event("f vfs_read");
     assert_eq!(e.print_fmt(), r#""(%lx)", REC->__probe_ip"#);
     assert_eq!(e.show(&Fake::new()), "");
+}
+
+#[test]
+fn current_and_this_cpu() {
+    // A per-CPU variable at per-CPU address 0x2000 ("low" resolves to 8: the symbol's
+    // address is the per-CPU address), this CPU's area at K.
+    let e = event(
+        "f vfs_read c=$current p=this_cpu_ptr(@low) r=this_cpu_read(@low):u32 \
+         a=this_cpu_read($arg1):u16 d=+4($current):u8 s=this_cpu_ptr($arg2)",
+    );
+    let mut env = Fake::new();
+    env.current = K + 0x800;
+    env.cpu_offset = K;
+    env.args = vec![0x10, 0];
+    env.kbytes(K + 8, &[0x78, 0x56, 0x34, 0x12]);
+    env.kbytes(K + 0x10, &[0xcd, 0xab]);
+    env.kbytes(K + 0x804, &[0x42]);
+    assert_eq!(
+        e.show(&env),
+        format!(
+            " c=0x{:x} p=0x{:x} r=305419896 a=43981 d=66 s=0x0",
+            K + 0x800,
+            K + 8
+        )
+    );
+    // A null per-CPU address has no copy: the field reads as a fault (0), not as the offset.
+    env.args = vec![0, 0];
+    assert!(e.show(&env).contains(" a=0 "));
 }
