@@ -195,11 +195,51 @@ pub fn human(b: f64) -> String {
     }
 }
 
-fn f1(v: Option<f64>) -> String {
+/// A pass's line in a report's header: the kernel it ran on (`kernel`: what to call it, `vm`:
+/// what to say of the VM after its vCPUs), or `missing` when the log has no start line.
+pub(crate) fn pass_line(
+    s: &mut String,
+    pass: &str,
+    recs: &[Rec],
+    kernel: &str,
+    vm: &str,
+    missing: &str,
+) {
+    match recs.iter().find(|r| r.sec == "start") {
+        Some(r) => {
+            let _ = writeln!(
+                s,
+                "- {} pass: {} {}, {} vCPUs{}{}",
+                pass,
+                kernel,
+                r.get("kernel").unwrap_or("?"),
+                r.get("cpus").unwrap_or("?"),
+                vm,
+                if r.get("quick") == Some("1") {
+                    ", quick (smoke) settings"
+                } else {
+                    ""
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(s, "- {} pass: {}", pass, missing);
+        }
+    }
+}
+
+/// A report header's line on the per-call cost runs: how many timed calls each hook made.
+pub(crate) fn calls_line(s: &mut String, ic: &[Rec], wl: &[Rec]) {
+    if let Some(r) = Report::find(ic, "cost", "none").or_else(|| Report::find(wl, "cost", "none")) {
+        let _ = writeln!(s, "- per-call cost: {} timed calls per hook in chunks with interrupts off; instructions: the median chunk, wall clock: the fastest chunk", r.get("calls").unwrap_or("?"));
+    }
+}
+
+pub(crate) fn f1(v: Option<f64>) -> String {
     v.map(|v| format!("{:.1}", v)).unwrap_or_else(|| "-".into())
 }
 
-fn ratio(v: Option<f64>) -> String {
+pub(crate) fn ratio(v: Option<f64>) -> String {
     v.map(|v| format!("{:.2}x", v))
         .unwrap_or_else(|| "-".into())
 }
@@ -292,31 +332,9 @@ impl<'a> Report<'a> {
         );
         let _ = writeln!(s, "- ufgraph built from {}", self.source);
         for (pass, recs) in [("icount", self.ic), ("wall", self.wl), ("attach", self.kp)] {
-            match recs.iter().find(|r| r.sec == "start") {
-                Some(r) => {
-                    let _ = writeln!(
-                        s,
-                        "- {} pass: kernel {}, {} vCPUs{}",
-                        pass,
-                        r.get("kernel").unwrap_or("?"),
-                        r.get("cpus").unwrap_or("?"),
-                        if r.get("quick") == Some("1") {
-                            ", quick (smoke) settings"
-                        } else {
-                            ""
-                        }
-                    );
-                }
-                None => {
-                    let _ = writeln!(s, "- {} pass: no output", pass);
-                }
-            }
+            pass_line(s, pass, recs, "kernel", "", "no output");
         }
-        if let Some(r) =
-            Self::find(self.ic, "cost", "none").or_else(|| Self::find(self.wl, "cost", "none"))
-        {
-            let _ = writeln!(s, "- per-call cost: {} timed calls per hook in chunks with interrupts off; instructions: the median chunk, wall clock: the fastest chunk", r.get("calls").unwrap_or("?"));
-        }
+        calls_line(s, self.ic, self.wl);
         if let Some(z) = self.sizes() {
             let _ = writeln!(s, "- possible CPUs {}, page {} B", z.possible, z.page);
         }
