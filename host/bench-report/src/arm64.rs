@@ -8,26 +8,14 @@
 //! first instruction: arm64 has no KPROBES_ON_FTRACE) and arm64's own kretprobe trampoline
 //! (no rethook on arm64).
 
-use crate::report::{calls_line, f1, pass_line, ratio, Report};
+use crate::report::{calls_line, f1, pass_line, ratio, Report, BASE_ROWS, UFGRAPH_ROWS};
 use crate::Rec;
 use std::fmt::Write as _;
 
-/// The arm64 rows: the log's hook name and the label.
-pub const COST_ROWS: &[(&str, &str)] = &[
-    ("none", "no hook"),
-    ("ftrace_ops", "kernel: bare ftrace_ops (the reference)"),
-    ("function_graph_on0", "kernel: fgraph entry path (function_graph tracer, tracing_on=0; it declines the return)"),
-    ("function_graph_on1", "kernel: function_graph tracer, writing its ring buffer"),
-    ("kgraph1", "kernel: fgraph, 1 user (function_graph in a tracefs instance, tracing_on=0; entry only)"),
-    ("kgraph4", "kernel: fgraph, 4 users (4 instances)"),
-    ("kgraph16", "kernel: fgraph, 16 users (16 instances)"),
+/// The arm64 rows beside the common ones (`BASE_ROWS`, `UFGRAPH_ROWS`): the kernel's kretprobe,
+/// arm64's own.
+const KERNEL_ROWS: &[(&str, &str)] = &[
     ("kretprobe", "kernel: kretprobe (a kprobe's BRK exception at entry, arm64's kretprobe trampoline; no rethook)"),
-    ("ufprobe", "ufgraph: fprobe, entry only"),
-    ("ufprobe_exit", "ufgraph: fprobe entry+exit"),
-    ("ukretprobe", "ufgraph: kretprobe shim"),
-    ("ufgraph1", "ufgraph: fgraph, 1 ops on the function"),
-    ("ufgraph4", "ufgraph: fgraph, 4 ops on the function"),
-    ("ufgraph16", "ufgraph: fgraph, 16 ops on the function"),
 ];
 
 /// The rows issue #15 asks for on arm64: ufgraph's hooks, the kernel's kretprobe and
@@ -107,7 +95,11 @@ pub fn markdown(ic: &[Rec], wl: &[Rec], source: &str) -> String {
     let rep = Report::new(ic, wl, &[]);
     let mut s = String::new();
     header(&mut s, ic, wl, source);
-    rep.cost_table(&mut s, "Per-call cost, arm64", COST_ROWS);
+    rep.cost_table(
+        &mut s,
+        "Per-call cost, arm64",
+        &[BASE_ROWS, KERNEL_ROWS, UFGRAPH_ROWS],
+    );
     against_kernel(&mut s, ic);
     let mut passes: Vec<(&str, &[Rec])> = vec![("icount", ic)];
     if !wl.is_empty() {

@@ -153,27 +153,22 @@ fn print_and_write(body: &str, text: Option<&str>) {
     }
 }
 
+/// The lines of `log` that begin with `tag`, without it.
+fn tagged_lines(log: &str, tag: &str) -> String {
+    log.lines()
+        .filter_map(|l| l.strip_prefix(tag))
+        .map(|l| format!("{}\n", l))
+        .collect()
+}
+
 // The profile pass: DIR holds profile.log (the VM's console), profile-HOOK.pcs, source and
 // build-id (what scripts/bench.sh built). Writes DIR/profile.tsv for the `make bench` report.
 fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>) {
     let log = std::fs::read_to_string(format!("{}/profile.log", dir)).unwrap_or_default();
     let mut syms = profile::Symbols::default();
-    syms.add_map(&std::fs::read_to_string(map).unwrap_or_else(|e| {
-        eprintln!("bench-report: {}: {}", map, e);
-        exit(1)
-    }));
-    let modsyms: String = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("@@sym "))
-        .map(|l| format!("{}\n", l))
-        .collect();
-    syms.add_map(&modsyms);
-    let mods: String = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("@@mod "))
-        .map(|l| format!("{}\n", l))
-        .collect();
-    syms.add_modules(&mods);
+    syms.add_map(&read_or_die(map));
+    syms.add_map(&tagged_lines(&log, "@@sym "));
+    syms.add_modules(&tagged_lines(&log, "@@mod "));
     syms.finish();
     let mut profiles = Vec::new();
     for r in parse(&log).iter().filter(|r| r.sec == "profile") {

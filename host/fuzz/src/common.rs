@@ -407,3 +407,22 @@ pub fn mutation_fuzzer(
     }
     ExitCode::SUCCESS
 }
+
+/// The mutation fuzzers' short runs in `cargo test`: `n` entries of `seeds`, each with one
+/// random edit, through `check` (with the run's generator, seeded 1); a broken promise fails
+/// the test with the input.
+#[cfg(test)]
+pub(crate) fn short_run(
+    seeds: &[&str],
+    n: usize,
+    mut check: impl FnMut(&mut Rng, &str) -> Result<&'static str, String>,
+) {
+    let mut rng = Rng(1);
+    let corpus: Vec<String> = seeds.iter().map(|s| s.to_string()).collect();
+    for _ in 0..n {
+        let mut bytes = rng.pick(&corpus).clone().into_bytes();
+        mutate(&mut rng, &mut bytes, &corpus);
+        let input = String::from_utf8_lossy(&bytes).into_owned();
+        check(&mut rng, &input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
+    }
+}

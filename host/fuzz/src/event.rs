@@ -426,7 +426,7 @@ pub fn check(rng: &mut impl Source, input: &str) -> Result<&'static str, String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{mutate, Rng, SEEDS};
+    use crate::common::{Rng, SEEDS};
 
     #[test]
     fn seeds_keep_invariants() {
@@ -440,13 +440,6 @@ mod tests {
 
     #[test]
     fn short_run() {
-        let mut rng = Rng(1);
-        let corpus: Vec<String> = EVENT_SEEDS.iter().map(|s| s.to_string()).collect();
-        for _ in 0..5_000 {
-            let mut bytes = rng.pick(&corpus).clone().into_bytes();
-            mutate(&mut rng, &mut bytes, &corpus);
-            let input = String::from_utf8_lossy(&bytes).into_owned();
-            check(&mut rng, &input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
-        }
+        crate::common::short_run(EVENT_SEEDS, 5_000, check);
     }
 }
