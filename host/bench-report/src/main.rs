@@ -95,11 +95,6 @@ fn usage() -> ! {
     exit(2)
 }
 
-/// Replaces the text between the marker lines `<!-- bench:begin -->` and `<!-- bench:end -->`.
-pub fn splice(doc: &str, body: &str) -> Option<String> {
-    splice_at(doc, "bench", body)
-}
-
 /// Replaces the text between the marker lines `<!-- NAME:begin -->` and `<!-- NAME:end -->`.
 pub fn splice_at(doc: &str, name: &str, body: &str) -> Option<String> {
     let begin = format!("<!-- {}:begin -->", name);
@@ -350,9 +345,9 @@ mod tests {
     fn splices_between_markers() {
         let d = "# T\n<!-- bench:begin -->\nold\n<!-- bench:end -->\ntail\n";
         assert_eq!(
-            splice(d, "new").unwrap(),
+            splice_at(d, "bench", "new").unwrap(),
             "# T\n<!-- bench:begin -->\nnew\n<!-- bench:end -->\ntail\n"
         );
-        assert!(splice("no markers", "x").is_none());
+        assert!(splice_at("no markers", "bench", "x").is_none());
     }
 }
