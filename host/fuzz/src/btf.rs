@@ -202,8 +202,17 @@ fn check_accepted(btf: &Btf<'_>) -> Verdict {
         "id 0 is not void".into()
     })?;
 
-    // The name index: exactly the named own types, sorted.
     let idx = btf.by_name();
+    check_name_index(btf, idx)?;
+    check_lookups(btf, idx)?;
+    for id in btf.own_ids().take(CAP as usize) {
+        check_type(btf, id)?;
+    }
+    Ok(())
+}
+
+/// The name index `idx`: exactly the named own types, sorted.
+fn check_name_index(btf: &Btf<'_>, idx: &[u32]) -> Verdict {
     let named: HashSet<u32> = btf
         .own_ids()
         .filter(|&id| !btf.type_name(id).unwrap().is_empty())
@@ -218,9 +227,12 @@ fn check_accepted(btf: &Btf<'_>) -> Verdict {
             format!("index out of order at {} {}", w[0], w[1])
         })?;
     }
+    Ok(())
+}
 
-    // Lookups by name, against a scan of every type (the base's too).
-    let all: Vec<u32> = (1..end).collect();
+/// Lookups by name, against a scan of every type (the base's too).
+fn check_lookups(btf: &Btf<'_>, idx: &[u32]) -> Verdict {
+    let all: Vec<u32> = (1..btf.end_id()).collect();
     for &id in idx.iter().take(CAP as usize) {
         let t = btf.ty(id).unwrap();
         let name = btf.type_name(id).unwrap();
@@ -250,27 +262,29 @@ fn check_accepted(btf: &Btf<'_>) -> Verdict {
             check_func(btf, id)?;
         }
     }
+    Ok(())
+}
 
-    for id in btf.own_ids().take(CAP as usize) {
-        let r = btf.resolve(id);
-        ensure(r == resolve_spec(btf, id), || {
-            format!("resolve({id}) = {r:?}, spec {:?}", resolve_spec(btf, id))
-        })?;
-        let s = btf.size(id);
-        let spec = size_spec(btf, id, 0);
-        let same = match (s, spec) {
-            (Ok(a), Ok(b)) => u64::from(a) == b,
-            // The reader refuses a size over u32; the spec computes it in u64.
-            (Err(Error::Limit), Ok(b)) => b > u64::from(u32::MAX),
-            (Err(a), Err(b)) => a == b,
-            _ => false,
-        };
-        ensure(same, || format!("size({id}) = {s:?}, spec {spec:?}"))?;
-        check_scalar(btf, id)?;
-        let t = raw(btf, id).unwrap();
-        if matches!(t.kind, Kind::Struct | Kind::Union) {
-            check_members(btf, id, &t)?;
-        }
+/// One own type: resolved, sized, as a scalar and its members as the spec says.
+fn check_type(btf: &Btf<'_>, id: u32) -> Verdict {
+    let r = btf.resolve(id);
+    ensure(r == resolve_spec(btf, id), || {
+        format!("resolve({id}) = {r:?}, spec {:?}", resolve_spec(btf, id))
+    })?;
+    let s = btf.size(id);
+    let spec = size_spec(btf, id, 0);
+    let same = match (s, spec) {
+        (Ok(a), Ok(b)) => u64::from(a) == b,
+        // The reader refuses a size over u32; the spec computes it in u64.
+        (Err(Error::Limit), Ok(b)) => b > u64::from(u32::MAX),
+        (Err(a), Err(b)) => a == b,
+        _ => false,
+    };
+    ensure(same, || format!("size({id}) = {s:?}, spec {spec:?}"))?;
+    check_scalar(btf, id)?;
+    let t = raw(btf, id).unwrap();
+    if matches!(t.kind, Kind::Struct | Kind::Union) {
+        check_members(btf, id, &t)?;
     }
     Ok(())
 }

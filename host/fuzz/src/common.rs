@@ -240,16 +240,8 @@ pub fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
                 *rng.pick(b"$@+-u()[]:=/.%\\\"*0123456789abx _\t")
             };
         }
-        1 => {
-            let i = at(rng);
-            let tok = rng.pick(TOKENS).as_bytes();
-            input.splice(i..i, tok.iter().copied());
-        }
-        2 => {
-            let i = at(rng);
-            let tok = rng.pick(NUMBERS).as_bytes();
-            input.splice(i..i, tok.iter().copied());
-        }
+        1 => insert_piece(rng, input, TOKENS),
+        2 => insert_piece(rng, input, NUMBERS),
         // Delete a range.
         3 if len > 0 => {
             let i = rng.below(len);
@@ -263,19 +255,7 @@ pub fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
             let piece: Vec<u8> = input[i..i + n].to_vec();
             input.splice(i..i, piece);
         }
-        // Replace a number-looking run with a boundary number.
-        5 => {
-            if let Some(start) = (0..len)
-                .map(|_| rng.below(len.max(1)))
-                .find(|&i| input.get(i).is_some_and(u8::is_ascii_digit))
-            {
-                let end = (start..len)
-                    .find(|&i| !input[i].is_ascii_hexdigit() && input[i] != b'x')
-                    .unwrap_or(len);
-                let num = rng.pick(NUMBERS).as_bytes();
-                input.splice(start..end, num.iter().copied());
-            }
-        }
+        5 => replace_number(rng, input),
         // Splice with another corpus entry.
         6 => {
             let other = rng.pick(corpus).as_bytes();
@@ -290,26 +270,8 @@ pub fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
             let i = at(rng);
             input.splice(i..i, tok.repeat(n).into_bytes());
         }
-        // Swap two words.
-        8 => {
-            let text = String::from_utf8_lossy(input).into_owned();
-            let mut words: Vec<&str> = text.split(' ').collect();
-            if words.len() > 1 {
-                let (a, b) = (rng.below(words.len()), rng.below(words.len()));
-                words.swap(a, b);
-                *input = words.join(" ").into_bytes();
-            }
-        }
-        // Insert a named argument built from pieces.
-        9 => {
-            let arg = format!(
-                " {}={}{}",
-                rng.pick(&["a", "arg1", "x_1", "common_pid", ""]),
-                rng.pick(TOKENS),
-                rng.pick(TOKENS)
-            );
-            input.extend_from_slice(arg.as_bytes());
-        }
+        8 => swap_words(rng, input),
+        9 => named_arg(rng, input),
         _ => {
             if len > 0 {
                 let i = rng.below(len);
@@ -317,6 +279,50 @@ pub fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
             }
         }
     }
+}
+
+/// Inserts one of `pieces` (tokens, numbers) anywhere in `input`.
+fn insert_piece(rng: &mut Rng, input: &mut Vec<u8>, pieces: &[&str]) {
+    let i = rng.below(input.len() + 1);
+    let piece = rng.pick(pieces).as_bytes();
+    input.splice(i..i, piece.iter().copied());
+}
+
+/// Replaces a number-looking run with a boundary number.
+fn replace_number(rng: &mut Rng, input: &mut Vec<u8>) {
+    let len = input.len();
+    if let Some(start) = (0..len)
+        .map(|_| rng.below(len.max(1)))
+        .find(|&i| input.get(i).is_some_and(u8::is_ascii_digit))
+    {
+        let end = (start..len)
+            .find(|&i| !input[i].is_ascii_hexdigit() && input[i] != b'x')
+            .unwrap_or(len);
+        let num = rng.pick(NUMBERS).as_bytes();
+        input.splice(start..end, num.iter().copied());
+    }
+}
+
+/// Swaps two words.
+fn swap_words(rng: &mut Rng, input: &mut Vec<u8>) {
+    let text = String::from_utf8_lossy(input).into_owned();
+    let mut words: Vec<&str> = text.split(' ').collect();
+    if words.len() > 1 {
+        let (a, b) = (rng.below(words.len()), rng.below(words.len()));
+        words.swap(a, b);
+        *input = words.join(" ").into_bytes();
+    }
+}
+
+/// Appends a named argument built from pieces.
+fn named_arg(rng: &mut Rng, input: &mut Vec<u8>) {
+    let arg = format!(
+        " {}={}{}",
+        rng.pick(&["a", "arg1", "x_1", "common_pid", ""]),
+        rng.pick(TOKENS),
+        rng.pick(TOKENS)
+    );
+    input.extend_from_slice(arg.as_bytes());
 }
 
 /// What a check of one input says: `Ok`, or the promise it breaks.
@@ -416,4 +422,23 @@ pub fn mutation_fuzzer(
         println!("  {n:>9}  {label}");
     }
     ExitCode::SUCCESS
+}
+
+/// The mutation fuzzers' short runs in `cargo test`: `n` entries of `seeds`, each with one
+/// random edit, through `check` (with the run's generator, seeded 1); a broken promise fails
+/// the test with the input.
+#[cfg(test)]
+pub(crate) fn short_run(
+    seeds: &[&str],
+    n: usize,
+    mut check: impl FnMut(&mut Rng, &str) -> Result<&'static str, String>,
+) {
+    let mut rng = Rng(1);
+    let corpus: Vec<String> = seeds.iter().map(|s| s.to_string()).collect();
+    for _ in 0..n {
+        let mut bytes = rng.pick(&corpus).clone().into_bytes();
+        mutate(&mut rng, &mut bytes, &corpus);
+        let input = String::from_utf8_lossy(&bytes).into_owned();
+        check(&mut rng, &input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
+    }
 }

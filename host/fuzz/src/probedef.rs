@@ -440,7 +440,7 @@ pub fn check(input: &str) -> Result<&'static str, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{mutate, Rng, Source, SEEDS};
+    use crate::common::SEEDS;
 
     #[test]
     fn seeds_keep_invariants() {
@@ -451,13 +451,6 @@ mod tests {
 
     #[test]
     fn short_run() {
-        let mut rng = Rng(1);
-        let corpus: Vec<String> = SEEDS.iter().map(|s| s.to_string()).collect();
-        for _ in 0..20_000 {
-            let mut bytes = rng.pick(&corpus).clone().into_bytes();
-            mutate(&mut rng, &mut bytes, &corpus);
-            let input = String::from_utf8_lossy(&bytes).into_owned();
-            check(&input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
-        }
+        crate::common::short_run(SEEDS, 20_000, |_, input| check(input));
     }
 }
