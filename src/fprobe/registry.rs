@@ -298,7 +298,7 @@ impl Fprobes {
             mut old_entries,
             ..
         } = new;
-        // Publish: nothing below can fail (room was reserved, capacity too).
+        // Publish: nothing below can fail (`prepare` reserved room, capacity too).
         for e in fresh.into_iter() {
             let ip = e.ip;
             let raw = KBox::into_raw(e);
@@ -311,7 +311,7 @@ impl Fprobes {
                     .upsert(&mut reg.ips_counts, NonNull::new_unchecked(raw))
             } {
                 Ok(Some(old)) => {
-                    // Within the capacity reserved above: does not allocate.
+                    // Within the capacity `prepare` reserved: does not allocate.
                     let _ = old_entries.push(old.as_ptr() as usize, GFP_ATOMIC);
                 }
                 Ok(None) => {}
@@ -344,7 +344,7 @@ impl Fprobes {
         old_entries
     }
 
-    /// Frees the entries a registration replaced (`old`) a grace period after, without the
+    /// Frees the entries a registration replaced (`old`) after a grace period, without the
     /// registration waiting for it (a second probe on 10000 hooked functions replaces 10000
     /// entries): the reaper does. If they cannot join its list, waits here, `reg` released.
     fn free_replaced(&self, mut reg: Guard<'_, Reg, MutexBackend>, old: KVec<usize>) {

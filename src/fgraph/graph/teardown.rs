@@ -91,7 +91,7 @@ pub(super) fn judge_chain(
         ArchSlot::Unknown => return pend(stack, chain),
         ArchSlot::At { addr, value } => (addr, value),
     };
-    match plan_chain(chain, owner, addr, value) {
+    match plan_chain(chain, top.retp, owner, addr, value) {
         Plan::Pending => pend(stack, chain),
         Plan::Hand { writes, n, frames } => {
             // SAFETY: the plan for the slot `find_slot` found, under stop_machine (the
@@ -111,16 +111,22 @@ fn pend(stack: &Stack, chain: &[Frame]) -> bool {
 }
 
 /// `handback::plan` for `chain` (at most [`CHAIN`] frames, top first), whose return slot at
-/// `addr` holds `value`: what to write where to hand its frames back, following the copies the
-/// kernel's hookers saved of `owner`'s return addresses.
-fn plan_chain(chain: &[Frame], owner: Owner, addr: usize, value: usize) -> Plan<{ CHAIN + 4 }> {
+/// `addr` holds `value` (`retp`: where the top frame's return address lived, as it recorded):
+/// what to write where to hand its frames back, following the copies the kernel's hookers saved
+/// of `owner`'s return addresses.
+fn plan_chain(
+    chain: &[Frame],
+    retp: usize,
+    owner: Owner,
+    addr: usize,
+    value: usize,
+) -> Plan<{ CHAIN + 4 }> {
     let tramp = trampoline();
     let mut rets = [0usize; CHAIN];
     for (r, f) in rets.iter_mut().zip(chain) {
         *r = f.ret;
     }
     let task = owner.task();
-    let retp = chain.first().map_or(0, |top| top.retp);
     handback::plan::<{ CHAIN + 4 }>(
         &rets[..chain.len()],
         addr,
