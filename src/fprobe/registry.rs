@@ -4,6 +4,7 @@
 //! reads, the shared ops' filter, and module unload.
 
 use super::*;
+use kernel::sync::lock::{mutex::MutexBackend, Guard};
 
 impl Fprobes {
     /// An empty core.
@@ -156,65 +157,68 @@ impl Fprobes {
         if has_exit {
             crate::fgraph::graph::graph().ok_or(ENODEV)?.need_stacks()?;
         }
-        // Everything that can fail first: the new entries, room in both tables, the private
-        // record. Then the filter update (which can fail too, and is undone by not publishing).
+        // Everything that can fail first: the new entries, room in the tables, the records.
+        // Then the filter update (which can fail too, and is undone by not publishing).
+        // SAFETY: as above.
+        let new = unsafe { self.prepare(&mut reg, fp, id, has_exit, ips)? };
+        self.clear_shortcuts(has_exit, !new.path_new.is_empty());
+        if let Err(e) = reg.update_filter(&new.path_new, false) {
+            self.settle(&reg);
+            return Err(e);
+        }
+
+        // A registration starts its count of misses at 0, as upstream's `register_fprobe()`
+        // does: what it missed before was added to `missed_retired` when it was unregistered,
+        // and would be counted again (an `f:` event's probes are registered at every enable).
+        // No handler of `fp` runs before it is published below.
+        // SAFETY: the caller's valid probe; `nmissed` is only ever updated atomically.
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
+            .store(0, Relaxed);
+        // SAFETY: the caller's probe, valid until it is unregistered (the contract of
+        // `register`), and `new` was prepared for it.
+        let old_entries = unsafe { self.publish_new(&mut reg, fp, new) };
+        reg.next_id = next_id;
+        if has_exit {
+            reg.exit_probes += 1
+        } else {
+            reg.entry_probes += 1
+        }
+        self.settle(&reg);
+        self.free_replaced(reg, old_entries);
+        Ok(())
+    }
+
+    /// Allocates all a registration of `fp` (as registration `id`) on `ips` needs, changing
+    /// nothing that readers see: the entries to publish, room in the three tables, its `Live`
+    /// and `Private`, and room for the entries it will replace.
+    ///
+    /// # Safety
+    ///
+    /// `fp` must point to a valid probe.
+    unsafe fn prepare(
+        &self,
+        reg: &mut Reg,
+        fp: *mut ufgraph_fprobe,
+        id: usize,
+        has_exit: bool,
+        ips: KVec<usize>,
+    ) -> Result<Prepared> {
         let mut fresh: KVec<KBox<IpEntry>> = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
         // The functions new to the filter.
         let mut path_new: KVec<usize> = KVec::new();
         for &ip in ips.iter() {
             let old = self.ips.lookup_w(&reg.ips_counts, ip);
-            let mut probes = KVec::new();
-            let (mut exit, mut entry_only) = (0, 0);
-            if let Some(o) = old {
-                for p in o.probes.iter() {
-                    let q = p.fp.load(Relaxed);
-                    if !q.is_null() {
-                        probes.push(
-                            ProbeRef {
-                                fp: AtomicPtr::new(q),
-                                id: p.id,
-                            },
-                            GFP_KERNEL,
-                        )?;
-                    }
-                }
-                exit = o.exit.load(Relaxed);
-                entry_only = o.entry_only.load(Relaxed);
-            }
-            probes.push(
-                ProbeRef {
-                    fp: AtomicPtr::new(fp),
-                    id,
-                },
-                GFP_KERNEL,
-            )?;
             if old.is_none() {
                 path_new.push(ip, GFP_KERNEL)?;
             }
-            if has_exit {
-                exit += 1
-            } else {
-                entry_only += 1
-            }
-            fresh.push(
-                KBox::new(
-                    IpEntry {
-                        ip,
-                        exit: AtomicU32::new(exit),
-                        entry_only: AtomicU32::new(entry_only),
-                        probes,
-                    },
-                    GFP_KERNEL,
-                )?,
-                GFP_KERNEL,
-            )?;
+            fresh.push(IpEntry::with_probe(old, ip, fp, id, has_exit)?, GFP_KERNEL)?;
         }
         let Reg {
             ips_counts,
             live_counts,
             regs_counts,
             ..
-        } = &mut *reg;
+        } = reg;
         self.ips.reserve(ips_counts, ips.len())?;
         self.live.reserve(live_counts, 1)?;
         self.regs.reserve(regs_counts, 1)?;
@@ -241,7 +245,19 @@ impl Fprobes {
             },
             GFP_KERNEL,
         )?;
-        let mut old_entries: KVec<usize> = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
+        let old_entries = KVec::with_capacity(fresh.len(), GFP_KERNEL)?;
+        Ok(Prepared {
+            fresh,
+            path_new,
+            live,
+            private,
+            old_entries,
+        })
+    }
+
+    /// Clears the shortcuts a new probe (`has_exit`: one with an exit handler) makes wrong,
+    /// before the filter grows (`grows`: the probe hooks a function new to it).
+    fn clear_shortcuts(&self, has_exit: bool, grows: bool) {
         // The shortcuts this probe makes wrong: the single entry-only probe (any new probe),
         // no lookup (a first entry-only probe), the single exit probe (a second one). LOOKUP
         // is right for any filter. A callback may have read the old word and be about to act
@@ -258,22 +274,31 @@ impl Fprobes {
                 .swap(core::ptr::null_mut(), AcqRel)
                 .is_null();
         }
-        if changed && !path_new.is_empty() {
+        if changed && grows {
             synchronize_rcu();
         }
-        if let Err(e) = reg.update_filter(&path_new, false) {
-            self.settle(&reg);
-            return Err(e);
-        }
+    }
 
-        // A registration starts its count of misses at 0, as upstream's `register_fprobe()`
-        // does: what it missed before was added to `missed_retired` when it was unregistered,
-        // and would be counted again (an `f:` event's probes are registered at every enable).
-        // No handler of `fp` runs before it is published below.
-        // SAFETY: the caller's valid probe; `nmissed` is only ever updated atomically.
-        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
-            .store(0, Relaxed);
-        // Publish: nothing below can fail (room was reserved, capacity too).
+    /// Publishes what [`Fprobes::prepare`] made for `fp`: its entries in `ips`, the probe in
+    /// `live`, its `Live` in `regs`, its `Private` in the probe. Returns the entries replaced.
+    ///
+    /// # Safety
+    ///
+    /// `fp` must be the probe `new` was prepared for, valid until it is unregistered.
+    unsafe fn publish_new(
+        &self,
+        reg: &mut Reg,
+        fp: *mut ufgraph_fprobe,
+        new: Prepared,
+    ) -> KVec<usize> {
+        let Prepared {
+            fresh,
+            live,
+            mut private,
+            mut old_entries,
+            ..
+        } = new;
+        // Publish: nothing below can fail (`prepare` reserved room, capacity too).
         for e in fresh.into_iter() {
             let ip = e.ip;
             let raw = KBox::into_raw(e);
@@ -286,7 +311,7 @@ impl Fprobes {
                     .upsert(&mut reg.ips_counts, NonNull::new_unchecked(raw))
             } {
                 Ok(Some(old)) => {
-                    // Within the capacity reserved above: does not allocate.
+                    // Within the capacity `prepare` reserved: does not allocate.
                     let _ = old_entries.push(old.as_ptr() as usize, GFP_ATOMIC);
                 }
                 Ok(None) => {}
@@ -313,37 +338,30 @@ impl Fprobes {
             self.regs
                 .upsert(&mut reg.regs_counts, NonNull::new_unchecked(live))
         };
-        reg.next_id = next_id;
-        let mut private = private;
         private.live = live;
         // SAFETY: the probe is ours to annotate while registered (the field is private to us).
         unsafe { (*fp).hlist_array = KBox::into_raw(private).cast() };
-        if has_exit {
-            reg.exit_probes += 1
-        } else {
-            reg.entry_probes += 1
+        old_entries
+    }
+
+    /// Frees the entries a registration replaced (`old`) after a grace period, without the
+    /// registration waiting for it (a second probe on 10000 hooked functions replaces 10000
+    /// entries): the reaper does. If they cannot join its list, waits here, `reg` released.
+    fn free_replaced(&self, mut reg: Guard<'_, Reg, MutexBackend>, old: KVec<usize>) {
+        if old.is_empty() {
+            return;
         }
-        self.settle(&reg);
-        // The entries replaced go after a grace period, without this registration waiting for
-        // it (a second probe on 10000 hooked functions replaces 10000 entries).
-        if !old_entries.is_empty() {
-            if reg
-                .garbage
-                .extend_from_slice(&old_entries, GFP_KERNEL)
-                .is_ok()
-            {
-                self.reaper.schedule();
-                return Ok(());
-            }
-            drop(reg);
-            synchronize_rcu();
-            for &o in old_entries.iter() {
-                // SAFETY: unpublished; readers are gone after the grace period (`IpEntry`'s
-                // invariants).
-                drop(unsafe { KBox::from_raw(o as *mut IpEntry) });
-            }
+        if reg.garbage.extend_from_slice(&old, GFP_KERNEL).is_ok() {
+            self.reaper.schedule();
+            return;
         }
-        Ok(())
+        drop(reg);
+        synchronize_rcu();
+        for &o in old.iter() {
+            // SAFETY: unpublished; readers are gone after the grace period (`IpEntry`'s
+            // invariants).
+            drop(unsafe { KBox::from_raw(o as *mut IpEntry) });
+        }
     }
 
     /// Whether `fp` is registered.
@@ -370,7 +388,50 @@ impl Fprobes {
         let mut private = unsafe { KBox::from_raw((*fp).hlist_array.cast::<Private>()) };
         // SAFETY: as above.
         unsafe { (*fp).hlist_array = core::ptr::null_mut() };
-        // SAFETY: the registration's `Live`, allocated at registration and freed only here.
+        // Freed after the grace period below: the return side may be reading it.
+        // SAFETY: the record of a probe just taken out of `live`, and `live` is dropped after
+        // the grace period below.
+        let live = unsafe { self.withdraw_live(&mut reg, &private) };
+        let (path_gone, dead) = self.clear_from_entries(&mut reg, fp, &mut private);
+        if let Err(e) = reg.update_filter(&path_gone, true) {
+            // The probe is gone from every entry: a stale filter only costs callbacks that find
+            // nothing.
+            pr_warn!("fprobe: filter update on unregister failed: {:?}\n", e);
+        }
+        // Whether `settle` below may publish a shortcut (one probe left of a kind, none of the
+        // other), which says every function in the filter is its probe's.
+        let shortcut = matches!((reg.entry_probes, reg.exit_probes), (1, 0) | (0, 1));
+        drop(reg);
+        wait_unhooked(shortcut, &path_gone);
+        for &d in dead.iter() {
+            // SAFETY: unpublished, readers gone (`IpEntry`'s invariants).
+            drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
+        }
+        drop(live);
+        // The filter has settled: publish the shortcuts that are true again.
+        let mut reg = self.reg.lock();
+        // Handlers that could count a miss for `fp` are gone (the grace periods above): its
+        // misses join the core's total, which stays monotonic when probes come and go (an
+        // event's probes are unregistered each time it is disabled).
+        // SAFETY: the caller's probe, valid for the call; `nmissed` is only updated atomically.
+        reg.missed_retired +=
+            unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
+                .load(Relaxed);
+        self.settle(&reg);
+        Ok(())
+    }
+
+    /// Takes the registration whose record is `private` out of `regs`, `single_exit` and
+    /// `DISPATCH` and out of the probe counts, and returns its `Live`.
+    ///
+    /// # Safety
+    ///
+    /// `private` must be the record of a probe just taken out of `live` (so this runs once per
+    /// registration), and the `Live` returned dropped only a grace period later (the return
+    /// side may be reading it).
+    unsafe fn withdraw_live(&self, reg: &mut Reg, private: &Private) -> KBox<Live> {
+        // SAFETY: the registration's `Live`, allocated at registration and freed only by
+        // `unregister` (the caller).
         let id = unsafe { (*private.live).id };
         // Not the single probe any more: callbacks look it up (and find it gone) from now on.
         if private.exit {
@@ -389,11 +450,22 @@ impl Fprobes {
             reg.entry_probes -= 1
         }
         self.regs.remove(&mut reg.regs_counts, id);
-        // Freed after the grace period below: the return side may be reading it. It is out of
-        // `regs`, `single_exit` and `DISPATCH` now, and nothing else frees it.
+        // It is out of `regs`, `single_exit` and `DISPATCH` now, and nothing else frees it.
         // SAFETY: `private.live` came from `KBox::into_raw` at registration and is reclaimed
-        // once, here; it is dropped only after the grace period below (`Live`'s invariants).
-        let live = unsafe { KBox::from_raw(private.live) };
+        // once, here (the caller); it is dropped only after a grace period (the caller, and
+        // `Live`'s invariants).
+        unsafe { KBox::from_raw(private.live) }
+    }
+
+    /// Takes the probe `fp` (whose record is `private`) out of the entries of its functions,
+    /// and the entries left without probes out of `ips`. Returns the functions that leave the
+    /// filter and the entries to free after a grace period.
+    fn clear_from_entries(
+        &self,
+        reg: &mut Reg,
+        fp: *mut ufgraph_fprobe,
+        private: &mut Private,
+    ) -> (KVec<usize>, KVec<usize>) {
         // Within the capacity reserved at registration: the pushes below do not allocate.
         let mut path_gone = core::mem::replace(&mut private.gone, KVec::new());
         let mut dead = core::mem::replace(&mut private.dead, KVec::new());
@@ -419,44 +491,7 @@ impl Fprobes {
                 }
             }
         }
-        if let Err(e) = reg.update_filter(&path_gone, true) {
-            // The probe is gone from every entry: a stale filter only costs callbacks that find
-            // nothing.
-            pr_warn!("fprobe: filter update on unregister failed: {:?}\n", e);
-        }
-        // Whether `settle` below may publish a shortcut (one probe left of a kind, none of the
-        // other), which says every function in the filter is its probe's.
-        let shortcut = matches!((reg.entry_probes, reg.exit_probes), (1, 0) | (0, 1));
-        drop(reg);
-        synchronize_rcu();
-        // A call of a function the filter just lost may still be on its way to our callback:
-        // in ftrace's trampoline, before the callback takes the recursion guard, where a
-        // preemptible kernel can preempt it. The grace period above does not wait for it; were
-        // a shortcut published now, it would run the remaining probe on that function. RCU
-        // Tasks waits for it, as ftrace waits for its trampolines (on a kernel without
-        // preemption the wait above covers it).
-        #[cfg(CONFIG_PREEMPTION)]
-        if shortcut && !path_gone.is_empty() {
-            crate::sys::sync::synchronize_rcu_tasks();
-        }
-        #[cfg(not(CONFIG_PREEMPTION))]
-        let _ = shortcut;
-        for &d in dead.iter() {
-            // SAFETY: unpublished, readers gone (`IpEntry`'s invariants).
-            drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
-        }
-        drop(live);
-        // The filter has settled: publish the shortcuts that are true again.
-        let mut reg = self.reg.lock();
-        // Handlers that could count a miss for `fp` are gone (the grace periods above): its
-        // misses join the core's total, which stays monotonic when probes come and go (an
-        // event's probes are unregistered each time it is disabled).
-        // SAFETY: the caller's probe, valid for the call; `nmissed` is only updated atomically.
-        reg.missed_retired +=
-            unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*fp).nmissed).cast()) }
-                .load(Relaxed);
-        self.settle(&reg);
-        Ok(())
+        (path_gone, dead)
     }
 
     // Publishes the dispatch words (see the module's diagram) that the registered probes make
@@ -575,6 +610,89 @@ impl Fprobes {
             "fprobe: dropped {} probed functions of a module going away\n",
             doomed.len()
         );
+    }
+}
+
+/// Waits, after a probe's unregistration took `path_gone` out of the filter, until no callback
+/// can still run it; `shortcut`: the next `settle` may publish a shortcut.
+fn wait_unhooked(shortcut: bool, path_gone: &[usize]) {
+    synchronize_rcu();
+    // A call of a function the filter just lost may still be on its way to our callback:
+    // in ftrace's trampoline, before the callback takes the recursion guard, where a
+    // preemptible kernel can preempt it. The grace period above does not wait for it; were
+    // a shortcut published next, it would run the remaining probe on that function. RCU
+    // Tasks waits for it, as ftrace waits for its trampolines (on a kernel without
+    // preemption the wait above covers it).
+    #[cfg(CONFIG_PREEMPTION)]
+    if shortcut && !path_gone.is_empty() {
+        crate::sys::sync::synchronize_rcu_tasks();
+    }
+    #[cfg(not(CONFIG_PREEMPTION))]
+    let _ = (shortcut, path_gone);
+}
+
+/// What a registration allocates before it changes anything ([`Fprobes::prepare`]), so that
+/// publishing it cannot fail.
+struct Prepared {
+    /// The entries to publish, one per function: its probes so far and the new one.
+    fresh: KVec<KBox<IpEntry>>,
+    /// The functions new to the filter.
+    path_new: KVec<usize>,
+    live: KBox<Live>,
+    private: KBox<Private>,
+    /// Room for the entries `fresh` replaces (one each at most).
+    old_entries: KVec<usize>,
+}
+
+impl IpEntry {
+    /// A new entry for `ip`: the probes of `old` (its current entry, if any) and `fp`, as
+    /// registration `id` (`exit`: a probe with an exit handler).
+    fn with_probe(
+        old: Option<&IpEntry>,
+        ip: usize,
+        fp: *mut ufgraph_fprobe,
+        id: usize,
+        exit: bool,
+    ) -> Result<KBox<IpEntry>> {
+        let mut probes = KVec::new();
+        let (mut exits, mut entry_only) = (0, 0);
+        if let Some(o) = old {
+            for p in o.probes.iter() {
+                let q = p.fp.load(Relaxed);
+                if !q.is_null() {
+                    probes.push(
+                        ProbeRef {
+                            fp: AtomicPtr::new(q),
+                            id: p.id,
+                        },
+                        GFP_KERNEL,
+                    )?;
+                }
+            }
+            exits = o.exit.load(Relaxed);
+            entry_only = o.entry_only.load(Relaxed);
+        }
+        probes.push(
+            ProbeRef {
+                fp: AtomicPtr::new(fp),
+                id,
+            },
+            GFP_KERNEL,
+        )?;
+        if exit {
+            exits += 1
+        } else {
+            entry_only += 1
+        }
+        Ok(KBox::new(
+            IpEntry {
+                ip,
+                exit: AtomicU32::new(exits),
+                entry_only: AtomicU32::new(entry_only),
+                probes,
+            },
+            GFP_KERNEL,
+        )?)
     }
 }
 

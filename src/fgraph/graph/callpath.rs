@@ -616,22 +616,7 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
     // The frame must be this return's. If it is not, returns were skipped above it (a frame of
     // a call that never returned normally): find ours further down and drop the others.
     if !arch::frame_matches(&f, regs) {
-        let Some(c) = stack.frames().find(|c| arch::frame_matches(c, regs)) else {
-            panic!("ufgraph: no shadow-stack frame for this return");
-        };
-        // Everything above `c` belongs to calls that will never return through us.
-        let mut skipped = 0;
-        let mut c_top = stack.top();
-        for x in stack.frames().take_while(|x| x.start != c.start) {
-            skipped += 1;
-            c_top = x.start;
-        }
-        g.stats.skipped_frames.fetch_add(skipped, Relaxed);
-        stack.drop_frames(c_top, skipped as usize);
-        let Some((c, h)) = stack.top_frame_head() else {
-            panic!("ufgraph: no shadow-stack frame for this return");
-        };
-        (f, head) = (c, h);
+        (f, head) = drop_skipped_frames(g, stack, regs);
     }
 
     // Before the callbacks: put the real return address where the trampoline's frame keeps the
@@ -642,16 +627,7 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
     // so teardown never sees a settled slot with its frame still on the stack.
     arch::settle_slot(&f, regs);
     let rettime = g.now();
-    // Where the call returns to: a tail call's inner frame saved our own trampoline, and the
-    // frame below knows the real address (as at the entry).
-    let ret_ip = if f.ret == trampoline() {
-        stack
-            .frames()
-            .find(|x| x.ret != f.ret)
-            .map_or(f.ret, |x| x.ret)
-    } else {
-        f.ret
-    };
+    let ret_ip = returns_to(stack, &f);
     // What each ops' return callback gets: built where (and only if) the callback is called,
     // so a direct call's `Return` can stay in registers (`call_ret`).
     let ret_of = |idx: usize| {
@@ -669,19 +645,14 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
     };
     // The common case first: one ops on the frame, its callback called with nothing kept for
     // another (the loop below would do the same, with more to carry from one ops to the next).
-    let mut bits = f.bitmap;
-    if refused.is_none() && bits.is_power_of_two() {
-        let idx = bits.trailing_zeros() as usize % ARRAY_SIZE;
-        let sp = g.array[idx].load(Acquire);
-        if !sp.is_null() {
-            // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it
-            // is removed, and preemption is disabled.
-            let slot = unsafe { &*sp };
-            call_ret::<P, Q>(slot, ret_of(idx));
-        }
+    if refused.is_none() && f.bitmap.is_power_of_two() {
+        call_ret_single::<P, Q, _>(g, f.bitmap, ret_of);
         stack.pop(&f);
         return f.ret;
     }
+    // The loop stays here: moved into a helper of its own (even `inline(always)`), it changed
+    // the code generated for the whole handler.
+    let mut bits = f.bitmap;
     while bits != 0 {
         let idx = bits.trailing_zeros() as usize;
         bits &= bits - 1;
@@ -692,16 +663,9 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
         // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it is
         // removed, and we hold preemption disabled.
         let slot = unsafe { &*sp };
-        match refused {
-            None => {}
-            Some(Refused::Recursion) => {
-                slot.missed_recursion.fetch_add(1, Relaxed);
-                // SAFETY: the slot's handler is alive while the slot is.
-                unsafe { (slot.missed)(slot.this, f.func) };
-                continue;
-            }
-            // Nothing but the pop where RCU does not protect what callbacks would read.
-            Some(Refused::Unsafe) => continue,
+        if let Some(why) = refused {
+            refuse_ret(slot, why, f.func);
+            continue;
         }
         call_ret::<P, Q>(slot, ret_of(idx));
     }
@@ -709,6 +673,75 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
     // stats walks the stacks instead).
     stack.pop(&f);
     f.ret
+}
+
+/// For a return whose frame (`regs`) is not the top one of `stack`: drops the frames above it
+/// (counted in `skipped_frames`), and returns it, now the top frame, with its head.
+#[inline(always)]
+fn drop_skipped_frames(g: &Graph, stack: &Stack, regs: &Regs) -> (Frame, Head) {
+    let Some(c) = stack.frames().find(|c| arch::frame_matches(c, regs)) else {
+        panic!("ufgraph: no shadow-stack frame for this return");
+    };
+    // Everything above `c` belongs to calls that will never return through us.
+    let mut skipped = 0;
+    let mut c_top = stack.top();
+    for x in stack.frames().take_while(|x| x.start != c.start) {
+        skipped += 1;
+        c_top = x.start;
+    }
+    g.stats.skipped_frames.fetch_add(skipped, Relaxed);
+    stack.drop_frames(c_top, skipped as usize);
+    let Some((c, h)) = stack.top_frame_head() else {
+        panic!("ufgraph: no shadow-stack frame for this return");
+    };
+    (c, h)
+}
+
+/// Where the call of frame `f` (the top one of `stack`) returns to: a tail call's inner frame
+/// saved our own trampoline, and the frame below knows the real address (as at the entry).
+#[inline(always)]
+fn returns_to(stack: &Stack, f: &Frame) -> usize {
+    if f.ret == trampoline() {
+        stack
+            .frames()
+            .find(|x| x.ret != f.ret)
+            .map_or(f.ret, |x| x.ret)
+    } else {
+        f.ret
+    }
+}
+
+/// The return callback of the one ops whose bit `bits` holds (a power of two), with the
+/// `Return` `ret_of(idx)` builds: none if the ops has gone since the entry.
+#[inline(always)]
+fn call_ret_single<'a, P: GraphHandler, Q: GraphHandler, R: Fn() -> Return<'a>>(
+    g: &Graph,
+    bits: u16,
+    ret_of: impl Fn(usize) -> R,
+) {
+    let idx = bits.trailing_zeros() as usize % ARRAY_SIZE;
+    let sp = g.array[idx].load(Acquire);
+    if !sp.is_null() {
+        // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it
+        // is removed, and preemption is disabled.
+        let slot = unsafe { &*sp };
+        call_ret::<P, Q>(slot, ret_of(idx));
+    }
+}
+
+/// What a return the recursion guard refused (`why`) does instead of `slot`'s callback, for a
+/// call of `func`.
+#[inline(always)]
+fn refuse_ret(slot: &Slot, why: Refused, func: usize) {
+    match why {
+        Refused::Recursion => {
+            slot.missed_recursion.fetch_add(1, Relaxed);
+            // SAFETY: the slot's handler is alive while the slot is.
+            unsafe { (slot.missed)(slot.this, func) };
+        }
+        // Nothing but the pop where RCU does not protect what callbacks would read.
+        Refused::Unsafe => {}
+    }
 }
 
 /// Calls `slot`'s return callback with the `Return` `r` builds. A slot made for a `P` or a `Q`

@@ -64,12 +64,6 @@ pub(super) fn judge_chain(
         // Judged by an earlier pass, and nothing to wait for.
         return false;
     }
-    let pend = || {
-        for f in chain {
-            stack.set_marks(f, mark::PENDING);
-        }
-        true
-    };
     if too_long {
         // All of the run, not only the frames judged: the wait must cover every frame of the
         // slot that may still return through the trampoline.
@@ -83,7 +77,7 @@ pub(super) fn judge_chain(
         return true;
     }
     if chain.iter().any(|f| f.marks & mark::PENDING != 0) {
-        return pend();
+        return pend(stack, chain);
     }
     // SAFETY: under stop_machine (the caller), with the owner alive and not running.
     let (addr, value) = match unsafe { arch::find_slot(top, owner.task(), view, walk) } {
@@ -94,16 +88,46 @@ pub(super) fn judge_chain(
             tally.never += chain.len();
             return false;
         }
-        ArchSlot::Unknown => return pend(),
+        ArchSlot::Unknown => return pend(stack, chain),
         ArchSlot::At { addr, value } => (addr, value),
     };
+    match plan_chain(chain, top.retp, owner, addr, value) {
+        Plan::Pending => pend(stack, chain),
+        Plan::Hand { writes, n, frames } => {
+            // SAFETY: the plan for the slot `find_slot` found, under stop_machine (the
+            // caller), with the owner alive and not running.
+            unsafe { hand_chain(stack, chain, addr, &writes[..n], frames, walk, tally) };
+            false
+        }
+    }
+}
+
+/// Marks the frames of `chain` pending: teardown waits for them. Returns true (some are).
+fn pend(stack: &Stack, chain: &[Frame]) -> bool {
+    for f in chain {
+        stack.set_marks(f, mark::PENDING);
+    }
+    true
+}
+
+/// `handback::plan` for `chain` (at most [`CHAIN`] frames, top first), whose return slot at
+/// `addr` holds `value` (`retp`: where the top frame's return address lived, as it recorded):
+/// what to write where to hand its frames back, following the copies the kernel's hookers saved
+/// of `owner`'s return addresses.
+fn plan_chain(
+    chain: &[Frame],
+    retp: usize,
+    owner: Owner,
+    addr: usize,
+    value: usize,
+) -> Plan<{ CHAIN + 4 }> {
     let tramp = trampoline();
     let mut rets = [0usize; CHAIN];
     for (r, f) in rets.iter_mut().zip(chain) {
         *r = f.ret;
     }
     let task = owner.task();
-    let plan = handback::plan::<{ CHAIN + 4 }>(
+    handback::plan::<{ CHAIN + 4 }>(
         &rets[..chain.len()],
         addr,
         value,
@@ -113,42 +137,52 @@ pub(super) fn judge_chain(
             let t = task?;
             match k {
                 // SAFETY: under stop_machine, the owner alive and not running (the caller).
-                Hooker::Fgraph => unsafe { crate::sys::hookers::fgraph_next(t, top.retp, visited) },
+                Hooker::Fgraph => unsafe { crate::sys::hookers::fgraph_next(t, retp, visited) },
                 // SAFETY: as for function_graph, just above.
-                Hooker::Rethook => unsafe {
-                    crate::sys::hookers::rethook_next(t, top.retp, visited)
-                },
+                Hooker::Rethook => unsafe { crate::sys::hookers::rethook_next(t, retp, visited) },
                 _ => None,
             }
         },
-    );
-    match plan {
-        Plan::Pending => pend(),
-        Plan::Hand { writes, n, frames } => {
-            for &(at, v) in &writes[..n] {
-                // Each address is the return slot `find_slot` found (a word of the quiet task's
-                // stack or, on arm64, of its shadow call stack) or a saved copy the kernel's
-                // hookers keep for this task (found and checked by `sys::hookers`): the task
-                // takes its return address from them.
-                // SAFETY: valid, aligned words that stay allocated while the task lives, and
-                // that nothing else reads or writes during stop_machine.
-                unsafe { (at as *mut usize).write_volatile(v) };
-            }
-            if writes[..n].iter().any(|&(at, _)| at == addr) {
-                walk.handed(addr);
-            }
-            for f in &chain[..frames] {
-                stack.set_marks(f, mark::HANDED);
-            }
-            for f in &chain[frames..] {
-                stack.set_marks(f, mark::GONE);
-            }
-            tally.handed += frames;
-            tally.patched += writes[..n].iter().filter(|&&(at, _)| at != addr).count();
-            tally.never += chain.len() - frames;
-            false
-        }
+    )
+}
+
+/// Carries out a plan's `writes` for `chain`, whose return slot is at `addr`: its top `frames`
+/// frames are handed back, the others never return.
+///
+/// # Safety
+///
+/// `writes` must be [`plan_chain`]'s for `chain` and `addr`, under stop_machine, with the
+/// chain's owner alive and not running.
+unsafe fn hand_chain(
+    stack: &Stack,
+    chain: &[Frame],
+    addr: usize,
+    writes: &[(usize, usize)],
+    frames: usize,
+    walk: &mut arch::TaskWalk,
+    tally: &mut Tally,
+) {
+    for &(at, v) in writes {
+        // Each address is the return slot `find_slot` found (a word of the quiet task's
+        // stack or, on arm64, of its shadow call stack) or a saved copy the kernel's
+        // hookers keep for this task (found and checked by `sys::hookers`): the task
+        // takes its return address from them.
+        // SAFETY: valid, aligned words that stay allocated while the task lives, and
+        // that nothing else reads or writes during stop_machine (the caller).
+        unsafe { (at as *mut usize).write_volatile(v) };
     }
+    if writes.iter().any(|&(at, _)| at == addr) {
+        walk.handed(addr);
+    }
+    for f in &chain[..frames] {
+        stack.set_marks(f, mark::HANDED);
+    }
+    for f in &chain[frames..] {
+        stack.set_marks(f, mark::GONE);
+    }
+    tally.handed += frames;
+    tally.patched += writes.iter().filter(|&&(at, _)| at != addr).count();
+    tally.never += chain.len() - frames;
 }
 
 /// One kernel log line about a frame teardown is waiting for: who, and in which function.
