@@ -7,10 +7,10 @@
 #   make check    set up and run every test (host and in-VM); ends "N passed, N failed"
 #                 (on the debug kernel: the set in selftests/sets/debug.list)
 #   make check-debug   every in-VM test on the debug kernel (about 40 minutes under TCG)
-#   make host-test   cargo test of src/pure on the host only
+#   make host-test   cargo test of the host-testable files (host/src/lib.rs) only
 #   make lint     rustfmt (the kernel's .rustfmt.toml) and clippy on the host crates; make fmt reformats
 #   make kcfi-audit   the kCFI audit of the built modules, every function listed (module.sh runs it quietly)
-#   make fuzz     coverage-guided fuzzing of src/pure (libFuzzer): each target UFG_FUZZ_TIME s (600)
+#   make fuzz     coverage-guided fuzzing of the host-testable files (libFuzzer): each target UFG_FUZZ_TIME s (600)
 #   make stress   the long stress run (debug kernel): 1000 registration and module cycles
 #   make shell    boot the test VM to an interactive shell
 #   make bench    ufgraph against the kernel's own return hooks: tables in Documentation/benchmarks.md

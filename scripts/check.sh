@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make check: set up, then run every test -- host (cargo test over src/pure) and
+# make check: set up, then run every test -- host (cargo test over the host-testable files) and
 # in-VM (KUnit suites and shell tests) -- and end with "N passed, N failed".
 #   UFG_KERNELS  the test kernels whose VM suite runs, ARCH[:FLAVOUR] (default:
 #                "x86_64 arm64 x86_64:debug"); set and empty, none: the host stages only

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of src/pure on the host: the libFuzzer targets of host/fuzz/cov/,
+# Coverage-guided fuzzing of the host-testable files (host/src/lib.rs): the libFuzzer targets of host/fuzz/cov/,
 # built on the project's stable Rust with the libfuzzer-sys crate and rustc's SanitizerCoverage
 # pass (Documentation/building.md, "Fuzzing").
 #

@@ -3,8 +3,14 @@
 # build/results-lint.txt, "ok NAME" or "fail NAME"):
 #   lint:rustfmt      every Rust file is formatted as rustfmt formats it with the kernel's own
 #                     .rustfmt.toml (what `make rustfmtcheck` holds in-tree code to);
-#   lint:clippy-host  the host crates (the pure logic, its tests, the fuzzers, bench-report,
-#                     kcfi-audit) have no clippy warning.
+#   lint:clippy-host  the host crates (the host-testable files, their tests, the fuzzers,
+#                     bench-report, kcfi-audit) have no clippy warning;
+#   lint:host-files   the files whose first comment says "Host-tested" are exactly those
+#                     host/src/lib.rs builds: each of them, and every file the host crate
+#                     compiles is one of them or in the folder of one (a marked mod.rs);
+#   lint:layers       each subsystem of src/ uses only those below it, in the order of
+#                     src/sys/mod.rs's diagram (sys, fgraph, fprobe, kretprobe, events, demo):
+#                     no import cycle between them (src/tests and the crate root use all).
 # The module's own clippy run is part of its build (scripts/module.sh builds with the kernel's
 # CLIPPY=1, and in CI any warning there fails the build).
 # `scripts/lint.sh fix` reformats instead of checking.
@@ -49,5 +55,50 @@ else
 	grep -E -A5 '^(warning|error)' "$UFG_BUILD/lint-clippy.log" | head -n 30 >&2
 	echo "fail lint:clippy-host" >> "$out"
 fi
+# The host crate's dep-info lists every source file it compiled (cfg(test) files aside).
+ufg_log "lint: host-testable files against host/src/lib.rs"
+dep=$UFG_TOP/target/debug/libufgraph_pure.d
+if (cd "$UFG_TOP" && cargo build --quiet -p ufgraph-pure) > "$UFG_BUILD/lint-host-files.log" 2>&1 && [ -f "$dep" ]; then
+	bad=0
+	built=$(sed -n '1s/^[^:]*: //p' "$dep" | tr ' ' '\n' | sed "s#/host/src/\.\./\.\./#/#" | sed -n "s#^$UFG_TOP/##p" | grep '^src/' | sort -u)
+	marked=$(cd "$UFG_TOP" && git ls-files 'src/*.rs' | xargs grep -l '^//! Host-tested:' | sort -u)
+	for f in $marked; do
+		grep -qx "$f" <<<"$built" || { ufg_log "lint: $f says Host-tested, host/src/lib.rs does not build it"; bad=1; }
+	done
+	for f in $built; do
+		d=$f ok=0
+		while [ "$d" != src ] && [ "$d" != . ]; do
+			case $d in
+			*.rs) grep -qx "$d" <<<"$marked" && ok=1 ;;
+			*) grep -qx "$d/mod.rs" <<<"$marked" && ok=1 ;;
+			esac
+			[ $ok = 1 ] && break
+			d=$(dirname "$d")
+		done
+		[ $ok = 1 ] || { ufg_log "lint: host/src/lib.rs builds $f, which is not marked Host-tested (nor in a marked folder)"; bad=1; }
+	done
+	[ $bad = 0 ] && echo "ok lint:host-files" >> "$out" || echo "fail lint:host-files" >> "$out"
+else
+	cat "$UFG_BUILD/lint-host-files.log" >&2
+	echo "fail lint:host-files (the host crate does not build)" >> "$out"
+fi
+ufg_log "lint: layers (src/sys/mod.rs)"
+layers=(sys fgraph fprobe kretprobe events demo)
+bad=0
+for i in "${!layers[@]}"; do
+	l=${layers[$i]}
+	above=("${layers[@]:$((i + 1))}")
+	[ ${#above[@]} -gt 0 ] || continue
+	pat="crate::($(IFS='|'; echo "${above[*]}"))\\b"
+	# Code lines only (comments may name any layer).
+	hits=$(cd "$UFG_TOP" && grep -rnE "$pat" "src/$l" $( [ -f "src/$l.rs" ] && echo "src/$l.rs") --include='*.rs' |
+		grep -vE '^[^:]+:[0-9]+:[[:space:]]*//')
+	if [ -n "$hits" ]; then
+		ufg_log "lint: $l uses a subsystem above it:"
+		echo "$hits" | head -n 5 >&2
+		bad=1
+	fi
+done
+[ $bad = 0 ] && echo "ok lint:layers" >> "$out" || echo "fail lint:layers" >> "$out"
 cat "$out"
 ! grep -q '^fail ' "$out"

@@ -26,7 +26,6 @@ pub mod events;
 pub mod fgraph;
 pub mod fprobe;
 pub mod kretprobe;
-pub mod pure;
 pub mod sys;
 #[cfg(ufgraph_kunit)]
 mod tests;

@@ -17,7 +17,7 @@ R=$DBG/ufgraph/README
 for s in 'f[:[<group>/][<event>]] <func-name>[%return] [<args>]' 'kernel return probes support:' \
 	't[:[<group>/][<event>]] <tracepoint> [<args>]' \
 	'%pd/%pD' 'imm-value' 'imm-string' 'Create/append/' ' <type>\[<array-size>\]' \
-	'-:[<group>/][<event>]' 'error_log'; do
+	'-:[<group>/][<event>]' 'error_log' '$current' 'this_cpu_read(<fetcharg>)'; do
 	grep -qF -- "$s" $R || fail "README lacks '$s'"
 done
 grep -A1 'fetcharg:' $R | grep -q '\$comm' || fail "README: \$comm not on the line after fetcharg:"
@@ -25,14 +25,19 @@ grep -A1 'fetcharg:' $R | grep -q '\$comm' || fail "README: \$comm not on the li
 btfcase= want=6
 if [ -e /sys/kernel/btf/vmlinux ]; then
 	grep -qF '<argname>[->field[->field|.field...]]' $R || fail "README lacks <argname>"
+	grep -qF '[(structname[,field])]<argname>[->field[->field|.field...]]' $R ||
+		fail "README lacks typecasts"
+	grep -qF '[(structname[,field])](fetcharg)->field[->field|.field...]' $R ||
+		fail "README lacks typecasts of a fetcharg"
 	btfcase=test.d/dynevent/add_remove_btfarg.tc want=7
 else
 	grep -qF '<argname>' $R && fail "README advertises <argname> without BTF"
+	grep -qF 'structname' $R && fail "README advertises typecasts without BTF"
 fi
 # ...and not for those it has not (eprobes, kprobe/uprobe files): a case that looks for them
 # must not run against ufgraph's dynamic_events.
-for s in 'this_cpu_read(' \
-	'e[:[<group>/][<event>]]' 'p[:[<group>/][<event>]]' 'kprobe_events' 'uprobe_events' '$current'; do
+for s in \
+	'e[:[<group>/][<event>]]' 'p[:[<group>/][<event>]]' 'kprobe_events' 'uprobe_events'; do
 	grep -qF -- "$s" $R && fail "README advertises '$s'"
 done
 bound=

@@ -6,7 +6,7 @@
 //! `func=vfs_read` (or `func='vfs_*'`) it hooks those functions' entries and
 //! `/sys/kernel/debug/ufgraph/counts` lists the calls seen.
 
-use crate::pure::ipcount::IpCounts;
+use crate::demo::ipcount::IpCounts;
 use crate::sys::ftrace::{Handler, Ops, Regs};
 use crate::sys::sync::NoPreempt;
 use core::fmt::{self, Write};

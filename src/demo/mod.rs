@@ -5,4 +5,5 @@
 //! (`graph=`). Neither is part of the API; both are what a first user of each layer looks like.
 
 pub mod counter;
+pub mod ipcount;
 pub mod retcount;

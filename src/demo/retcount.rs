@@ -7,8 +7,8 @@
 //! how many calls entered and how many returned. For functions that do not sleep, both agree
 //! once the workload stops; a task sleeping inside one shows as entered-not-returned.
 
+use crate::demo::ipcount::IpCounts;
 use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
-use crate::pure::ipcount::IpCounts;
 use core::fmt::{self, Write};
 use kernel::prelude::*;
 use kernel::str::CStr;

@@ -7,8 +7,8 @@
 use super::event::{Event, ProbeArgs};
 use super::probe::{Slot, StubUse};
 use super::{as_str, btf_ref, bytes, cvec, format, Entry, ErrEntry, Events, Registry};
+use crate::events::probedef::{self, Command, ProbeDef, ProbeKind};
 use crate::fprobe;
-use crate::pure::probedef::{self, Command, ProbeDef, ProbeKind};
 use crate::sys::btf::KernelBtf;
 use crate::sys::debugfs::SeqFile;
 use crate::sys::kvec;

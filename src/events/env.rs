@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What a probe hit can read, for the fetch programs of `pure::event`: registers from
+//! What a probe hit can read, for the fetch programs of `events::program`: registers from
 //! `ftrace_regs`, the entry data of a return probe, and memory through nofault copies.
 //!
 //! Every memory read goes through `copy_from_kernel_nofault()` or `copy_from_user_nofault()`:
@@ -8,11 +8,11 @@
 //! are read a chunk at a time without crossing a page boundary, so that a string ending just
 //! before an unmapped page reads fine.
 
-use crate::pure::event::{Env, MAX_STRING_SIZE};
+use crate::events::program::{Env, MAX_STRING_SIZE};
 use crate::sys::ftrace::Regs;
 use crate::sys::ksym::{symbol_with_offset, SymbolBuf};
 use crate::sys::nofault::{read_kernel, read_user, user_space_end};
-use crate::sys::task::current_comm_addr;
+use crate::sys::task::{current_comm_addr, TaskRef};
 
 /// Bytes read per step when looking for a string's end.
 const CHUNK: usize = 64;
@@ -103,6 +103,14 @@ impl Env for HitEnv<'_> {
         current_comm_addr() as u64
     }
 
+    fn current(&self) -> u64 {
+        TaskRef::current().0 as u64
+    }
+
+    fn this_cpu_ptr(&self, addr: u64) -> u64 {
+        crate::sys::percpu::this_cpu_ptr(addr as usize) as u64
+    }
+
     fn read(&self, addr: u64, user: bool, buf: &mut [u8]) -> bool {
         read(addr, user, buf)
     }
@@ -120,7 +128,7 @@ impl Env for HitEnv<'_> {
         let n = walk_str(addr, user, cap, |c| {
             let take = c.len().min(cap - at);
             if let (Some(d), Some(s)) = (buf.get_mut(at..at + take), c.get(..take)) {
-                crate::pure::slice::copy(d, s);
+                crate::sys::slice::copy(d, s);
             }
             at += take;
             at < cap
@@ -140,7 +148,7 @@ impl Env for HitEnv<'_> {
             .min(buf.len())
             .min(tmp.len());
         if let (Some(d), Some(s)) = (buf.get_mut(..n), tmp.get(..n)) {
-            crate::pure::slice::copy(d, s);
+            crate::sys::slice::copy(d, s);
         }
         n
     }

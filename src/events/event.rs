@@ -6,8 +6,8 @@
 
 use super::enable::FileList;
 use super::{bytes, cvec, format};
-use crate::pure::event::{self as rec, Program};
-use crate::pure::probedef::{ProbeDef, ProbeKind};
+use crate::events::probedef::{ProbeDef, ProbeKind};
+use crate::events::program::{self as rec, Program};
 use crate::sys::ksym;
 use crate::sys::trace_event::{EventFile, EventOps, Fields, SeqOut};
 use core::fmt::{self, Write};

@@ -24,16 +24,21 @@ ufgraph fprobe events: upstream's dynamic_events syntax for fprobes, on ufgraph.
 \t           -:[<group>/][<event>]
 \t     args: <name>=fetcharg[:type]
 \t fetcharg: @<address>, @<symbol>[+|-<offset>],
-\t           $stack<index>, $stack, $retval, $comm, $arg<N>,
+\t           $stack<index>, $stack, $retval, $comm, $arg<N>, $current
 ";
 
-/// The README line of BTF arguments (upstream's with `CONFIG_PROBE_EVENTS_BTF_ARGS`), shown
-/// when vmlinux's BTF could be read.
-pub const README_BTF: &str = "\t           <argname>[->field[->field|.field...]],\n";
+/// The README lines of BTF arguments and typecasts (upstream's with
+/// `CONFIG_PROBE_EVENTS_BTF_ARGS`, from the typecast series on), shown when vmlinux's BTF could
+/// be read.
+pub const README_BTF: &str = "\
+\t           [(structname[,field])]<argname>[->field[->field|.field...]],
+\t           [(structname[,field])](fetcharg)->field[->field|.field...],
+";
 
 /// The rest of the README, after the BTF line's place.
 pub const README_TAIL: &str = "\
 \t           +|-[u]<offset>(<fetcharg>), \\imm-value, \\\"imm-string\"
+\t           this_cpu_read(<fetcharg>), this_cpu_ptr(<fetcharg>)
 \t     kernel return probes support: $retval, $arg<N>, $comm
 \t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,
 \t           b<bit-width>@<bit-offset>/<container-size>, ustring,

@@ -5,8 +5,8 @@
 //!
 //! ```text
 //!   write "f:grp/ev vfs_read len=$arg3:u32"  to  /sys/kernel/debug/ufgraph/dynamic_events
-//!      |  pure::probedef::parse      (errors -> error_log, upstream's messages and carets)
-//!      |  pure::event::compile       (@SYM resolved through kallsyms)
+//!      |  events::probedef::parse      (errors -> error_log, upstream's messages and carets)
+//!      |  events::program::compile       (@SYM resolved through kallsyms)
 //!      v
 //!   Registry (under the kernel's event_mutex, then our mutex)
 //!      Entry { event: EventCall<Event>, probes: [Slot] }      one event, 1..n probes
@@ -17,8 +17,8 @@
 //!                 fetch programs, arguments saved at entry) + its command + its functions
 //!
 //!   hit:  EventProbe's entry or exit (FprobeHandler) -> Event::record(probe's ProbeArgs)
-//!            -> for each enabled file: dynamic_size, reserve, head + pure::event::store, commit
-//!   read: tracefs `trace` -> EventOps::print -> head + pure::event::render_args
+//!            -> for each enabled file: dynamic_size, reserve, head + events::program::store, commit
+//!   read: tracefs `trace` -> EventOps::print -> head + events::program::render_args
 //! ```
 //!
 //! The control files live in debugfs, next to ufgraph's other files, because tracefs does
@@ -48,16 +48,19 @@
 //! [`record`] what a hit records (the handlers, with [`env`] for what they read), and
 //! [`teardown`] takes events down (`-:`, `O_TRUNC`, module exit).
 
+mod btfsource;
 mod command;
 mod enable;
 mod env;
 mod event;
 pub mod files;
 mod probe;
+pub mod probedef;
+pub mod program;
 mod record;
 mod teardown;
 
-use crate::pure::probedef::{self, BtfRef, BtfSource, Command, Config, ProbeDef, ProbeKind};
+use crate::events::probedef::{BtfRef, BtfSource, Command, Config, ProbeDef, ProbeKind};
 use crate::sys::btf::{KernelBtf, LazyVmlinux, Source};
 use crate::sys::global::Global;
 use crate::sys::module::Module;

@@ -7,8 +7,8 @@ use super::env;
 use super::event::{Event, ProbeArgs};
 use super::probe::stub_data;
 use super::{as_str, events};
+use crate::events::program as rec;
 use crate::fprobe::api::FprobeHandler;
-use crate::pure::event as rec;
 use crate::sys::ftrace::Regs;
 use crate::sys::sync::NoPreempt;
 use crate::sys::trace_event::{Fields, PerfCall, SeqOut};
@@ -68,7 +68,7 @@ impl Event {
 
 fn put_word(r: &mut [u8], at: usize, v: u64) {
     if let Some(d) = r.get_mut(at..at + 8) {
-        crate::pure::slice::copy(d, &v.to_le_bytes());
+        crate::sys::slice::copy(d, &v.to_le_bytes());
     }
 }
 
@@ -122,7 +122,7 @@ impl Event {
     }
 }
 
-/// `pure::event::Out` over a `trace_seq`.
+/// `events::program::Out` over a `trace_seq`.
 struct Render<'a>(&'a mut SeqOut);
 
 impl Write for Render<'_> {

@@ -5,7 +5,7 @@
 //! kernel removes an event.
 
 use super::{as_str, Entry, Events, EVENTS};
-use crate::pure::probedef::RemoveDef;
+use crate::events::probedef::RemoveDef;
 use crate::sys::kvec;
 use crate::sys::trace_event::{self, EventMutex};
 use core::pin::Pin;

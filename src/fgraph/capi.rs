@@ -176,7 +176,7 @@ pub unsafe extern "C" fn ufgraph_set_filter(
     }
     // SAFETY: a NUL-terminated string (contract), read during the call.
     let glob = unsafe { kernel::str::CStr::from_char_ptr(glob) };
-    let r = crate::fprobe::Fprobes::resolve(&crate::fprobe::Target::Filter(glob, None))
+    let r = crate::fgraph::graph::resolve(&crate::sys::ksym::Target::Filter(glob, None))
         // SAFETY: a valid ops (contract).
         .and_then(|ips| unsafe { set_filter(gops, &ips, remove != 0, reset != 0) });
     match r {

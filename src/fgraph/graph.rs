@@ -27,8 +27,8 @@
 //!
 //! 1. every graph ops is unregistered first: no new frame can appear;
 //! 2. under `stop_machine()` (no task runs), every frame of every stack is judged, and marked on
-//!    the shadow stack itself (`pure::shadow::mark`); frames sharing a return slot (a chain: tail
-//!    calls, several ops' frames for one call) are judged together (`pure::handback`):
+//!    the shadow stack itself (`fgraph::shadow::mark`); frames sharing a return slot (a chain: tail
+//!    calls, several ops' frames for one call) are judged together (`fgraph::graph::handback`):
 //!    - its task can never run again (switched out for the last time: a zombie, whose kernel
 //!      stack may be freed already; or the idle task of an offline CPU): left alone, untouched;
 //!    - every copy of our trampoline in the chain can be reached (the return slot, and the copies
@@ -51,11 +51,12 @@
 use super::hub::{Hub, HubState};
 use super::tasks::{Owner, Stack, TaskStack, Tasks};
 use crate::fgraph::arch::{self, Slot as ArchSlot};
-use crate::pure::handback::{self, Hooker, Plan};
-use crate::pure::lru::Lru;
-use crate::pure::shadow::{mark, DataRef, Frame, Head, ARRAY_SIZE, FRAME_WORDS};
+use crate::fgraph::graph::handback::{Hooker, Plan};
+use crate::fgraph::lru::Lru;
+use crate::fgraph::shadow::{mark, DataRef, Frame, Head, ARRAY_SIZE, FRAME_WORDS};
 use crate::sys::ftrace::{RawOps, Regs};
 use crate::sys::global::Global;
+use crate::sys::ksym::Target;
 #[cfg(CONFIG_PREEMPTION)]
 use crate::sys::sync::synchronize_rcu_tasks;
 use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion, Refused};
@@ -67,6 +68,7 @@ use kernel::prelude::*;
 use kernel::sync::Mutex;
 
 mod callpath;
+pub mod handback;
 mod handler;
 mod teardown;
 
@@ -78,6 +80,11 @@ struct RegState {
     count: usize,
     probes: KVec<Probe>,
     hub: HubState,
+    /// Modules between their `MODULE_STATE_GOING` notification and their end, by name: their
+    /// functions are still listed by ftrace (until `ftrace_release_mod()`, after the notifiers)
+    /// but must not be resolved any more ([`resolve`]). A name leaves when a module of that
+    /// name comes again (which the module loader allows only once the old one is gone).
+    going: KVec<KVec<u8>>,
 }
 
 /// Counters shown in debugfs.
@@ -132,6 +139,25 @@ pub fn trampoline() -> usize {
     crate::sys::ftrace::return_trampoline()
 }
 
+/// The ftrace locations `t` selects, sorted and without duplicates (`sys::ksym::resolve`),
+/// leaving out the functions of modules that are going away: what fprobes and the C API's
+/// `ufgraph_set_filter()` hook. Process context.
+pub fn resolve(t: &Target<'_>) -> Result<KVec<usize>> {
+    let mut going: KVec<KVec<u8>> = KVec::new();
+    if let Some(g) = graph() {
+        let reg = g.reg.lock();
+        for m in reg.going.iter() {
+            let mut v = KVec::with_capacity(m.len(), GFP_KERNEL)?;
+            v.extend_from_slice(m, GFP_KERNEL)?;
+            going.push(v, GFP_KERNEL)?;
+        }
+    }
+    crate::sys::ksym::resolve(t, |f| {
+        f.module
+            .is_some_and(|m| going.iter().any(|g| g.as_slice() == m))
+    })
+}
+
 impl Graph {
     /// A graph core with nothing registered.
     pub fn new(module: &'static ThisModule) -> impl PinInit<Self, Error> {
@@ -143,6 +169,7 @@ impl Graph {
                 count: 0,
                 probes: KVec::new(),
                 hub: hub_state,
+                going: KVec::new(),
             }),
             hub,
             tasks <- Tasks::new(),
@@ -336,7 +363,7 @@ impl Graph {
                 let mut all = KVec::with_capacity(cur.len() + new.len(), GFP_KERNEL)?;
                 all.extend_from_slice(cur, GFP_KERNEL)?;
                 all.extend_from_slice(&new, GFP_KERNEL)?;
-                crate::pure::slice::sort(&mut all);
+                crate::sys::slice::sort(&mut all);
                 self.hub.add(&mut reg.hub, idx, &new, &mut dead)?;
                 *cur = all;
             }
@@ -347,6 +374,30 @@ impl Graph {
             Hub::free_dead(&mut dead);
         }
         r
+    }
+
+    /// A module came: a module of its name is no longer going. From the module notifier,
+    /// before anything that resolved functions earlier is told they are stale.
+    pub fn module_coming(&self, name: &[u8]) {
+        let mut reg = self.reg.lock();
+        if let Some(i) = reg.going.iter().position(|g| g.as_slice() == name) {
+            drop(crate::sys::kvec::remove(&mut reg.going, i));
+        }
+    }
+
+    /// A module is going away: its functions are resolved no more ([`resolve`]). From the
+    /// module notifier, before anything that resolved functions earlier is told they are stale
+    /// (fprobe's module generation), so that what resolves after that cannot see them.
+    pub fn module_going(&self, name: &[u8]) {
+        let mut reg = self.reg.lock();
+        if !reg.going.iter().any(|g| g.as_slice() == name) {
+            let mut v = KVec::new();
+            // Out of memory: fprobe's generation still moves, so only a resolution in the
+            // window before ftrace forgets the module could still see its functions.
+            if v.extend_from_slice(name, GFP_KERNEL).is_ok() {
+                let _ = reg.going.push(v, GFP_KERNEL);
+            }
+        }
     }
 
     /// Takes the functions `within` selects (a going module's) off every ops on the hub: out of
@@ -522,7 +573,7 @@ pub fn edit_hub_list(list: &mut KVec<usize>, ips: &[usize], remove: bool, reset:
 fn sorted(ips: &[usize]) -> Result<KVec<usize>> {
     let mut all = KVec::with_capacity(ips.len(), GFP_KERNEL)?;
     all.extend_from_slice(ips, GFP_KERNEL)?;
-    crate::pure::slice::sort(&mut all);
+    crate::sys::slice::sort(&mut all);
     let mut v = KVec::with_capacity(all.len(), GFP_KERNEL)?;
     for (i, &ip) in all.iter().enumerate() {
         if i == 0 || all[i - 1] != ip {

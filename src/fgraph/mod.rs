@@ -7,14 +7,16 @@
 //! - `hub`: the one `ftrace_ops` of every graph ops whose functions the core knows;
 //! - [`ops`]: [`GraphOps`], the owner type for Rust users.
 //!
-//! The shadow stack's layout is in `pure::shadow`, the architectures' code (the
+//! The shadow stack's layout is in `fgraph::shadow`, the architectures' code (the
 //! return trampolines in assembly beside it) in [`arch`].
 
 pub mod arch;
 pub mod capi;
 pub mod graph;
 mod hub;
+pub mod lru;
 pub mod ops;
+pub mod shadow;
 pub mod tasks;
 
 pub use graph::{Entry, GraphHandler, Return};

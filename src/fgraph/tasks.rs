@@ -12,7 +12,7 @@
 //!   |                             v           v
 //!   |                        +---------+ +---------+    one page per task:
 //!   |                        | task    | | task    |    the key, an rcu_head for deferred free,
-//!   |                        | rcu     | | rcu     |    then the shadow stack (pure::shadow)
+//!   |                        | rcu     | | rcu     |    then the shadow stack (fgraph::shadow)
 //!   |                        | stack.. | | stack.. |
 //!   |                        +---------+ +---------+
 //!   +-- idle[cpu] ---------> one page per possible CPU, for its idle task
@@ -57,10 +57,10 @@
 //! * The table is rebuilt bigger from a work item when half full; inserts refuse past three
 //!   quarters, so a fork storm degrades to counted misses, never to a long probe.
 
-use crate::pure::shadow::ShadowStack;
-use crate::pure::tasktable::{self, Counts, InsertError};
+use crate::fgraph::shadow::ShadowStack;
 use crate::sys::global::Global;
 use crate::sys::percpu::per_cpu_vec;
+use crate::sys::rcutable::table::{self, Counts, InsertError};
 use crate::sys::sync::{synchronize_rcu, IrqSpinLock, NoPreempt, RcuHead, Work, WorkItem};
 use crate::sys::task::{cpu_online, for_each_thread, this_cpu, RawTask, TaskRef};
 use crate::sys::tracepoint::{self, Probe};
@@ -262,7 +262,7 @@ impl Tasks {
         // SAFETY: a published table is freed only after an RCU grace period, and callers hold
         // preemption disabled (an RCU-sched reader).
         let slots = unsafe { &(*table).slots };
-        if let Some(e) = tasktable::lookup(slots, task.0, key_of) {
+        if let Some(e) = table::lookup(slots, task.0, key_of) {
             // SAFETY: the entry is a live `TaskStack` that belongs to `task`, which is alive, so
             // it stays filed, and valid, while the caller uses it (`Tasks`'s invariants).
             return Some(unsafe { &*(e as *const TaskStack) });
@@ -291,7 +291,7 @@ impl Tasks {
         if !table.is_null() {
             // SAFETY: the table is live until a grace period after it is replaced, which the
             // caller's preemption-disabled section holds off.
-            tasktable::for_each(unsafe { &(*table).slots }, |e| {
+            table::for_each(unsafe { &(*table).slots }, |e| {
                 // SAFETY: entries are live stacks (`Tasks`'s invariants: the caller's
                 // preemption-disabled section holds the grace period off).
                 let ts = unsafe { &*(e as *const TaskStack) };

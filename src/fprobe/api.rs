@@ -216,7 +216,7 @@ impl<H: FprobeHandler> Fprobe<H> {
     pub fn new(handler: H) -> Result<Pin<KBox<Self>>> {
         let size = handler.entry_data_size();
         let entry = handler.has_entry();
-        if crate::pure::fprobe_hdr::data_words(size).is_none() {
+        if crate::fprobe::hdr::data_words(size).is_none() {
             return Err(E2BIG);
         }
         if size > 0 && !(H::EXIT && entry) {

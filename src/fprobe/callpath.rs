@@ -173,9 +173,9 @@ pub(super) fn graph_side_probes(e: &mut Entry<'_>, ent: &IpEntry) -> bool {
                 }
             };
             data[off] = if skip {
-                fprobe_hdr::encode(0, w)
+                hdr::encode(0, w)
             } else {
-                fprobe_hdr::encode(p.id, w)
+                hdr::encode(p.id, w)
             };
             any |= !skip;
             off += 1 + w;
@@ -259,7 +259,7 @@ pub(super) fn graph_side_ret_all(
     {
         let mut off = 0;
         while off < data.len() {
-            let (id, w) = fprobe_hdr::decode(data[off]);
+            let (id, w) = hdr::decode(data[off]);
             let dptr = if w > 0 && off + 1 < data.len() {
                 data[off + 1..].as_ptr().cast_mut().cast::<c_void>()
             } else {
@@ -297,7 +297,7 @@ pub(super) fn only_exit_probe(e: &mut Entry<'_>, live: &Live) -> bool {
     }
     // At most 15 (registration); the `min` tells the compiler, which then needs no overflow
     // check below.
-    let w = live.words.min(fprobe_hdr::MAX_DATA_WORDS);
+    let w = live.words.min(hdr::MAX_DATA_WORDS);
     let Some(data) = e.reserve((1 + w) * 8) else {
         missed(fp);
         return false;
@@ -318,11 +318,7 @@ pub(super) fn only_exit_probe(e: &mut Entry<'_>, live: &Live) -> bool {
             false
         }
     };
-    data[0] = if skip {
-        fprobe_hdr::encode(0, w)
-    } else {
-        live.hdr
-    };
+    data[0] = if skip { hdr::encode(0, w) } else { live.hdr };
     !skip
 }
 

@@ -197,19 +197,31 @@ unsafe extern "C" fn on_module(
     let m = data.cast::<bindings::module>();
     // SAFETY: the notifier gets the module, valid for the call.
     let within = |ip: usize| unsafe { bindings::ufg_within_module(ip as _, m) };
-    if let (true, Some(core)) = (coming || going, fprobes()) {
-        // SAFETY: as above; its name is NUL-terminated.
-        let name = unsafe { CStr::from_char_ptr(bindings::ufg_module_name(m)) }.as_bytes();
+    if !(coming || going) {
+        return 0;
+    }
+    // SAFETY: as above; its name is NUL-terminated.
+    let name = unsafe { CStr::from_char_ptr(bindings::ufg_module_name(m)) }.as_bytes();
+    let graph = crate::fgraph::graph::graph();
+    // The graph core's list of going modules first, then fprobe's generation: a resolution
+    // that reads the generation after it moved sees the list as it now is
+    // (`Fprobes::resolve_gen`).
+    if let Some(g) = graph {
         if coming {
-            core.module_coming(name);
+            g.module_coming(name);
         } else {
-            core.module_going(name, within);
+            g.module_going(name);
         }
     }
-    if going {
-        if let Some(g) = crate::fgraph::graph::graph() {
-            g.drop_module(within);
+    if let Some(core) = fprobes() {
+        if coming {
+            core.module_coming();
+        } else {
+            core.module_going(within);
         }
+    }
+    if let (true, Some(g)) = (going, graph) {
+        g.drop_module(within);
     }
     0
 }

@@ -17,7 +17,7 @@
 //!               a probe on ip has an exit handler
 //!     entry:    for each probe with an exit handler: entry_handler, then a header
 //!               (registration id, size) + entry data on the shadow stack (one reservation
-//!               per call, pure::fprobe_hdr)
+//!               per call, fprobe::hdr)
 //!     return:   for each recorded registration still in `regs`: exit_handler(entry data)
 //! ```
 //!
@@ -54,16 +54,15 @@
 pub mod api;
 mod callpath;
 pub mod capi;
+pub mod hdr;
 mod registry;
 
 pub use callpath::*;
 
 use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
-use crate::pure::fprobe_hdr;
 use crate::sys::cabi::{ufgraph_fprobe, UFGRAPH_FPROBE_FL_DISABLED};
 use crate::sys::ftrace::Regs;
 use crate::sys::global::Global;
-use crate::sys::ksym;
 use crate::sys::rcutable::{Keyed, RcuTable, Writer};
 use crate::sys::sync::{synchronize_rcu, NoPreempt, Work, WorkItem};
 use core::ffi::c_void;
@@ -72,7 +71,6 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering::*};
 use kernel::alloc::{KBox, KVec};
 use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::str::CStr;
 use kernel::sync::Mutex;
 
 /// The probes on one function. Immutable once published but for `probes[i].fp`, which
@@ -203,11 +201,6 @@ struct Reg {
     modules_gen: u64,
     /// The misses of probes unregistered since the core started (`Fprobes::missed`).
     missed_retired: usize,
-    /// Modules between their `MODULE_STATE_GOING` notification and their end, by name: their
-    /// functions are still listed by ftrace (until `ftrace_release_mod()`, after the notifiers)
-    /// but must not be resolved any more. A name leaves when a module of that name comes again
-    /// (which the module loader allows only once the old one is gone).
-    going: KVec<KVec<u8>>,
 }
 
 /// Functions resolved for a registration ([`Fprobes::resolve_gen`]), and the module generation
@@ -315,15 +308,8 @@ impl Reg {
     }
 }
 
-/// What to register a probe on.
-pub enum Target<'a> {
-    /// Functions whose names match a glob, and not a second one.
-    Filter(&'a CStr, Option<&'a CStr>),
-    /// Functions by address (start or ftrace location).
-    Ips(&'a [usize]),
-    /// Functions by name.
-    Syms(&'a [&'a CStr]),
-}
+/// What to register a probe on (resolved by `sys::ksym::resolve`).
+pub use crate::sys::ksym::Target;
 
 // SAFETY: `reaper` is a `Work<Fprobes, 0>` field of `Fprobes`, initialised only by `Fprobes::new`
 // (a pin-initialiser: pinned), and `Fprobes` cancels the work in its drop.

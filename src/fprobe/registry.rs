@@ -28,7 +28,6 @@ impl Fprobes {
                 garbage: KVec::new(),
                 modules_gen: 0,
                 missed_retired: 0,
-                going: KVec::new(),
             }),
             // SAFETY: the field at `Fprobes`'s `WorkItem` offset, in its pin-initialiser.
             reaper <- unsafe { Work::new() },
@@ -46,111 +45,24 @@ impl Fprobes {
         unsafe { FPROBES.publish(self.get_ref()) }
     }
 
-    /// The ftrace locations `t` selects, sorted and without duplicates. `ENOENT` (with a log
-    /// line naming it) for an unknown symbol or an empty match, `EINVAL` for an address that is
-    /// neither a traceable function's ftrace location nor its start.
+    /// The ftrace locations `t` selects, sorted and without duplicates, leaving out the
+    /// functions of modules that are going away (`fgraph::graph::resolve`). `ENOENT` (with a
+    /// log line naming it) for an unknown symbol or an empty match, `EINVAL` for an address
+    /// that is neither a traceable function's ftrace location nor its start.
     pub fn resolve(t: &Target<'_>) -> Result<KVec<usize>> {
-        Self::resolve_gen(t).map(|r| r.ips)
+        crate::fgraph::graph::resolve(t)
     }
 
-    /// [`Fprobes::resolve`], with the module generation it started at, leaving out functions of
-    /// modules that are going away.
+    /// [`Fprobes::resolve`], with the module generation it started at.
     pub fn resolve_gen(t: &Target<'_>) -> Result<Resolved> {
-        // The generation first, and the going modules as of then: a module that starts going
-        // later bumps it, and the registration notices.
-        let mut going: KVec<KVec<u8>> = KVec::new();
-        let gen = match core_ref() {
-            Some(c) => {
-                let reg = c.reg.lock();
-                for g in reg.going.iter() {
-                    let mut v = KVec::with_capacity(g.len(), GFP_KERNEL)?;
-                    v.extend_from_slice(g, GFP_KERNEL)?;
-                    going.push(v, GFP_KERNEL)?;
-                }
-                reg.modules_gen
-            }
-            None => 0,
-        };
-        let gone = |f: &crate::pure::funclist::Func<'_>| {
-            f.module
-                .is_some_and(|m| going.iter().any(|g| g.as_slice() == m))
-        };
-        let mut out = KVec::new();
-        match t {
-            Target::Ips(ips) => out = ksym::locations(ips)?,
-            Target::Syms(syms) => {
-                let mut found: KVec<Option<usize>> = KVec::new();
-                found.extend_with(syms.len(), None, GFP_KERNEL)?;
-                // The names sorted (as positions), searched by binary search per function.
-                let mut order: KVec<usize> = KVec::with_capacity(syms.len(), GFP_KERNEL)?;
-                for i in 0..syms.len() {
-                    order.push(i, GFP_KERNEL)?;
-                }
-                crate::pure::slice::sort_by(&mut order, |&a, &b| {
-                    syms[a].as_bytes() < syms[b].as_bytes()
-                });
-                ksym::for_each_function(|f| {
-                    if gone(f) {
-                        return true;
-                    }
-                    let from = order.partition_point(|&i| syms[i].as_bytes() < f.name);
-                    for &i in order[from..]
-                        .iter()
-                        .take_while(|&&i| syms[i].as_bytes() == f.name)
-                    {
-                        if found[i].is_none() {
-                            found[i] = Some(f.loc);
-                        }
-                    }
-                    true
-                })?;
-                for (i, loc) in found.iter().enumerate() {
-                    let Some(loc) = loc else {
-                        pr_err!("fprobe: {} is not a traceable function\n", syms[i]);
-                        return Err(ENOENT);
-                    };
-                    out.push(*loc, GFP_KERNEL)?;
-                }
-            }
-            Target::Filter(filter, notfilter) => {
-                let mut err = Ok(());
-                let mut name = [0u8; 256];
-                ksym::for_each_function(|f| {
-                    if f.name.len() >= name.len() || gone(f) {
-                        return true;
-                    }
-                    crate::pure::slice::copy(&mut name[..f.name.len()], f.name);
-                    name[f.name.len()] = 0;
-                    // SAFETY: NUL-terminated just above, no NUL inside (a symbol name).
-                    let n = unsafe { CStr::from_bytes_with_nul_unchecked(&name[..=f.name.len()]) };
-                    if glob_match(filter, n) && !notfilter.is_some_and(|nf| glob_match(nf, n)) {
-                        if out.push(f.loc, GFP_KERNEL).is_err() {
-                            err = Err(ENOMEM);
-                            return false;
-                        }
-                    }
-                    true
-                })?;
-                err?;
-            }
-        }
-        crate::pure::slice::sort(&mut out);
-        let mut n = 0;
-        for i in 0..out.len() {
-            if i == 0 || out[i] != out[n - 1] {
-                out[n] = out[i];
-                n += 1;
-            }
-        }
-        // SAFETY: `n <= len`, and the first `n` elements are initialised.
-        unsafe { out.set_len(n) };
-        if out.is_empty() {
-            if let Target::Filter(f, _) = t {
-                pr_err!("fprobe: no traceable function matches {}\n", f);
-            }
-            return Err(ENOENT);
-        }
-        Ok(Resolved { ips: out, gen })
+        // The generation first: a module that comes or starts going later bumps it (after the
+        // graph core's list of going modules has changed: `capi::on_module`), and the
+        // registration notices.
+        let gen = core_ref().map_or(0, |c| c.reg.lock().modules_gen);
+        Ok(Resolved {
+            ips: crate::fgraph::graph::resolve(t)?,
+            gen,
+        })
     }
 
     /// Registers `fp` on `t`. On failure nothing is left behind.
@@ -237,7 +149,7 @@ impl Fprobes {
             return Err(EAGAIN);
         }
         let id = reg.next_id;
-        let Some(next_id) = fprobe_hdr::next_id(id) else {
+        let Some(next_id) = hdr::next_id(id) else {
             return Err(ENOSPC);
         };
         // The shared ops gives tasks no shadow stack until a probe needs one (an exit probe).
@@ -307,13 +219,13 @@ impl Fprobes {
         self.live.reserve(live_counts, 1)?;
         self.regs.reserve(regs_counts, 1)?;
         // SAFETY: `fp` is valid (caller). Its size was checked (`check`): never E2BIG here.
-        let words = fprobe_hdr::data_words(unsafe { (*fp).entry_data_size }).ok_or(E2BIG)?;
+        let words = hdr::data_words(unsafe { (*fp).entry_data_size }).ok_or(E2BIG)?;
         let live = KBox::new(
             Live {
                 id,
                 fp,
                 words,
-                hdr: fprobe_hdr::encode(id, words),
+                hdr: hdr::encode(id, words),
             },
             GFP_KERNEL,
         )?;
@@ -602,31 +514,15 @@ impl Fprobes {
         (reg.ips_counts.counts().used, reg.live_counts.counts().used)
     }
 
-    /// A module came: functions resolved before are stale, and a module of its name is no
-    /// longer going.
-    pub fn module_coming(&self, name: &[u8]) {
-        let mut reg = self.reg.lock();
-        reg.modules_gen += 1;
-        if let Some(i) = reg.going.iter().position(|g| g.as_slice() == name) {
-            drop(crate::sys::kvec::remove(&mut reg.going, i));
-        }
+    /// A module came: functions resolved before are stale.
+    pub fn module_coming(&self) {
+        self.reg.lock().modules_gen += 1;
     }
 
-    /// A module is going away: its functions are resolved no more, and every address inside
+    /// A module is going away: functions resolved before are stale, and every address inside
     /// it (`within`) is dropped from the probes.
-    pub fn module_going(&self, name: &[u8], within: impl Fn(usize) -> bool) {
-        {
-            let mut reg = self.reg.lock();
-            reg.modules_gen += 1;
-            if !reg.going.iter().any(|g| g.as_slice() == name) {
-                let mut v = KVec::new();
-                // Out of memory: the generation still moved, so only a resolution in the window
-                // before ftrace forgets the module could still see its functions.
-                if v.extend_from_slice(name, GFP_KERNEL).is_ok() {
-                    let _ = reg.going.push(v, GFP_KERNEL);
-                }
-            }
-        }
+    pub fn module_going(&self, within: impl Fn(usize) -> bool) {
+        self.reg.lock().modules_gen += 1;
         self.drop_module(within);
     }
 
@@ -693,7 +589,7 @@ fn check_probe(fp: &ufgraph_fprobe) -> Result {
     if !has_entry && !has_exit {
         return Err(EINVAL);
     }
-    if fprobe_hdr::data_words(size).is_none() {
+    if hdr::data_words(size).is_none() {
         return Err(E2BIG);
     }
     Ok(())

@@ -2,7 +2,8 @@
 /*
  * Module parameters of the demo users (src/ufgraph_main.rs: `func=` for the entry counter,
  * `graph=` for the entry/return counter): module_param() is a macro that 6.12's kernel crate
- * cannot express for a module with a C part.
+ * cannot express for a module with a C part. Read-only (0444) in sysfs: each is read once, at
+ * load, where the demo hooks its functions; writing one later would change nothing.
  */
 
 static char *func;

@@ -196,7 +196,7 @@ pub unsafe fn rethook_register(rh: *mut ufgraph_rethook) -> Result {
         return Err(EBUSY);
     }
     let id = *next_id;
-    let next = crate::pure::fprobe_hdr::next_id(id).ok_or(ENOSPC)?;
+    let next = crate::fprobe::hdr::next_id(id).ok_or(ENOSPC)?;
     rc.live.reserve(counts, 1)?;
     let live = KBox::new(RhLive { id, rh }, GFP_KERNEL)?;
     if *users == 0 {

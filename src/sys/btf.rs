@@ -6,7 +6,7 @@
 //! The kernel's own BTF object (`btf_vmlinux`, `btf_get_module_btf()`) is not exported to
 //! modules, but sysfs hands out the raw blob the kernel validated at boot (or at the module's
 //! load). ufgraph reads it with the exported `filp_open()`/`kernel_read()` into a vmalloc'ed
-//! buffer and indexes it with the pure reader (`crate::pure::btf`): the offset of every type and
+//! buffer and indexes it with its reader (`reader/`, host-tested): the offset of every type and
 //! the named types sorted by name, about 600 KB for vmlinux's 100,000 types. Only process
 //! context: reading a file sleeps.
 //!
@@ -16,9 +16,9 @@
 //! is read when the definition is parsed and kept with the definition, which parses its stored
 //! text again with it (to list it, compare it, remove it): see [`Source`] for its lifetime.
 
+pub mod reader;
+
 use crate::bindings;
-use crate::pure::btf::{self, Btf};
-use crate::pure::probedef;
 use core::cell::OnceCell;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
 use kernel::alloc::{KBox, KVVec, KVec};
@@ -26,6 +26,7 @@ use kernel::c_str;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
+use reader::Btf;
 
 /// The largest blob read: vmlinux's BTF is a few MB (Debian's 6.12: about 6 MB).
 const MAX_SIZE: usize = 64 << 20;
@@ -100,7 +101,7 @@ impl KernelBtf {
     pub fn load(path: &CStr, base: Option<&Btf<'_>>) -> Result<KernelBtf> {
         let (data, len) = read(path)?;
         let blob = &data[..len];
-        let bad = |e: btf::Error| {
+        let bad = |e: reader::Error| {
             pr_err!("{}: BTF refused: {:?}\n", path, e);
             EINVAL
         };
@@ -128,12 +129,6 @@ impl KernelBtf {
     /// The blob's size in bytes, and the index's.
     pub fn bytes(&self) -> (usize, usize) {
         (self.len, 4 * (self.offsets.len() + self.names.len()))
-    }
-}
-
-impl probedef::BtfSource for KernelBtf {
-    fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, btf::Func)> {
-        probedef::find_function(self.btf(None).ok()?, name, tracepoint)
     }
 }
 
@@ -253,7 +248,8 @@ fn load_module_of(base: &Btf<'_>, name: &str, tracepoint: bool) -> Option<Arc<Ke
     }
 }
 
-/// The BTF a definition's arguments are resolved with (a [`probedef::BtfSource`]): vmlinux's,
+/// The BTF a definition's arguments are resolved with (`events::btfsource` makes it the parser's
+/// `BtfSource`): vmlinux's,
 /// then the split BTF of the module that has the probed function.
 ///
 /// A new definition's source reads the module's BTF when the parser first asks for a
@@ -295,17 +291,20 @@ impl<'a> Source<'a> {
     pub fn module(&self) -> Option<Arc<KernelBtf>> {
         self.module.get().cloned().flatten()
     }
-}
 
-impl probedef::BtfSource for Source<'_> {
-    fn function(&self, name: &str, tracepoint: bool) -> Option<(Btf<'_>, btf::Func)> {
-        if let Some(f) = probedef::find_function(self.base, name, tracepoint) {
-            return Some(f);
-        }
+    /// vmlinux's BTF.
+    pub fn base(&self) -> Btf<'a> {
+        self.base
+    }
+
+    /// The split BTF of the module that has function `name` (a tracepoint's probe stub for
+    /// `tracepoint`), read when first asked for: a source describes at most one module, the
+    /// one of the first name vmlinux's BTF did not describe.
+    pub fn module_btf(&self, name: &str, tracepoint: bool) -> Option<Btf<'_>> {
         let m = self
             .module
             .get_or_init(|| load_module_of(&self.base, name, tracepoint))
             .as_ref()?;
-        probedef::find_function(m.btf(Some(&self.base)).ok()?, name, tracepoint)
+        m.btf(Some(&self.base)).ok()
     }
 }

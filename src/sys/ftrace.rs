@@ -73,20 +73,20 @@ impl Regs {
     /// `__fentry__` call site, as ftrace reports it).
     #[inline(always)]
     pub fn ip(&self) -> usize {
-        self.word(crate::fgraph::arch::hot::fregs::IP)
+        self.word(crate::sys::hot::fregs::IP)
     }
 
     /// The stack pointer saved on entry.
     #[inline(always)]
     pub fn sp(&self) -> usize {
-        self.word(crate::fgraph::arch::hot::fregs::SP)
+        self.word(crate::sys::hot::fregs::SP)
     }
 
     /// The `n`th integer argument (0-based) of the traced function, by the calling convention.
     /// Beyond the register arguments the value is meaningless.
     #[inline(always)]
     pub fn arg(&self, n: u32) -> usize {
-        match crate::fgraph::arch::hot::fregs::ARGS.get(n as usize) {
+        match crate::sys::hot::fregs::ARGS.get(n as usize) {
             Some(&off) => self.word(off),
             // SAFETY: as for `ip`; the glue reads the stack argument the ABI puts there.
             None => unsafe { bindings::ufg_fregs_arg(self.as_ptr(), n) },
@@ -96,7 +96,7 @@ impl Regs {
     /// The return-value register. Meaningful in a return callback.
     #[inline(always)]
     pub fn retval(&self) -> usize {
-        self.word(crate::fgraph::arch::hot::fregs::RETVAL)
+        self.word(crate::sys::hot::fregs::RETVAL)
     }
 }
 

@@ -5,13 +5,14 @@
 //! copy of ufgraph's trampoline saved there can be replaced by the real address.
 //!
 //! Both are read from the task: `task_struct::ret_stack` (function_graph's shadow stack, whose
-//! word encoding ufgraph's own follows: `pure::handback::fgraph_find` walks it) and
+//! word encoding ufgraph's own follows: `sys::hookers::stacks::fgraph_find` walks it) and
 //! `task_struct::rethooks` (a list of `struct rethook_node`, include/linux/rethook.h). Only under
 //! `stop_machine`, for a task that is not running: nothing pushes or pops meanwhile, and nothing
 //! frees (RCU callbacks wait).
 
+pub mod stacks;
+
 use crate::bindings;
-use crate::pure::handback;
 use crate::sys::task::TaskRef;
 
 const WORD: usize = core::mem::size_of::<usize>();
@@ -39,7 +40,7 @@ pub unsafe fn fgraph_next(task: TaskRef, retp: usize, visited: &[usize]) -> Opti
     // while the task lives; `fgraph_find` reads only indexes below `words`.
     let read = |i: usize| unsafe { base.add(i).read_volatile() } as usize;
     let at = |i: usize| base as usize + i * WORD;
-    let i = handback::fgraph_find(
+    let i = stacks::fgraph_find(
         read,
         top as usize,
         words,
@@ -53,7 +54,7 @@ pub unsafe fn fgraph_next(task: TaskRef, retp: usize, visited: &[usize]) -> Opti
 }
 
 /// The next copy rethook will read for the return slot `retp` of `task` (see
-/// `pure::handback::rethook_next`).
+/// `sys::hookers::stacks::rethook_next`).
 ///
 /// # Safety
 ///
@@ -90,13 +91,13 @@ pub unsafe fn rethook_next(
     }
     // SAFETY: the task is alive (caller); its list is quiet.
     let first = unsafe { bindings::ufg_task_rethook_first(task.as_ptr()) };
-    handback::rethook_next(
+    stacks::rethook_next(
         Nodes {
             node: first,
             left: 4096,
         },
         retp,
-        |v| crate::sys::ksym::hooker(v) == handback::Hooker::Rethook,
+        |v| crate::sys::ksym::hooker(v) == stacks::Hooker::Rethook,
         visited,
     )
 }

@@ -95,7 +95,7 @@ pub fn rcu_watching() -> bool {
     }
 }
 
-pub use crate::fgraph::arch::cpu_online;
+pub use crate::sys::task::cpu_online_bit as cpu_online;
 
 /// Where `struct ftrace_regs` keeps what callbacks read (byte offsets): x0..x8, fp, lr, sp, pc.
 pub mod fregs {

@@ -116,7 +116,7 @@ pub fn rcu_watching() -> bool {
     v & b::UFG_CT_RCU_WATCHING as u32 != 0
 }
 
-pub use crate::fgraph::arch::cpu_online;
+pub use crate::sys::task::cpu_online_bit as cpu_online;
 
 /// Where `struct ftrace_regs` keeps what callbacks read (byte offsets): x86_64's is a
 /// `pt_regs`, partly filled (the argument registers, ax, bp, sp, ip).

@@ -16,8 +16,11 @@
 //! that, `/sys/kernel/debug/tracing`. Without tracefs mounted there, registration by name or
 //! glob fails with `ENOENT` and a log line saying so. Documentation/symbols.md has the details.
 
+pub mod funclist;
+pub mod name;
+
 use crate::bindings;
-use crate::pure::funclist::{self, Func};
+use crate::sys::ksym::funclist::Func;
 use crate::sys::sync::{synchronize_rcu, NoPreempt};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::*};
 use kernel::alloc::{flags::GFP_ATOMIC, KBox, KVVec, KVec};
@@ -127,6 +130,99 @@ pub fn for_each_function(mut f: impl FnMut(&Func<'_>) -> bool) -> Result {
     )
 }
 
+/// What to resolve into functions: what an fprobe or a graph ops' filter is registered on.
+pub enum Target<'a> {
+    /// Functions whose names match a glob, and not a second one.
+    Filter(&'a CStr, Option<&'a CStr>),
+    /// Functions by address (start or ftrace location).
+    Ips(&'a [usize]),
+    /// Functions by name.
+    Syms(&'a [&'a CStr]),
+}
+
+/// The ftrace locations `t` selects, sorted and without duplicates, leaving out the functions
+/// `skip` says (a going module's). `ENOENT` (with a log line naming it) for an unknown symbol or
+/// an empty match, `EINVAL` for an address that is neither a traceable function's ftrace
+/// location nor its start. Process context.
+pub fn resolve(t: &Target<'_>, skip: impl Fn(&Func<'_>) -> bool) -> Result<KVec<usize>> {
+    let mut out = KVec::new();
+    match t {
+        Target::Ips(ips) => out = locations(ips)?,
+        Target::Syms(syms) => {
+            let mut found: KVec<Option<usize>> = KVec::new();
+            found.extend_with(syms.len(), None, GFP_KERNEL)?;
+            // The names sorted (as positions), searched by binary search per function.
+            let mut order: KVec<usize> = KVec::with_capacity(syms.len(), GFP_KERNEL)?;
+            for i in 0..syms.len() {
+                order.push(i, GFP_KERNEL)?;
+            }
+            crate::sys::slice::sort_by(&mut order, |&a, &b| {
+                syms[a].as_bytes() < syms[b].as_bytes()
+            });
+            for_each_function(|f| {
+                if skip(f) {
+                    return true;
+                }
+                let from = order.partition_point(|&i| syms[i].as_bytes() < f.name);
+                for &i in order[from..]
+                    .iter()
+                    .take_while(|&&i| syms[i].as_bytes() == f.name)
+                {
+                    if found[i].is_none() {
+                        found[i] = Some(f.loc);
+                    }
+                }
+                true
+            })?;
+            for (i, loc) in found.iter().enumerate() {
+                let Some(loc) = loc else {
+                    pr_err!("ufgraph: {} is not a traceable function\n", syms[i]);
+                    return Err(ENOENT);
+                };
+                out.push(*loc, GFP_KERNEL)?;
+            }
+        }
+        Target::Filter(filter, notfilter) => {
+            let mut err = Ok(());
+            let mut name = [0u8; 256];
+            for_each_function(|f| {
+                if f.name.len() >= name.len() || skip(f) {
+                    return true;
+                }
+                crate::sys::slice::copy(&mut name[..f.name.len()], f.name);
+                name[f.name.len()] = 0;
+                // SAFETY: NUL-terminated just above, no NUL inside (a symbol name).
+                let n = unsafe { CStr::from_bytes_with_nul_unchecked(&name[..=f.name.len()]) };
+                if glob_match(filter, n) && !notfilter.is_some_and(|nf| glob_match(nf, n)) {
+                    if out.push(f.loc, GFP_KERNEL).is_err() {
+                        err = Err(ENOMEM);
+                        return false;
+                    }
+                }
+                true
+            })?;
+            err?;
+        }
+    }
+    crate::sys::slice::sort(&mut out);
+    let mut n = 0;
+    for i in 0..out.len() {
+        if i == 0 || out[i] != out[n - 1] {
+            out[n] = out[i];
+            n += 1;
+        }
+    }
+    // SAFETY: `n <= len`, and the first `n` elements are initialised.
+    unsafe { out.set_len(n) };
+    if out.is_empty() {
+        if let Target::Filter(f, _) = t {
+            pr_err!("ufgraph: no traceable function matches {}\n", f);
+        }
+        return Err(ENOENT);
+    }
+    Ok(out)
+}
+
 /// The module of the first traceable function named `name`: `Ok(None)` if the kernel image
 /// has it first, or no traceable function has that name. Process context.
 pub fn module_of(name: &[u8]) -> Result<Option<KVec<u8>>> {
@@ -207,14 +303,14 @@ pub fn lookup(name: &CStr) -> Result<Option<usize>> {
 }
 
 /// What `addr` is to teardown: the first byte of a return-hooking trampoline (the kernel's
-/// function_graph, rethook, another), or an ordinary address (see `pure::ksymname::hooker`).
+/// function_graph, rethook, another), or an ordinary address (see `sys::ksym::name::hooker`).
 /// Safe in any context kallsyms lookups are (atomic included: teardown calls it under
 /// `stop_machine`).
-pub fn hooker(addr: usize) -> crate::pure::handback::Hooker {
+pub fn hooker(addr: usize) -> crate::sys::hookers::stacks::Hooker {
     let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
     // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
     let n = unsafe { bindings::sprint_symbol(buf.as_mut_ptr().cast(), addr as _) };
-    crate::pure::ksymname::hooker(&buf[..n.clamp(0, buf.len() as _) as usize])
+    crate::sys::ksym::name::hooker(&buf[..n.clamp(0, buf.len() as _) as usize])
 }
 
 /// ftrace's locations, sorted: read once from `available_filter_functions_addrs` and kept while
@@ -277,7 +373,7 @@ fn with_locations<R>(f: impl FnOnce(&[usize]) -> R) -> Result<R> {
         // Read it (the generation first: a module that comes meanwhile makes it stale at once).
         let mut locs = KVVec::new();
         for_each_function(|func| locs.push(func.loc, GFP_KERNEL).is_ok())?;
-        crate::pure::slice::sort(&mut locs);
+        crate::sys::slice::sort(&mut locs);
         let c = KBox::new(LocCache { gen, locs }, GFP_KERNEL)?;
         let r = f(&c.locs);
         if WATCHED.load(SeqCst) {
@@ -292,7 +388,7 @@ fn with_locations<R>(f: impl FnOnce(&[usize]) -> R) -> Result<R> {
     }
     let mut locs = KVVec::new();
     for_each_function(|func| locs.push(func.loc, GFP_KERNEL).is_ok())?;
-    crate::pure::slice::sort(&mut locs);
+    crate::sys::slice::sort(&mut locs);
     Ok(f(&locs))
 }
 

@@ -44,7 +44,7 @@ impl Write for Buf {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let room = self.b.len() - 1 - self.n;
         let take = s.len().min(room);
-        crate::pure::slice::copy(&mut self.b[self.n..self.n + take], &s.as_bytes()[..take]);
+        crate::sys::slice::copy(&mut self.b[self.n..self.n + take], &s.as_bytes()[..take]);
         self.n += take;
         Ok(())
     }

@@ -2,8 +2,26 @@
 
 //! The thin unsafe layer: small safe abstractions over the kernel's C API.
 //!
-//! Every `unsafe` block of ufgraph that touches a kernel object lives here, next to the invariant
-//! that makes it sound. The layers above (`counter`, later the fgraph core and fprobe) are safe Rust.
+//! `bindings::` (bindgen's view of the kernel's C headers) is used here and nowhere else, but in
+//! the `capi.rs` files, which implement ufgraph's own exported C API and so take C's pointers,
+//! and in the KUnit suites (`src/tests`), which drive that C API as a C client does. Every
+//! abstraction here states its `# Invariants` or its `# Safety` contract, which the `// SAFETY:`
+//! comments of its callers cite. Each subsystem uses only those below it (no import cycle):
+//!
+//! ```text
+//!   events      kretprobe     demo
+//!      \        /     |        |
+//!       fprobe        |        |
+//!          \          |        |
+//!           fgraph (with arch/: the trampolines)
+//!              |
+//!             sys    (with its host-tested leaves: ksym/, rcutable/, hookers/, btf/reader/,
+//!                     slice.rs)
+//! ```
+//!
+//! The `unsafe` left above sys is of two kinds: the fgraph core's and fprobe's own data
+//! structures, read lock-free under RCU or with preemption off on the hot path (each type says
+//! which invariant its readers rely on), and the C API's pointers.
 
 #[cfg(CONFIG_ARM64)]
 pub mod arm64;
@@ -29,6 +47,7 @@ pub mod params;
 pub mod percpu;
 pub mod rcutable;
 pub mod regs;
+pub mod slice;
 pub mod sync;
 pub mod task;
 pub mod trace_event;

@@ -34,7 +34,10 @@ impl ModuleRef {
         ok.then(|| Self(m))
     }
 
-    /// Keeps the reference after the guard is gone: [`Module::put_kept`] drops it later.
+    /// Keeps the reference after the guard is gone, for an owner that cannot hold the guard
+    /// (an event's enable state, set and cleared by separate file operations). Nothing drops
+    /// it any more: the owner must drop it later with exactly one [`Module::put_kept`] on the
+    /// same module, or the module can never be unloaded.
     pub fn keep(self) {
         core::mem::forget(self);
     }

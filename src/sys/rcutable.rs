@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An RCU-published open-addressing table (`pure::tasktable`) with writers in process context.
+//! An RCU-published open-addressing table (`sys::rcutable::table`) with writers in process context.
 //!
 //! Readers (ftrace callbacks, any context) look keys up lock-free with preemption disabled.
 //! Writers are serialised by the caller, which keeps the table's [`Writer`] (its counts, and the
@@ -11,7 +11,9 @@
 //! [`Keyed::key`], and hands them out as `&T` for as long as the reader's preemption-disabled
 //! section (or the writer's serialisation) lasts.
 
-use crate::pure::tasktable::{self, Counts, InsertError};
+pub mod table;
+
+use crate::sys::rcutable::table::{Counts, InsertError};
 use crate::sys::sync::{synchronize_rcu, NoPreempt};
 use core::marker::PhantomData;
 use core::ptr::{null_mut, NonNull};
@@ -27,7 +29,7 @@ pub fn alloc_slots(cap: usize) -> Result<KVVec<AtomicUsize>> {
     let gfp = GFP_KERNEL | __GFP_NOWARN;
     let mut v = KVVec::with_capacity(cap, gfp)?;
     for _ in 0..cap {
-        v.push(AtomicUsize::new(tasktable::EMPTY), gfp)?;
+        v.push(AtomicUsize::new(table::EMPTY), gfp)?;
     }
     Ok(v)
 }
@@ -68,7 +70,7 @@ static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 /// - `slots` is null or a slot array allocated by [`RcuTable::reserve`] and published with
 ///   `Release`; an array that is replaced or unpublished is freed only after an RCU grace
 ///   period.
-/// - Every slot holds [`tasktable::EMPTY`], [`tasktable::TOMBSTONE`] or the address of a `T`
+/// - Every slot holds [`table::EMPTY`], [`table::TOMBSTONE`] or the address of a `T`
 ///   (never 0 or 1: a `T` is non-null and at least 2-aligned, checked in [`RcuTable::new`]),
 ///   whose key is [`Keyed::key`] of that `T`.
 /// - A `T` whose address is in a slot stays valid until a grace period after it left the table
@@ -99,7 +101,7 @@ impl<T: Keyed> RcuTable<T> {
     pub fn new() -> (Self, Writer<T>) {
         // An entry's address is never EMPTY (0: `NonNull`) nor TOMBSTONE (1: alignment).
         const {
-            assert!(core::mem::align_of::<T>() > tasktable::TOMBSTONE);
+            assert!(core::mem::align_of::<T>() > table::TOMBSTONE);
         }
         let id = NEXT_ID.fetch_add(1, Relaxed);
         // INVARIANT: no slot array yet.
@@ -142,7 +144,7 @@ impl<T: Keyed> RcuTable<T> {
     /// Finds the entry for `key`. The reference lives no longer than the preemption-disabled
     /// section `np` stands for: the entry may be freed a grace period after it is removed.
     pub fn lookup<'a>(&'a self, key: usize, _np: &'a NoPreempt) -> Option<&'a T> {
-        let e = tasktable::lookup(self.slots()?, key, Self::key_of)?;
+        let e = table::lookup(self.slots()?, key, Self::key_of)?;
         // SAFETY: an entry of the table, freed no sooner than a grace period after its removal
         // (type invariants), which `_np` holds off for the reference's lifetime.
         Some(unsafe { &*(e as *const T) })
@@ -153,7 +155,7 @@ impl<T: Keyed> RcuTable<T> {
     /// writers.
     pub fn lookup_w<'a>(&'a self, w: &'a Writer<T>, key: usize) -> Option<&'a T> {
         self.own(w);
-        let e = tasktable::lookup(self.slots()?, key, Self::key_of)?;
+        let e = table::lookup(self.slots()?, key, Self::key_of)?;
         // SAFETY: an entry of the table; only writers free entries, and the caller, the writer,
         // holds `w` (so the writers' lock) for the reference's lifetime.
         Some(unsafe { &*(e as *const T) })
@@ -164,15 +166,15 @@ impl<T: Keyed> RcuTable<T> {
         self.own(w);
         let w = &mut w.counts;
         let cap = self.slots().map_or(0, |s| s.len());
-        if cap > 0 && tasktable::has_room(w, cap, n) {
+        if cap > 0 && table::has_room(w, cap, n) {
             return Ok(());
         }
         let new = KBox::new(
-            Slots(alloc_slots(tasktable::capacity_for(w.used + n))?),
+            Slots(alloc_slots(table::capacity_for(w.used + n))?),
             GFP_KERNEL,
         )?;
         let counts = match self.slots() {
-            Some(old) => tasktable::rebuild(old, &new.0, Self::key_of).map_err(|_| ENOMEM)?,
+            Some(old) => table::rebuild(old, &new.0, Self::key_of).map_err(|_| ENOMEM)?,
             None => Counts::default(),
         };
         *w = counts;
@@ -208,10 +210,10 @@ impl<T: Keyed> RcuTable<T> {
         // SAFETY: the caller's valid entry.
         let key = unsafe { key_at::<T>(e) };
         // INVARIANT: the caller's contract keeps `entry` valid while it is in the table.
-        if let Some(old) = tasktable::replace(slots, key, e, Self::key_of) {
+        if let Some(old) = table::replace(slots, key, e, Self::key_of) {
             return Ok(NonNull::new(old as *mut T));
         }
-        match tasktable::insert(slots, w, key, e, Self::key_of) {
+        match table::insert(slots, w, key, e, Self::key_of) {
             Ok(()) => Ok(None),
             Err(InsertError::Exists(_)) => Err(EEXIST),
             Err(InsertError::Full) => Err(ENOMEM),
@@ -222,7 +224,7 @@ impl<T: Keyed> RcuTable<T> {
     /// period from now (readers may still hold it). Writers only.
     pub fn remove(&self, w: &mut Writer<T>, key: usize) -> Option<NonNull<T>> {
         self.own(w);
-        let e = tasktable::remove(self.slots()?, &mut w.counts, key, Self::key_of)?;
+        let e = table::remove(self.slots()?, &mut w.counts, key, Self::key_of)?;
         NonNull::new(e as *mut T)
     }
 
@@ -230,7 +232,7 @@ impl<T: Keyed> RcuTable<T> {
     pub fn for_each(&self, w: &Writer<T>, mut f: impl FnMut(&T)) {
         self.own(w);
         if let Some(s) = self.slots() {
-            tasktable::for_each(s, |e| {
+            table::for_each(s, |e| {
                 // SAFETY: an entry of the table; only writers free entries, and the caller is
                 // the writer (it holds `w`) for the whole walk.
                 f(unsafe { &*(e as *const T) })

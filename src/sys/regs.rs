@@ -23,7 +23,7 @@ pub fn fill_pt_regs(
     ret_addr: Option<usize>,
     out: &mut core::mem::MaybeUninit<PtRegs>,
 ) {
-    use crate::fgraph::arch::hot::fregs as o;
+    use crate::sys::hot::fregs as o;
     let w = |off: usize| regs.word(off);
     // The argument registers are not saved at a return.
     let arg = |n: usize| if ret_addr.is_none() { w(o::ARGS[n]) } else { 0 };

@@ -62,21 +62,8 @@ impl NoPreempt {
     #[allow(clippy::new_without_default)]
     #[inline(always)]
     pub fn new() -> Self {
-        crate::fgraph::arch::hot::preempt_disable();
+        crate::sys::hot::preempt_disable();
         Self(PhantomData)
-    }
-}
-
-impl NoPreempt {
-    /// A guard for preemption that something else disabled and will enable again: it does not
-    /// enable preemption when dropped (hence `ManuallyDrop`).
-    ///
-    /// # Safety
-    ///
-    /// Preemption must stay disabled for as long as the guard (or a reference to it) lives.
-    #[inline(always)]
-    pub unsafe fn assume_disabled() -> core::mem::ManuallyDrop<Self> {
-        core::mem::ManuallyDrop::new(Self(PhantomData))
     }
 }
 
@@ -84,7 +71,7 @@ impl Drop for NoPreempt {
     #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: balances `new`; the guard is gone, and with it the references it lent.
-        unsafe { crate::fgraph::arch::hot::preempt_enable() };
+        unsafe { crate::sys::hot::preempt_enable() };
     }
 }
 
@@ -107,7 +94,7 @@ impl Recursion {
     pub fn try_lock(ip: usize, parent_ip: usize) -> core::result::Result<Self, Refused> {
         let _ = (ip, parent_ip);
         use crate::bindings as b;
-        use crate::fgraph::arch::hot;
+        use crate::sys::hot;
         // Where RCU does not watch, or on a CPU going offline (which RCU no longer waits for
         // once rcutree_report_cpu_dead() ran, though rcu_is_watching() still says yes there):
         // nothing. Preemption may be enabled here; the CPU may change under us, but only to
@@ -170,7 +157,7 @@ impl Recursion {
 /// 2 hardirq, 3 NMI.
 pub fn context_level() -> usize {
     use crate::bindings as b;
-    let pc = crate::fgraph::arch::hot::preempt_count() as usize;
+    let pc = crate::sys::hot::preempt_count() as usize;
     (pc & b::UFG_NMI_MASK != 0) as usize
         + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) != 0) as usize
         + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) != 0) as usize
@@ -191,9 +178,9 @@ impl Drop for Recursion {
     fn drop(&mut self) {
         // ftrace_test_recursion_unlock(): preemption first, then the bit.
         // SAFETY: balances `try_lock`'s disable; the guard, the `NoPreempt` it lends, is gone.
-        unsafe { crate::fgraph::arch::hot::preempt_enable() };
+        unsafe { crate::sys::hot::preempt_enable() };
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
-        let bits = crate::fgraph::arch::hot::current()
+        let bits = crate::sys::hot::current()
             .wrapping_add(crate::bindings::UFG_TASK_TRACE_RECURSION)
             as *mut usize;
         // `bit` is below 64 by construction; the mask tells the compiler, which then needs no

@@ -18,7 +18,7 @@ impl TaskRef {
     /// The task running this code.
     #[inline(always)]
     pub fn current() -> Self {
-        Self(crate::fgraph::arch::hot::current())
+        Self(crate::sys::hot::current())
     }
 
     /// The raw pointer, for C calls.
@@ -161,13 +161,33 @@ pub fn current_comm_addr() -> usize {
 
 /// Whether `cpu` is online.
 pub fn cpu_online(cpu: usize) -> bool {
-    cpu < nr_cpu_ids() && crate::fgraph::arch::hot::cpu_online(cpu)
+    cpu < nr_cpu_ids() && cpu_online_bit(cpu)
+}
+
+extern "C" {
+    // The online CPUs: a bitmap of NR_CPUS bits (the same symbol on every architecture).
+    static __cpu_online_mask: usize;
+}
+
+/// `cpu_online(cpu)`, inline (the hot path's guard asks it on every hooked call, as
+/// `sys::hot::cpu_online`), for a `cpu` below `nr_cpu_ids`.
+#[inline(always)]
+pub fn cpu_online_bit(cpu: usize) -> bool {
+    let bits = usize::BITS as usize;
+    // SAFETY: `__cpu_online_mask` is a bitmap of NR_CPUS bits, and `cpu` a CPU number (below
+    // nr_cpu_ids <= NR_CPUS): the word is inside it. A plain racy read, as cpu_online() does.
+    let w = unsafe {
+        core::ptr::addr_of!(__cpu_online_mask)
+            .add(cpu / bits)
+            .read_volatile()
+    };
+    w & (1 << (cpu % bits)) != 0
 }
 
 /// The CPU this code runs on. Stable only with preemption disabled.
 #[inline(always)]
 pub fn this_cpu() -> usize {
-    crate::fgraph::arch::hot::cpu()
+    crate::sys::hot::cpu()
 }
 
 /// One more than the highest possible CPU number.

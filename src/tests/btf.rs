@@ -7,8 +7,8 @@
 //! no `/sys/kernel/btf`: the cases are skipped there.
 
 use crate::bindings;
-use crate::pure::btf::{Btf, Kind, ScalarKind};
-use crate::pure::probedef::{self, BtfRef, BtfSource, Command, Config, FetchType, Load};
+use crate::events::probedef::{self, BtfRef, BtfSource, Command, Config, FetchType, Load};
+use crate::sys::btf::reader::{Btf, Kind, ScalarKind};
 use crate::sys::btf::{KernelBtf, Source};
 use crate::sys::ktest::{CaseResult, Failed, Test};
 use crate::{kcheck, kcheck_eq, kunit_suite};

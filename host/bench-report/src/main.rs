@@ -27,7 +27,6 @@
 //! between the `bench-arm64:begin` and `bench-arm64:end` markers.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::process::exit;
 
 mod arm64;
@@ -96,11 +95,6 @@ fn usage() -> ! {
     exit(2)
 }
 
-/// Replaces the text between the marker lines `<!-- bench:begin -->` and `<!-- bench:end -->`.
-pub fn splice(doc: &str, body: &str) -> Option<String> {
-    splice_at(doc, "bench", body)
-}
-
 /// Replaces the text between the marker lines `<!-- NAME:begin -->` and `<!-- NAME:end -->`.
 pub fn splice_at(doc: &str, name: &str, body: &str) -> Option<String> {
     let begin = format!("<!-- {}:begin -->", name);
@@ -125,27 +119,51 @@ fn write_or_die(path: &str, body: &str) {
     });
 }
 
+fn read_or_die(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| {
+        eprintln!("bench-report: {}: {}", path, e);
+        exit(1)
+    })
+}
+
+/// Writes `body` between the NAME markers of `old`, the document `doc` held, back to `doc`, and
+/// says so (`what`: what was written); no markers is an error.
+fn splice_into(doc: &str, old: &str, name: &str, body: &str, what: &str) {
+    let Some(new) = splice_at(old, name, body) else {
+        eprintln!(
+            "bench-report: {} has no <!-- {}:begin --> ... <!-- {}:end --> markers",
+            doc, name, name
+        );
+        exit(1)
+    };
+    write_or_die(doc, &new);
+    eprintln!("bench-report: {} written to {}", what, doc);
+}
+
+/// Prints a report's `body`, and writes it to `text` if given.
+fn print_and_write(body: &str, text: Option<&str>) {
+    print!("{}", body);
+    if let Some(t) = text {
+        write_or_die(t, body);
+    }
+}
+
+/// The lines of `log` that begin with `tag`, without it.
+fn tagged_lines(log: &str, tag: &str) -> String {
+    log.lines()
+        .filter_map(|l| l.strip_prefix(tag))
+        .map(|l| format!("{}\n", l))
+        .collect()
+}
+
 // The profile pass: DIR holds profile.log (the VM's console), profile-HOOK.pcs, source and
 // build-id (what scripts/bench.sh built). Writes DIR/profile.tsv for the `make bench` report.
 fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>) {
     let log = std::fs::read_to_string(format!("{}/profile.log", dir)).unwrap_or_default();
     let mut syms = profile::Symbols::default();
-    syms.add_map(&std::fs::read_to_string(map).unwrap_or_else(|e| {
-        eprintln!("bench-report: {}: {}", map, e);
-        exit(1)
-    }));
-    let modsyms: String = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("@@sym "))
-        .map(|l| format!("{}\n", l))
-        .collect();
-    syms.add_map(&modsyms);
-    let mods: String = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("@@mod "))
-        .map(|l| format!("{}\n", l))
-        .collect();
-    syms.add_modules(&mods);
+    syms.add_map(&read_or_die(map));
+    syms.add_map(&tagged_lines(&log, "@@sym "));
+    syms.add_modules(&tagged_lines(&log, "@@mod "));
     syms.finish();
     let mut profiles = Vec::new();
     for r in parse(&log).iter().filter(|r| r.sec == "profile") {
@@ -171,147 +189,140 @@ fn profile_main(dir: &str, map: &str, text: Option<String>, doc: Option<String>)
     let summary = profile::Summary::new(&profiles, build_id.trim(), source.trim());
     write_or_die(&format!("{}/profile.tsv", dir), &summary.to_tsv());
     let body = profile::markdown(&profiles, source.trim());
-    print!("{}", body);
-    if let Some(t) = text {
-        write_or_die(&t, &body);
-    }
+    print_and_write(&body, text.as_deref());
     if let Some(d) = doc {
         let old = std::fs::read_to_string(&d).unwrap_or_default();
-        let Some(new) = splice_at(&old, "profile", &body) else {
-            eprintln!(
-                "bench-report: {} has no <!-- profile:begin --> ... <!-- profile:end --> markers",
-                d
-            );
-            exit(1)
-        };
-        write_or_die(&d, &new);
-        eprintln!("bench-report: profile written to {}", d);
+        splice_into(&d, &old, "profile", &body, "profile");
     }
 }
 
-fn main() {
+/// The command line: which report, from which logs, written where.
+struct Args {
+    icount: Option<String>,
+    wall: Option<String>,
+    kprobe: Option<String>,
+    text: Option<String>,
+    doc: Option<String>,
+    svg_dir: Option<String>,
+    profile_dir: Option<String>,
+    system_map: Option<String>,
+    profile_summary: Option<String>,
+    arm64_log: Option<String>,
+    arch: String,
+    arm64_source: String,
+    source: String,
+    build_id: String,
+}
+
+fn parse_args() -> Args {
     let mut args = std::env::args().skip(1);
-    let (mut icount, mut wall, mut kprobe, mut text, mut doc, mut svg_dir) =
-        (None, None, None, None, None, None);
-    let (mut profile_dir, mut system_map, mut profile_summary, mut arm64_log) =
-        (None, None, None, None);
-    let mut arch = String::from("x86_64");
-    let mut arm64_source = String::from("unknown");
-    let mut source = String::from("unknown");
-    let mut build_id = String::from("unknown");
-    while let Some(a) = args.next() {
+    let mut a = Args {
+        icount: None,
+        wall: None,
+        kprobe: None,
+        text: None,
+        doc: None,
+        svg_dir: None,
+        profile_dir: None,
+        system_map: None,
+        profile_summary: None,
+        arm64_log: None,
+        arch: String::from("x86_64"),
+        arm64_source: String::from("unknown"),
+        source: String::from("unknown"),
+        build_id: String::from("unknown"),
+    };
+    while let Some(opt) = args.next() {
         let v = args.next().unwrap_or_else(|| usage());
-        match a.as_str() {
-            "--icount" => icount = Some(v),
-            "--wall" => wall = Some(v),
-            "--attach" => kprobe = Some(v),
-            "--source" => source = v,
-            "--build-id" => build_id = v,
-            "--profile-summary" => profile_summary = Some(v),
-            "--text" => text = Some(v),
-            "--doc" => doc = Some(v),
-            "--svg-dir" => svg_dir = Some(v),
-            "--profile" => profile_dir = Some(v),
-            "--system-map" => system_map = Some(v),
-            "--arch" => arch = v,
-            "--arm64" => arm64_log = Some(v),
-            "--arm64-source" => arm64_source = v,
+        match opt.as_str() {
+            "--icount" => a.icount = Some(v),
+            "--wall" => a.wall = Some(v),
+            "--attach" => a.kprobe = Some(v),
+            "--source" => a.source = v,
+            "--build-id" => a.build_id = v,
+            "--profile-summary" => a.profile_summary = Some(v),
+            "--text" => a.text = Some(v),
+            "--doc" => a.doc = Some(v),
+            "--svg-dir" => a.svg_dir = Some(v),
+            "--profile" => a.profile_dir = Some(v),
+            "--system-map" => a.system_map = Some(v),
+            "--arch" => a.arch = v,
+            "--arm64" => a.arm64_log = Some(v),
+            "--arm64-source" => a.arm64_source = v,
             _ => usage(),
         }
     }
-    if let Some(dir) = profile_dir {
-        let Some(map) = system_map else { usage() };
-        profile_main(&dir, &map, text, doc);
+    a
+}
+
+/// The `@@bench` lines of the log at `p`, if given (none if it cannot be read).
+fn read_log(p: &Option<String>) -> Vec<Rec> {
+    parse(
+        &p.as_ref()
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .unwrap_or_default(),
+    )
+}
+
+fn main() {
+    let a = parse_args();
+    if let Some(dir) = a.profile_dir {
+        let Some(map) = a.system_map else { usage() };
+        profile_main(&dir, &map, a.text, a.doc);
         return;
     }
-    let read = |p: &Option<String>| {
-        p.as_ref()
-            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
-            .unwrap_or_default()
-    };
-    let ic = parse(&read(&icount));
-    let wl = parse(&read(&wall));
-    match arch.as_str() {
-        "x86_64" => {}
-        "arm64" => {
-            if ic.is_empty() && wl.is_empty() {
-                eprintln!("bench-report: no @@bench lines in the arm64 logs");
-                exit(1);
-            }
-            let body = arm64::markdown(&ic, &wl, &source);
-            print!("{}", body);
-            if let Some(t) = text {
-                write_or_die(&t, &body);
-            }
-            if let Some(d) = doc {
-                let old = std::fs::read_to_string(&d).unwrap_or_else(|e| {
-                    eprintln!("bench-report: {}: {}", d, e);
-                    exit(1)
-                });
-                let Some(new) = splice_at(&old, "bench-arm64", &body) else {
-                    eprintln!("bench-report: {} has no <!-- bench-arm64:begin --> ... <!-- bench-arm64:end --> markers", d);
-                    exit(1)
-                };
-                write_or_die(&d, &new);
-                eprintln!("bench-report: arm64 results written to {}", d);
-            }
-            return;
-        }
+    let ic = read_log(&a.icount);
+    let wl = read_log(&a.wall);
+    match a.arch.as_str() {
+        "x86_64" => x86_64_main(&a, &ic, &wl),
+        "arm64" => arm64_main(&a, &ic, &wl),
         _ => usage(),
     }
-    let a64 = parse(&read(&arm64_log));
-    let kp = parse(&read(&kprobe));
+}
+
+// An arm64 run: its per-call table.
+fn arm64_main(a: &Args, ic: &[Rec], wl: &[Rec]) {
+    if ic.is_empty() && wl.is_empty() {
+        eprintln!("bench-report: no @@bench lines in the arm64 logs");
+        exit(1);
+    }
+    let body = arm64::markdown(ic, wl, &a.source);
+    print_and_write(&body, a.text.as_deref());
+    if let Some(d) = &a.doc {
+        splice_into(d, &read_or_die(d), "bench-arm64", &body, "arm64 results");
+    }
+}
+
+// The x86_64 run: every table, the Targets, the plots.
+fn x86_64_main(a: &Args, ic: &[Rec], wl: &[Rec]) {
+    let a64 = read_log(&a.arm64_log);
+    let kp = read_log(&a.kprobe);
     if ic.is_empty() && wl.is_empty() && kp.is_empty() {
         eprintln!("bench-report: no @@bench lines in the logs");
         exit(1);
     }
-    let mut rep = report::Report::new(&ic, &wl, &kp);
-    rep.source = source;
-    rep.build_id = build_id;
+    let mut rep = report::Report::new(ic, wl, &kp);
+    rep.source = a.source.clone();
+    rep.build_id = a.build_id.clone();
     rep.arm64 = &a64;
-    rep.arm64_source = arm64_source;
-    rep.profile = profile_summary
+    rep.arm64_source = a.arm64_source.clone();
+    rep.profile = a
+        .profile_summary
+        .as_ref()
         .and_then(|p| std::fs::read_to_string(p).ok())
         .map(|t| profile::Summary::parse(&t));
     let body = rep.markdown();
-    print!("{}", body);
-    if let Some(t) = text {
-        std::fs::write(&t, &body).unwrap_or_else(|e| {
-            eprintln!("bench-report: {}: {}", t, e);
-            exit(1)
-        });
-    }
-    if let Some(d) = svg_dir {
+    print_and_write(&body, a.text.as_deref());
+    if let Some(d) = &a.svg_dir {
         for (name, svg) in [
             ("bench-cost.svg", rep.cost_svg()),
             ("bench-attach.svg", rep.attach_svg()),
         ] {
-            let p = format!("{}/{}", d, name);
-            std::fs::write(&p, svg).unwrap_or_else(|e| {
-                eprintln!("bench-report: {}: {}", p, e);
-                exit(1)
-            });
+            write_or_die(&format!("{}/{}", d, name), &svg);
         }
     }
-    if let Some(d) = doc {
-        let old = std::fs::read_to_string(&d).unwrap_or_else(|e| {
-            eprintln!("bench-report: {}: {}", d, e);
-            exit(1)
-        });
-        let Some(new) = splice(&old, &body) else {
-            eprintln!(
-                "bench-report: {} has no <!-- bench:begin --> ... <!-- bench:end --> markers",
-                d
-            );
-            exit(1)
-        };
-        let mut note = String::new();
-        let _ = write!(note, "bench-report: results written to {}", d);
-        std::fs::write(&d, new).unwrap_or_else(|e| {
-            eprintln!("bench-report: {}: {}", d, e);
-            exit(1)
-        });
-        eprintln!("{}", note);
+    if let Some(d) = &a.doc {
+        splice_into(d, &read_or_die(d), "bench", &body, "results");
     }
 }
 
@@ -334,9 +345,9 @@ mod tests {
     fn splices_between_markers() {
         let d = "# T\n<!-- bench:begin -->\nold\n<!-- bench:end -->\ntail\n";
         assert_eq!(
-            splice(d, "new").unwrap(),
+            splice_at(d, "bench", "new").unwrap(),
             "# T\n<!-- bench:begin -->\nnew\n<!-- bench:end -->\ntail\n"
         );
-        assert!(splice("no markers", "x").is_none());
+        assert!(splice_at("no markers", "bench", "x").is_none());
     }
 }

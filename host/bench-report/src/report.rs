@@ -10,8 +10,9 @@ use std::fmt::Write as _;
 mod tables;
 mod targets;
 
-/// Per-call cost rows: the hook's name in the logs, and what it is.
-const COST_ROWS: &[(&str, &str)] = &[
+/// Per-call cost rows: the hook's name in the logs, and what it is. First the rows both
+/// architectures measure: no hook, and the kernel's ftrace_ops and fgraph.
+pub(crate) const BASE_ROWS: &[(&str, &str)] = &[
     ("none", "no hook"),
     ("ftrace_ops", "kernel: bare ftrace_ops (the reference)"),
     (
@@ -28,6 +29,10 @@ const COST_ROWS: &[(&str, &str)] = &[
     ),
     ("kgraph4", "kernel: fgraph, 4 users (4 instances)"),
     ("kgraph16", "kernel: fgraph, 16 users (16 instances)"),
+];
+
+/// The kernel's fprobes, kretprobe and BPF programs on x86_64.
+const KERNEL_ROWS: &[(&str, &str)] = &[
     ("kfprobe", "kernel: fprobe, entry only"),
     (
         "kfprobe_exit",
@@ -45,6 +50,10 @@ const COST_ROWS: &[(&str, &str)] = &[
         "bpf_fexit",
         "kernel: BPF fexit program (the BPF trampoline, entry and return), counting its calls",
     ),
+];
+
+/// ufgraph's hooks, on both architectures.
+pub(crate) const UFGRAPH_ROWS: &[(&str, &str)] = &[
     ("ufprobe", "ufgraph: fprobe, entry only"),
     ("ufprobe_exit", "ufgraph: fprobe entry+exit"),
     ("ukretprobe", "ufgraph: kretprobe shim"),
@@ -195,11 +204,51 @@ pub fn human(b: f64) -> String {
     }
 }
 
-fn f1(v: Option<f64>) -> String {
+/// A pass's line in a report's header: the kernel it ran on (`kernel`: what to call it, `vm`:
+/// what to say of the VM after its vCPUs), or `missing` when the log has no start line.
+pub(crate) fn pass_line(
+    s: &mut String,
+    pass: &str,
+    recs: &[Rec],
+    kernel: &str,
+    vm: &str,
+    missing: &str,
+) {
+    match recs.iter().find(|r| r.sec == "start") {
+        Some(r) => {
+            let _ = writeln!(
+                s,
+                "- {} pass: {} {}, {} vCPUs{}{}",
+                pass,
+                kernel,
+                r.get("kernel").unwrap_or("?"),
+                r.get("cpus").unwrap_or("?"),
+                vm,
+                if r.get("quick") == Some("1") {
+                    ", quick (smoke) settings"
+                } else {
+                    ""
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(s, "- {} pass: {}", pass, missing);
+        }
+    }
+}
+
+/// A report header's line on the per-call cost runs: how many timed calls each hook made.
+pub(crate) fn calls_line(s: &mut String, ic: &[Rec], wl: &[Rec]) {
+    if let Some(r) = Report::find(ic, "cost", "none").or_else(|| Report::find(wl, "cost", "none")) {
+        let _ = writeln!(s, "- per-call cost: {} timed calls per hook in chunks with interrupts off; instructions: the median chunk, wall clock: the fastest chunk", r.get("calls").unwrap_or("?"));
+    }
+}
+
+pub(crate) fn f1(v: Option<f64>) -> String {
     v.map(|v| format!("{:.1}", v)).unwrap_or_else(|| "-".into())
 }
 
-fn ratio(v: Option<f64>) -> String {
+pub(crate) fn ratio(v: Option<f64>) -> String {
     v.map(|v| format!("{:.2}x", v))
         .unwrap_or_else(|| "-".into())
 }
@@ -276,7 +325,11 @@ impl<'a> Report<'a> {
     pub fn markdown(&self) -> String {
         let mut s = String::new();
         self.header(&mut s);
-        self.cost_table(&mut s, "Per-call cost", COST_ROWS);
+        self.cost_table(
+            &mut s,
+            "Per-call cost",
+            &[BASE_ROWS, KERNEL_ROWS, UFGRAPH_ROWS],
+        );
         self.targets(&mut s);
         self.attach_tables(&mut s);
         self.memory_tables(&mut s);
@@ -292,38 +345,16 @@ impl<'a> Report<'a> {
         );
         let _ = writeln!(s, "- ufgraph built from {}", self.source);
         for (pass, recs) in [("icount", self.ic), ("wall", self.wl), ("attach", self.kp)] {
-            match recs.iter().find(|r| r.sec == "start") {
-                Some(r) => {
-                    let _ = writeln!(
-                        s,
-                        "- {} pass: kernel {}, {} vCPUs{}",
-                        pass,
-                        r.get("kernel").unwrap_or("?"),
-                        r.get("cpus").unwrap_or("?"),
-                        if r.get("quick") == Some("1") {
-                            ", quick (smoke) settings"
-                        } else {
-                            ""
-                        }
-                    );
-                }
-                None => {
-                    let _ = writeln!(s, "- {} pass: no output", pass);
-                }
-            }
+            pass_line(s, pass, recs, "kernel", "", "no output");
         }
-        if let Some(r) =
-            Self::find(self.ic, "cost", "none").or_else(|| Self::find(self.wl, "cost", "none"))
-        {
-            let _ = writeln!(s, "- per-call cost: {} timed calls per hook in chunks with interrupts off; instructions: the median chunk, wall clock: the fastest chunk", r.get("calls").unwrap_or("?"));
-        }
+        calls_line(s, self.ic, self.wl);
         if let Some(z) = self.sizes() {
             let _ = writeln!(s, "- possible CPUs {}, page {} B", z.possible, z.page);
         }
         s.push('\n');
     }
 
-    pub(crate) fn cost_table(&self, s: &mut String, title: &str, rows: &[(&str, &str)]) {
+    pub(crate) fn cost_table(&self, s: &mut String, title: &str, rows: &[&[(&str, &str)]]) {
         let _ = writeln!(s, "### {}\n", title);
         let _ = writeln!(s, "One noinline function in the benchmark module, called in a loop; the hook's handlers only count.");
         let _ = writeln!(s, "Instructions are from the `-icount shift=0` pass (deterministic); wall-clock ns from the other");
@@ -339,7 +370,7 @@ impl<'a> Report<'a> {
         let base_i = Self::cost(self.ic, "none");
         let ref_i = Self::cost(self.ic, "ftrace_ops");
         let ref_w = Self::cost(self.wl, "ftrace_ops");
-        for (name, label) in rows {
+        for (name, label) in rows.iter().copied().flatten() {
             let i = Self::cost(self.ic, name);
             let w = Self::cost(self.wl, name);
             if i.is_none() && w.is_none() {

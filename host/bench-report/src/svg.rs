@@ -129,6 +129,27 @@ impl Axis {
     }
 }
 
+/// The plot area and its axes: where a point of the data goes in the picture.
+struct Plot {
+    ax: Axis,
+    ay: Axis,
+    /// The plot area's width and height.
+    pw: f64,
+    ph: f64,
+}
+
+impl Plot {
+    fn px(&self, x: f64) -> f64 {
+        L + self.ax.frac(x) * self.pw
+    }
+    fn py(&self, y: f64) -> f64 {
+        T + self.ph - self.ay.frac(y) * self.ph
+    }
+}
+
+/// A legend entry: the name, the colour, whether it is a reference line, whether dashed.
+type LegendEntry<'c> = (String, &'c str, bool, bool);
+
 impl Chart {
     pub fn render(&self) -> String {
         let xs: Vec<f64> = self
@@ -142,12 +163,12 @@ impl Chart {
             .flat_map(|s| s.points.iter().map(|p| p.1))
             .collect();
         ys.extend(self.hlines.iter().map(|h| h.y));
-        let ax = Axis::new(self.logx, &xs);
-        let ay = Axis::new(self.logy, &ys);
-        let pw = W - L - R;
-        let ph = H - T - B;
-        let px = |x: f64| L + ax.frac(x) * pw;
-        let py = |y: f64| T + ph - ay.frac(y) * ph;
+        let plot = Plot {
+            ax: Axis::new(self.logx, &xs),
+            ay: Axis::new(self.logy, &ys),
+            pw: W - L - R,
+            ph: H - T - B,
+        };
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -160,9 +181,22 @@ impl Chart {
             L,
             esc(&self.title)
         );
-        // Grid and ticks.
-        for t in ax.ticks() {
-            let x = px(t);
+        self.grid(&mut s, &plot);
+        self.frame(&mut s, &plot);
+        // Reference lines, then series.
+        let mut legend: Vec<LegendEntry> = Vec::new();
+        self.hlines(&mut s, &plot, &mut legend);
+        self.series(&mut s, &plot, &mut legend);
+        legend_lines(&mut s, &plot, &legend);
+        s.push_str("</svg>\n");
+        s
+    }
+
+    /// Grid and ticks.
+    fn grid(&self, s: &mut String, p: &Plot) {
+        let (pw, ph) = (p.pw, p.ph);
+        for t in p.ax.ticks() {
+            let x = p.px(t);
             let _ = writeln!(
                 s,
                 r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{:.1}" stroke="#e0e0e0"/>"##,
@@ -175,8 +209,8 @@ impl Chart {
                 fmt_num(t)
             );
         }
-        for t in ay.ticks() {
-            let y = py(t);
+        for t in p.ay.ticks() {
+            let y = p.py(t);
             let _ = writeln!(
                 s,
                 r##"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e0e0e0"/>"##,
@@ -190,6 +224,11 @@ impl Chart {
                 fmt_num(t)
             );
         }
+    }
+
+    /// The plot area's border and the axes' labels.
+    fn frame(&self, s: &mut String, p: &Plot) {
+        let (pw, ph) = (p.pw, p.ph);
         let _ = writeln!(
             s,
             r##"<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##
@@ -207,24 +246,31 @@ impl Chart {
             T + ph / 2.0,
             esc(&self.ylabel)
         );
-        // Reference lines, then series.
-        let mut legend: Vec<(String, &str, bool, bool)> = Vec::new();
+    }
+
+    /// The horizontal reference lines, each with its legend entry.
+    fn hlines<'c>(&'c self, s: &mut String, p: &Plot, legend: &mut Vec<LegendEntry<'c>>) {
         for h in &self.hlines {
-            let y = py(h.y);
+            let y = p.py(h.y);
             let _ = writeln!(
                 s,
                 r#"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}" stroke-width="1.5" stroke-dasharray="2,3"/>"#,
-                L + pw,
+                L + p.pw,
                 h.color
             );
             legend.push((h.name.clone(), h.color, true, false));
         }
+    }
+
+    /// The series: a line through the points and a dot on each (on a log axis, only the
+    /// positive ones), each with its legend entry.
+    fn series<'c>(&'c self, s: &mut String, p: &Plot, legend: &mut Vec<LegendEntry<'c>>) {
         for se in &self.series {
             let pts: Vec<String> = se
                 .points
                 .iter()
-                .filter(|p| !self.logy || p.1 > 0.0)
-                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+                .filter(|pt| !self.logy || pt.1 > 0.0)
+                .map(|&(x, y)| format!("{:.1},{:.1}", p.px(x), p.py(y)))
                 .collect();
             let dash = if se.dashed {
                 r#" stroke-dasharray="6,4""#
@@ -245,38 +291,40 @@ impl Chart {
                 let _ = writeln!(
                     s,
                     r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"/>"#,
-                    px(x),
-                    py(y),
+                    p.px(x),
+                    p.py(y),
                     se.color
                 );
             }
             legend.push((se.name.clone(), se.color, false, se.dashed));
         }
-        for (i, (name, color, hline, dashed)) in legend.iter().enumerate() {
-            let y = T + 10.0 + i as f64 * 20.0;
-            let x = L + pw + 14.0;
-            let dash = if *hline {
-                r#" stroke-dasharray="2,3""#
-            } else if *dashed {
-                r#" stroke-dasharray="6,4""#
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                s,
-                r#"<line x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{color}" stroke-width="2"{dash}/>"#,
-                x + 24.0
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-                x + 30.0,
-                y + 4.0,
-                esc(name)
-            );
-        }
-        s.push_str("</svg>\n");
-        s
+    }
+}
+
+/// The legend, right of the plot area: a short line in each entry's style and its name.
+fn legend_lines(s: &mut String, p: &Plot, legend: &[LegendEntry]) {
+    for (i, (name, color, hline, dashed)) in legend.iter().enumerate() {
+        let y = T + 10.0 + i as f64 * 20.0;
+        let x = L + p.pw + 14.0;
+        let dash = if *hline {
+            r#" stroke-dasharray="2,3""#
+        } else if *dashed {
+            r#" stroke-dasharray="6,4""#
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            r#"<line x1="{x:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{color}" stroke-width="2"{dash}/>"#,
+            x + 24.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+            x + 30.0,
+            y + 4.0,
+            esc(name)
+        );
     }
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The promises of the BTF reader (`src/pure/btf/`): what the module will read from
+//! The promises of the BTF reader (`src/sys/btf/reader/`): what the module will read from
 //! `/sys/kernel/btf/vmlinux` and `/sys/kernel/btf/MODULE` must never make it panic, loop or
 //! read out of bounds, and what it accepts must answer as the blob says.
 //!
@@ -29,7 +29,9 @@
 
 use std::collections::HashSet;
 
-use ufgraph_pure::btf::{layout, Btf, Error, Kind, Member, ScalarKind, MAX_DEPTH, POINTER_SIZE};
+use ufgraph_pure::sys::btf::reader::{
+    layout, Btf, Error, Kind, Member, ScalarKind, MAX_DEPTH, POINTER_SIZE,
+};
 
 use crate::common::{ensure, Verdict};
 
@@ -70,7 +72,7 @@ struct Raw<'a> {
     vlen: u16,
     flag: bool,
     third: u32,
-    t: ufgraph_pure::btf::Type<'a>,
+    t: ufgraph_pure::sys::btf::reader::Type<'a>,
 }
 
 impl Raw<'_> {
@@ -200,8 +202,17 @@ fn check_accepted(btf: &Btf<'_>) -> Verdict {
         "id 0 is not void".into()
     })?;
 
-    // The name index: exactly the named own types, sorted.
     let idx = btf.by_name();
+    check_name_index(btf, idx)?;
+    check_lookups(btf, idx)?;
+    for id in btf.own_ids().take(CAP as usize) {
+        check_type(btf, id)?;
+    }
+    Ok(())
+}
+
+/// The name index `idx`: exactly the named own types, sorted.
+fn check_name_index(btf: &Btf<'_>, idx: &[u32]) -> Verdict {
     let named: HashSet<u32> = btf
         .own_ids()
         .filter(|&id| !btf.type_name(id).unwrap().is_empty())
@@ -216,9 +227,12 @@ fn check_accepted(btf: &Btf<'_>) -> Verdict {
             format!("index out of order at {} {}", w[0], w[1])
         })?;
     }
+    Ok(())
+}
 
-    // Lookups by name, against a scan of every type (the base's too).
-    let all: Vec<u32> = (1..end).collect();
+/// Lookups by name, against a scan of every type (the base's too).
+fn check_lookups(btf: &Btf<'_>, idx: &[u32]) -> Verdict {
+    let all: Vec<u32> = (1..btf.end_id()).collect();
     for &id in idx.iter().take(CAP as usize) {
         let t = btf.ty(id).unwrap();
         let name = btf.type_name(id).unwrap();
@@ -248,27 +262,29 @@ fn check_accepted(btf: &Btf<'_>) -> Verdict {
             check_func(btf, id)?;
         }
     }
+    Ok(())
+}
 
-    for id in btf.own_ids().take(CAP as usize) {
-        let r = btf.resolve(id);
-        ensure(r == resolve_spec(btf, id), || {
-            format!("resolve({id}) = {r:?}, spec {:?}", resolve_spec(btf, id))
-        })?;
-        let s = btf.size(id);
-        let spec = size_spec(btf, id, 0);
-        let same = match (s, spec) {
-            (Ok(a), Ok(b)) => u64::from(a) == b,
-            // The reader refuses a size over u32; the spec computes it in u64.
-            (Err(Error::Limit), Ok(b)) => b > u64::from(u32::MAX),
-            (Err(a), Err(b)) => a == b,
-            _ => false,
-        };
-        ensure(same, || format!("size({id}) = {s:?}, spec {spec:?}"))?;
-        check_scalar(btf, id)?;
-        let t = raw(btf, id).unwrap();
-        if matches!(t.kind, Kind::Struct | Kind::Union) {
-            check_members(btf, id, &t)?;
-        }
+/// One own type: resolved, sized, as a scalar and its members as the spec says.
+fn check_type(btf: &Btf<'_>, id: u32) -> Verdict {
+    let r = btf.resolve(id);
+    ensure(r == resolve_spec(btf, id), || {
+        format!("resolve({id}) = {r:?}, spec {:?}", resolve_spec(btf, id))
+    })?;
+    let s = btf.size(id);
+    let spec = size_spec(btf, id, 0);
+    let same = match (s, spec) {
+        (Ok(a), Ok(b)) => u64::from(a) == b,
+        // The reader refuses a size over u32; the spec computes it in u64.
+        (Err(Error::Limit), Ok(b)) => b > u64::from(u32::MAX),
+        (Err(a), Err(b)) => a == b,
+        _ => false,
+    };
+    ensure(same, || format!("size({id}) = {s:?}, spec {spec:?}"))?;
+    check_scalar(btf, id)?;
+    let t = raw(btf, id).unwrap();
+    if matches!(t.kind, Kind::Struct | Kind::Union) {
+        check_members(btf, id, &t)?;
     }
     Ok(())
 }
@@ -503,9 +519,9 @@ pub fn check(data: &[u8]) -> Result<&'static str, String> {
     Ok("split accepted")
 }
 
-const SAMPLE: &[u8] = include_bytes!("../../../src/pure/btf/testdata/sample.btf");
-const SPLIT_BASE: &[u8] = include_bytes!("../../../src/pure/btf/testdata/split-base.btf");
-const SPLIT_MOD: &[u8] = include_bytes!("../../../src/pure/btf/testdata/split-mod.btf");
+const SAMPLE: &[u8] = include_bytes!("../../../src/sys/btf/reader/testdata/sample.btf");
+const SPLIT_BASE: &[u8] = include_bytes!("../../../src/sys/btf/reader/testdata/split-base.btf");
+const SPLIT_MOD: &[u8] = include_bytes!("../../../src/sys/btf/reader/testdata/split-mod.btf");
 
 /// A blob of raw type words and strings, little-endian.
 fn blob(types: &[u32], strs: &[u8]) -> Vec<u8> {

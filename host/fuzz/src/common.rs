@@ -3,7 +3,7 @@
 //! What the fuzzers share: the parser configurations, a corpus of definitions, the mutator that
 //! edits them, and the sources of random choices (a seeded generator, or the fuzzer's input).
 
-use ufgraph_pure::probedef::Config;
+use ufgraph_pure::events::probedef::Config;
 
 /// Parser configurations: the usual one, and small limits with long offsets.
 pub const CONFIGS: [Config; 2] = [
@@ -94,7 +94,7 @@ pub const SEEDS: &[&str] = &[
     "f:gggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggg/e vfs_read",
     "t kfree $retval",
     "f vfs_read $comm:u8 \"x\":string[2]",
-    // BTF arguments (the sample BTF, src/pure/btf/testdata/sample.c): parameters, members,
+    // BTF arguments (the sample BTF, src/sys/btf/reader/testdata/sample.c): parameters, members,
     // typed $retval, $arg* and $argN rewritten, and their errors.
     "f vfs_read count pos file->f_name.name:string n=file->f_mode",
     "f vfs_read%return $retval count file->f_pair.hi file->f_name.len",
@@ -104,9 +104,22 @@ pub const SEEDS: &[&str] = &[
     "f vfs_read file->f_dentry->d_name $arg9 file-.x file.f_mode",
     "f vfs_read $arg* $arg* hoge",
     "t vfs_read $arg*",
-    // A module's function, from split BTF (src/pure/btf/testdata/split-mod.c over split-base.c).
+    // A module's function, from split BTF (src/sys/btf/reader/testdata/split-mod.c over split-base.c).
     "f mydev_open dev->filp->f_inode->i_size i=inode->i_ino dev->id $arg*",
     "f mydev_open%return $retval dev->nosuch $arg3",
+    // Typecasts and $current (upstream's later BTF syntax): every form, the field option, and
+    // their errors.
+    "f vfs_read (file)file->f_name.name:string (file)(buf)->f_count (file)$arg1->f_mode",
+    "f vfs_read (file)((file)file->f_dentry)->f_count (file)+8($arg2)->f_long (file)@sym->f_char",
+    "f vfs_read%return (file,f_name)$retval->f_count (file,f_pair.hi)count->f_long",
+    "f vfs_read $current c=$current:x64 $current->pid $current->comm:string +8($current)",
+    "f vfs_read (task_struct,group_leader)$current->pid (task_struct)$current->comm",
+    "f vfs_read (nosuch)file->x (file)file (file)@sym+8->f_count (file,f_name->name)file->f_count",
+    "f vfs_read (file,f_mode)file->f_count (file)(file (file)+8file->x $current.pid $currentx",
+    "f mydev_open (file)dev->filp->f_flags (inode,i_size)inode->i_ino",
+    "f vfs_read this_cpu_ptr(@pcpu_hot) this_cpu_read(@x):u32 this_cpu_read(+8($arg1))",
+    "f vfs_read (file)this_cpu_ptr(@var)->f_count this_cpu_read((file,f_name)buf->f_dentry)",
+    "f vfs_read this_cpu_read($comm) this_cpu_ptr(@x):string this_cpu_read(@x (file)this_cpu_ptr(@x)",
 ];
 
 /// Pieces of the grammar, for insertions.
@@ -122,6 +135,9 @@ pub const TOKENS: &[&str] = &[
     "->", "file", "buf", "count", "pos", "file->", "f_name.", "name", "len", "f_mode", "f_char",
     "f_dentry->", "f_buf", "local_fn", "no_args", "$arg3", "$arg5", "$retval->",
     "mydev_open", "dev->", "filp->", "f_inode->", "inode->", "i_ino", "i_size", "id",
+    "(file)", "(file,f_name)", "(file,f_pair.hi)", "(task_struct)", "(qstr)", ")->", ",",
+    "$current", "$current->", "pid", "comm", "group_leader", "f_count", "this_cpu_read(",
+    "this_cpu_ptr(", "@pcpu_hot",
 ];
 
 /// Numbers around upstream's limits.
@@ -224,16 +240,8 @@ pub fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
                 *rng.pick(b"$@+-u()[]:=/.%\\\"*0123456789abx _\t")
             };
         }
-        1 => {
-            let i = at(rng);
-            let tok = rng.pick(TOKENS).as_bytes();
-            input.splice(i..i, tok.iter().copied());
-        }
-        2 => {
-            let i = at(rng);
-            let tok = rng.pick(NUMBERS).as_bytes();
-            input.splice(i..i, tok.iter().copied());
-        }
+        1 => insert_piece(rng, input, TOKENS),
+        2 => insert_piece(rng, input, NUMBERS),
         // Delete a range.
         3 if len > 0 => {
             let i = rng.below(len);
@@ -247,19 +255,7 @@ pub fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
             let piece: Vec<u8> = input[i..i + n].to_vec();
             input.splice(i..i, piece);
         }
-        // Replace a number-looking run with a boundary number.
-        5 => {
-            if let Some(start) = (0..len)
-                .map(|_| rng.below(len.max(1)))
-                .find(|&i| input.get(i).is_some_and(u8::is_ascii_digit))
-            {
-                let end = (start..len)
-                    .find(|&i| !input[i].is_ascii_hexdigit() && input[i] != b'x')
-                    .unwrap_or(len);
-                let num = rng.pick(NUMBERS).as_bytes();
-                input.splice(start..end, num.iter().copied());
-            }
-        }
+        5 => replace_number(rng, input),
         // Splice with another corpus entry.
         6 => {
             let other = rng.pick(corpus).as_bytes();
@@ -274,26 +270,8 @@ pub fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
             let i = at(rng);
             input.splice(i..i, tok.repeat(n).into_bytes());
         }
-        // Swap two words.
-        8 => {
-            let text = String::from_utf8_lossy(input).into_owned();
-            let mut words: Vec<&str> = text.split(' ').collect();
-            if words.len() > 1 {
-                let (a, b) = (rng.below(words.len()), rng.below(words.len()));
-                words.swap(a, b);
-                *input = words.join(" ").into_bytes();
-            }
-        }
-        // Insert a named argument built from pieces.
-        9 => {
-            let arg = format!(
-                " {}={}{}",
-                rng.pick(&["a", "arg1", "x_1", "common_pid", ""]),
-                rng.pick(TOKENS),
-                rng.pick(TOKENS)
-            );
-            input.extend_from_slice(arg.as_bytes());
-        }
+        8 => swap_words(rng, input),
+        9 => named_arg(rng, input),
         _ => {
             if len > 0 {
                 let i = rng.below(len);
@@ -301,6 +279,50 @@ pub fn mutate(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[String]) {
             }
         }
     }
+}
+
+/// Inserts one of `pieces` (tokens, numbers) anywhere in `input`.
+fn insert_piece(rng: &mut Rng, input: &mut Vec<u8>, pieces: &[&str]) {
+    let i = rng.below(input.len() + 1);
+    let piece = rng.pick(pieces).as_bytes();
+    input.splice(i..i, piece.iter().copied());
+}
+
+/// Replaces a number-looking run with a boundary number.
+fn replace_number(rng: &mut Rng, input: &mut Vec<u8>) {
+    let len = input.len();
+    if let Some(start) = (0..len)
+        .map(|_| rng.below(len.max(1)))
+        .find(|&i| input.get(i).is_some_and(u8::is_ascii_digit))
+    {
+        let end = (start..len)
+            .find(|&i| !input[i].is_ascii_hexdigit() && input[i] != b'x')
+            .unwrap_or(len);
+        let num = rng.pick(NUMBERS).as_bytes();
+        input.splice(start..end, num.iter().copied());
+    }
+}
+
+/// Swaps two words.
+fn swap_words(rng: &mut Rng, input: &mut Vec<u8>) {
+    let text = String::from_utf8_lossy(input).into_owned();
+    let mut words: Vec<&str> = text.split(' ').collect();
+    if words.len() > 1 {
+        let (a, b) = (rng.below(words.len()), rng.below(words.len()));
+        words.swap(a, b);
+        *input = words.join(" ").into_bytes();
+    }
+}
+
+/// Appends a named argument built from pieces.
+fn named_arg(rng: &mut Rng, input: &mut Vec<u8>) {
+    let arg = format!(
+        " {}={}{}",
+        rng.pick(&["a", "arg1", "x_1", "common_pid", ""]),
+        rng.pick(TOKENS),
+        rng.pick(TOKENS)
+    );
+    input.extend_from_slice(arg.as_bytes());
 }
 
 /// What a check of one input says: `Ok`, or the promise it breaks.
@@ -333,7 +355,7 @@ pub fn mutation_fuzzer(
     use std::collections::BTreeMap;
     use std::panic::{self, AssertUnwindSafe};
     use std::process::ExitCode;
-    use ufgraph_pure::probedef::MAX_COMMAND_LEN;
+    use ufgraph_pure::events::probedef::MAX_COMMAND_LEN;
     const CORPUS_MAX: usize = 4096;
 
     let mut argv = std::env::args().skip(1);
@@ -400,4 +422,23 @@ pub fn mutation_fuzzer(
         println!("  {n:>9}  {label}");
     }
     ExitCode::SUCCESS
+}
+
+/// The mutation fuzzers' short runs in `cargo test`: `n` entries of `seeds`, each with one
+/// random edit, through `check` (with the run's generator, seeded 1); a broken promise fails
+/// the test with the input.
+#[cfg(test)]
+pub(crate) fn short_run(
+    seeds: &[&str],
+    n: usize,
+    mut check: impl FnMut(&mut Rng, &str) -> Result<&'static str, String>,
+) {
+    let mut rng = Rng(1);
+    let corpus: Vec<String> = seeds.iter().map(|s| s.to_string()).collect();
+    for _ in 0..n {
+        let mut bytes = rng.pick(&corpus).clone().into_bytes();
+        mutate(&mut rng, &mut bytes, &corpus);
+        let input = String::from_utf8_lossy(&bytes).into_owned();
+        check(&mut rng, &input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
+    }
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The promises of the event record layer (`src/pure/event/`): the fetch-argument compiler,
+//! The promises of the event record layer (`src/events/program/`): the fetch-argument compiler,
 //! the record writer and the renderer, checked on one definition and fake probe hits.
 //!
 //! A definition that parses is compiled (with a fake symbol table that knows some symbols and
@@ -25,12 +25,12 @@
 use std::fmt::{self, Write as _};
 
 use crate::common::{Source, CONFIGS};
-use ufgraph_pure::event::fake::{Fake, Region};
-use ufgraph_pure::event::{
+use ufgraph_pure::events::probedef::{parse, Command};
+use ufgraph_pure::events::program::fake::{Fake, Region};
+use ufgraph_pure::events::program::{
     compile, dynamic_size, make_data_loc, render_args, split_data_loc, store, write_print_fmt, Out,
     Program, ENTRY_HEAD, EXIT_HEAD, FAULT_STRING, MAX_STRING_SIZE,
 };
-use ufgraph_pure::probedef::{parse, Command};
 
 /// Definitions that reach every kind of store, on top of the shared corpus.
 pub const EVENT_SEEDS: &[&str] = &[
@@ -206,6 +206,52 @@ fn check_hit(
     head: usize,
     args_size: usize,
 ) -> Result<&'static str, String> {
+    let hit = store_hit(rng, progs, head, args_size)?;
+    let used = check_strings(progs, &hit.rec, head, args_size)?;
+    // (Past the strings a string read that faulted may have left bytes, as upstream's does.)
+    // (Strings beyond 64 KiB cannot be addressed by a data_loc, and are cut.)
+    let fixed_end = head + args_size;
+    let len = hit.rec.len();
+    let same = hit.stable && len == hit.exact;
+    if same && hit.exact <= 0x1_0000 {
+        ensure(used == hit.dsize, || {
+            format!("stored {used} of {} measured", hit.dsize)
+        })?;
+    } else {
+        ensure(len < fixed_end || used <= len - fixed_end, || {
+            "strings overflow".into()
+        })?;
+    }
+    let label = match (progs.iter().any(Program::is_dynamic), used > 0, same) {
+        (false, _, true) => "hit: no strings",
+        (false, _, false) => "hit: no strings, resized",
+        (true, true, true) => "hit: strings stored",
+        (true, true, false) => "hit: strings stored, memory changed or resized",
+        (true, false, _) => "hit: strings all fault",
+    };
+    check_rendering(rng, progs, hit.rec, head)?;
+    Ok(label)
+}
+
+/// A record stored by one hit.
+struct Hit {
+    rec: Vec<u8>,
+    /// The size the record needs: head, arguments and the strings measured.
+    exact: usize,
+    /// The strings' size measured before the store.
+    dsize: usize,
+    /// Whether the memories stayed the same between measuring and storing.
+    stable: bool,
+}
+
+/// Stores one hit into a record of the exact size, or a smaller or larger one, from fake
+/// memories that may change between measuring the strings and storing them.
+fn store_hit(
+    rng: &mut impl Source,
+    progs: &[Program],
+    head: usize,
+    args_size: usize,
+) -> Result<Hit, String> {
     let env = fake(rng);
     let stable = rng.below(4) != 0;
     let second = if stable {
@@ -228,12 +274,25 @@ fn check_hit(
     ensure(rec.iter().take(head).all(|&b| b == 0xa5), || {
         "head written".into()
     })?;
+    Ok(Hit {
+        rec,
+        exact,
+        dsize,
+        stable,
+    })
+}
 
-    // Strings: faults, or in the dynamic area, in order, NUL-terminated.
-    let fixed_end = head + args_size;
-    let mut cursor = fixed_end;
+/// Strings: faults, or in the dynamic area, in order, NUL-terminated. Returns the bytes they
+/// take.
+fn check_strings(
+    progs: &[Program],
+    rec: &[u8],
+    head: usize,
+    args_size: usize,
+) -> Result<usize, String> {
+    let mut cursor = head + args_size;
     let mut used = 0;
-    for loc in data_locs(progs, &rec, head).into_iter().flatten() {
+    for loc in data_locs(progs, rec, head).into_iter().flatten() {
         let (l, off) = split_data_loc(loc);
         if l == 0 {
             continue;
@@ -250,27 +309,17 @@ fn check_hit(
         cursor += l;
         used += l;
     }
-    // (Past `cursor` a string read that faulted may have left bytes, as upstream's does.)
-    // (Strings beyond 64 KiB cannot be addressed by a data_loc, and are cut.)
-    let same = stable && len == exact;
-    if same && exact <= 0x1_0000 {
-        ensure(used == dsize, || {
-            format!("stored {used} of {dsize} measured")
-        })?;
-    } else {
-        ensure(len < fixed_end || used <= len - fixed_end, || {
-            "strings overflow".into()
-        })?;
-    }
-    let label = match (progs.iter().any(Program::is_dynamic), used > 0, same) {
-        (false, _, true) => "hit: no strings",
-        (false, _, false) => "hit: no strings, resized",
-        (true, true, true) => "hit: strings stored",
-        (true, true, false) => "hit: strings stored, memory changed or resized",
-        (true, false, _) => "hit: strings all fault",
-    };
+    Ok(used)
+}
 
-    // Rendering: each string with a length is quoted.
+/// Rendering: each string with a length is quoted, and truncated and corrupted records render
+/// too.
+fn check_rendering(
+    rng: &mut impl Source,
+    progs: &[Program],
+    mut rec: Vec<u8>,
+    head: usize,
+) -> Verdict {
     let shown = render(progs, &rec, head)?;
     let faults = shown.matches(FAULT_STRING).count();
     let locs = data_locs(progs, &rec, head);
@@ -282,7 +331,6 @@ fn check_hit(
         format!("{empty} faulted strings, {faults} shown: {shown}")
     })?;
 
-    // Truncated and corrupted records render too.
     let cut = rng.below(rec.len() + 1);
     render(progs, &rec[..cut], head)?;
     for _ in 0..1 + rng.below(4) {
@@ -302,7 +350,7 @@ fn check_hit(
         }
     }
     render(progs, &rec, head)?;
-    Ok(label)
+    Ok(())
 }
 
 fn check_program(p: &Program, head: usize, args_size: usize) -> Verdict {
@@ -378,7 +426,7 @@ pub fn check(rng: &mut impl Source, input: &str) -> Result<&'static str, String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{mutate, Rng, SEEDS};
+    use crate::common::{Rng, SEEDS};
 
     #[test]
     fn seeds_keep_invariants() {
@@ -392,13 +440,6 @@ mod tests {
 
     #[test]
     fn short_run() {
-        let mut rng = Rng(1);
-        let corpus: Vec<String> = EVENT_SEEDS.iter().map(|s| s.to_string()).collect();
-        for _ in 0..5_000 {
-            let mut bytes = rng.pick(&corpus).clone().into_bytes();
-            mutate(&mut rng, &mut bytes, &corpus);
-            let input = String::from_utf8_lossy(&bytes).into_owned();
-            check(&mut rng, &input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
-        }
+        crate::common::short_run(EVENT_SEEDS, 5_000, check);
     }
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Fuzzing ufgraph's pure logic (`src/pure/`).
+//! Fuzzing ufgraph's host-testable files (`host/src/lib.rs` lists them).
 //!
 //! The promises each input must keep are here, one module per piece of logic, shared by two
 //! kinds of fuzzer:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The promises of the fprobe definition parser (`src/pure/probedef/`), checked on one input.
+//! The promises of the fprobe definition parser (`src/events/probedef/`), checked on one input.
 //!
 //! Beyond not panicking, every input must keep them:
 //! - an error's caret lies within the command as the log shows it, and the `error_log` entry
@@ -21,20 +21,20 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use crate::common::CONFIGS;
-use ufgraph_pure::btf::{Btf, Func};
-use ufgraph_pure::probedef::{
-    commands, find_function, parse, parse_btf, parse_with, BtfRef, BtfSource, Command, Config,
-    ErrCode, Error, FetchArg, Load, ProbeDef, ProbeError, ProbeKind, StoreKind, EXPAND_ROOM,
-    MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_DEREFS,
+use ufgraph_pure::events::probedef::{
+    commands, find_function, find_struct, parse, parse_btf, parse_with, BtfRef, BtfSource, Command,
+    Config, ErrCode, Error, FetchArg, Load, ProbeDef, ProbeError, ProbeKind, StoreKind,
+    EXPAND_ROOM, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_ARRAY_LEN, MAX_COMMAND_LEN, MAX_DEREFS,
     MAX_EVENT_NAME_LEN, MAX_PROBE_EVENT_SIZE, MAX_TRACE_ARGS,
 };
+use ufgraph_pure::sys::btf::reader::{Btf, Func};
 
-/// The sample BTF of the reader's tests (src/pure/btf/testdata/sample.c: vfs_read, local_fn,
+/// The sample BTF of the reader's tests (src/sys/btf/reader/testdata/sample.c: vfs_read, local_fn,
 /// no_args, struct file), the functions every input is also parsed against.
 fn sample() -> &'static Btf<'static> {
     static SAMPLE: OnceLock<Btf<'static>> = OnceLock::new();
     SAMPLE.get_or_init(|| {
-        const BLOB: &[u8] = include_bytes!("../../../src/pure/btf/testdata/sample.btf");
+        const BLOB: &[u8] = include_bytes!("../../../src/sys/btf/reader/testdata/sample.btf");
         let s = Btf::measure(BLOB, None).expect("sample BTF");
         let offsets = Box::leak(vec![0u32; s.types].into_boxed_slice());
         let names = Box::leak(vec![0u32; s.named].into_boxed_slice());
@@ -42,7 +42,7 @@ fn sample() -> &'static Btf<'static> {
     })
 }
 
-/// A module's split BTF over its base (src/pure/btf/testdata/split-mod.c over split-base.c:
+/// A module's split BTF over its base (src/sys/btf/reader/testdata/split-mod.c over split-base.c:
 /// mydev_open of the module, vfs_read of the base), looked up as the kernel's source does:
 /// the base first, then the module.
 struct Split {
@@ -55,13 +55,17 @@ impl BtfSource for Split {
         find_function(*self.base, name, tracepoint)
             .or_else(|| find_function(self.module, name, tracepoint))
     }
+
+    fn structure(&self, name: &str, _func: &str, _tracepoint: bool) -> Option<(Btf<'_>, u32)> {
+        find_struct(*self.base, name).or_else(|| find_struct(self.module, name))
+    }
 }
 
 fn split() -> &'static Split {
     static SPLIT: OnceLock<Split> = OnceLock::new();
     SPLIT.get_or_init(|| {
-        const BASE: &[u8] = include_bytes!("../../../src/pure/btf/testdata/split-base.btf");
-        const MODULE: &[u8] = include_bytes!("../../../src/pure/btf/testdata/split-mod.btf");
+        const BASE: &[u8] = include_bytes!("../../../src/sys/btf/reader/testdata/split-base.btf");
+        const MODULE: &[u8] = include_bytes!("../../../src/sys/btf/reader/testdata/split-mod.btf");
         let index = |blob: &'static [u8], base: Option<&'static Btf<'static>>| {
             let s = Btf::measure(blob, base).expect("split BTF");
             let offsets = Box::leak(vec![0u32; s.types].into_boxed_slice());
@@ -436,7 +440,7 @@ pub fn check(input: &str) -> Result<&'static str, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{mutate, Rng, Source, SEEDS};
+    use crate::common::SEEDS;
 
     #[test]
     fn seeds_keep_invariants() {
@@ -447,13 +451,6 @@ mod tests {
 
     #[test]
     fn short_run() {
-        let mut rng = Rng(1);
-        let corpus: Vec<String> = SEEDS.iter().map(|s| s.to_string()).collect();
-        for _ in 0..20_000 {
-            let mut bytes = rng.pick(&corpus).clone().into_bytes();
-            mutate(&mut rng, &mut bytes, &corpus);
-            let input = String::from_utf8_lossy(&bytes).into_owned();
-            check(&input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
-        }
+        crate::common::short_run(SEEDS, 20_000, |_, input| check(input));
     }
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The promises of the parsers of what the kernel's own files say about symbols: the lines of
-//! ftrace's `available_filter_functions_addrs` and `/proc/kallsyms` (`src/pure/funclist.rs`),
+//! ftrace's `available_filter_functions_addrs` and `/proc/kallsyms` (`src/sys/ksym/funclist.rs`),
 //! the buffer splitter that reads them, and kallsyms' text for an address
-//! (`src/pure/ksymname.rs`), which teardown reads to recognise another hooker's trampoline.
+//! (`src/sys/ksym/name.rs`), which teardown reads to recognise another hooker's trampoline.
 //!
 //! The module reads these files on every load; a kernel whose files hold something unexpected
 //! must get a refusal, not a panic or a wrong answer. Each input is a buffer as one `read()`
@@ -20,9 +20,9 @@
 //!   `arch_rethook_trampoline` or another `*_trampoline`, and the same text at any other offset
 //!   names none.
 
-use ufgraph_pure::funclist::{for_each_line, parse, parse_kallsyms, Func, Sym};
-use ufgraph_pure::handback::Hooker;
-use ufgraph_pure::ksymname::hooker;
+use ufgraph_pure::sys::hookers::stacks::Hooker;
+use ufgraph_pure::sys::ksym::funclist::{for_each_line, parse, parse_kallsyms, Func, Sym};
+use ufgraph_pure::sys::ksym::name::hooker;
 
 use crate::common::{ensure, Verdict};
 

@@ -249,6 +249,60 @@ pub mod build {
         pub value: u64,
     }
 
+    impl Sec {
+        /// Code: PROGBITS, allocated and executable.
+        pub fn code(name: &'static str, data: Vec<u8>) -> Sec {
+            Sec::progbits(name, 6, data)
+        }
+
+        /// Data: PROGBITS, allocated and writable.
+        pub fn data(name: &'static str, data: Vec<u8>) -> Sec {
+            Sec::progbits(name, 3, data)
+        }
+
+        /// A read-only table: PROGBITS, allocated.
+        pub fn table(name: &'static str, data: Vec<u8>) -> Sec {
+            Sec::progbits(name, 2, data)
+        }
+
+        fn progbits(name: &'static str, flags: u64, data: Vec<u8>) -> Sec {
+            Sec {
+                name,
+                typ: 1,
+                flags,
+                data,
+                info: 0,
+            }
+        }
+
+        /// The relocations (RELA) of section `info`.
+        pub fn rela(name: &'static str, info: u32, data: Vec<u8>) -> Sec {
+            Sec {
+                name,
+                typ: 4,
+                flags: 0,
+                data,
+                info,
+            }
+        }
+    }
+
+    impl S {
+        pub fn new(name: &'static str, typ: u8, shndx: u16, value: u64) -> S {
+            S {
+                name,
+                typ,
+                shndx,
+                value,
+            }
+        }
+
+        /// A function symbol.
+        pub fn func(name: &'static str, shndx: u16, value: u64) -> S {
+            S::new(name, 2, shndx, value)
+        }
+    }
+
     /// A relocation entry's bytes.
     pub fn rela(off: u64, sym: u32, rtype: u32, addend: i64) -> Vec<u8> {
         let mut v = off.to_le_bytes().to_vec();
@@ -330,59 +384,16 @@ mod tests {
     fn parses_sections_symbols_relocations() {
         let d = elf(
             vec![
-                Sec {
-                    name: ".text",
-                    typ: 1,
-                    flags: 6,
-                    data: vec![0xc3; 32],
-                    info: 0,
-                },
-                Sec {
-                    name: ".data",
-                    typ: 1,
-                    flags: 3,
-                    data: vec![0; 8],
-                    info: 0,
-                },
-                Sec {
-                    name: ".rela.data",
-                    typ: 4,
-                    flags: 0,
-                    data: rela(0, 2, 1, 16),
-                    info: 2,
-                },
+                Sec::code(".text", vec![0xc3; 32]),
+                Sec::data(".data", vec![0; 8]),
+                Sec::rela(".rela.data", 2, rela(0, 2, 1, 16)),
             ],
             &[
-                S {
-                    name: "f",
-                    typ: 2,
-                    shndx: 1,
-                    value: 0,
-                },
-                S {
-                    name: ".Ltmp",
-                    typ: 0,
-                    shndx: 1,
-                    value: 16,
-                },
-                S {
-                    name: "label",
-                    typ: 0,
-                    shndx: 1,
-                    value: 16,
-                },
-                S {
-                    name: "g",
-                    typ: 2,
-                    shndx: 1,
-                    value: 16,
-                },
-                S {
-                    name: "obj",
-                    typ: 1,
-                    shndx: 2,
-                    value: 0,
-                },
+                S::func("f", 1, 0),
+                S::new(".Ltmp", 0, 1, 16),
+                S::new("label", 0, 1, 16),
+                S::func("g", 1, 16),
+                S::new("obj", 1, 2, 0),
             ],
         );
         let e = Elf::parse("t.o", d).unwrap();

@@ -198,34 +198,66 @@ impl Calls {
 /// Every kCFI check of the module (x86_64: those `__kcfi_traps` lists; arm64: every
 /// `brk #0x8xxx`) and the hash it checks.
 pub fn call_site_hashes(elf: &Elf, arch: Arch) -> Calls {
-    let mut funcs: Vec<(u16, u64, &str)> = elf
-        .syms
-        .iter()
-        .filter(|s| s.typ == STT_FUNC && s.shndx != 0)
-        .map(|s| (s.shndx, s.value, s.name.as_str()))
-        .collect();
-    funcs.sort();
-    let base = elf.path.rsplit('/').next().unwrap_or(&elf.path).to_string();
+    let funcs = FuncIndex::new(elf);
     let mut c = Calls {
         seen: BTreeMap::new(),
         unread: 0,
         notes: Vec::new(),
     };
-    let found = |c: &mut Calls, shndx: usize, trap: u64, h: Option<u32>| {
-        // The function the check is in: the last one starting at or before it.
+    let checks = match arch {
+        Arch::X86_64 => x86_checks(elf),
+        Arch::Arm64 => arm64_checks(elf),
+    };
+    for (shndx, trap, h) in checks {
+        c.found(&funcs, shndx, trap, h);
+    }
+    c
+}
+
+/// A module's functions by place, to find the one a kCFI check is in.
+struct FuncIndex<'e> {
+    /// (section, offset, name), sorted.
+    funcs: Vec<(u16, u64, &'e str)>,
+    /// The module's file name, for the notes.
+    base: String,
+}
+
+impl<'e> FuncIndex<'e> {
+    fn new(elf: &'e Elf) -> Self {
+        let mut funcs: Vec<(u16, u64, &str)> = elf
+            .syms
+            .iter()
+            .filter(|s| s.typ == STT_FUNC && s.shndx != 0)
+            .map(|s| (s.shndx, s.value, s.name.as_str()))
+            .collect();
+        funcs.sort();
+        let base = elf.path.rsplit('/').next().unwrap_or(&elf.path).to_string();
+        FuncIndex { funcs, base }
+    }
+
+    /// The function a check at (shndx, trap) is in: the last one starting at or before it.
+    fn containing(&self, shndx: usize, trap: u64) -> Option<(u16, u64, &'e str)> {
+        let funcs = &self.funcs;
         let i = funcs.partition_point(|f| (f.0 as usize, f.1) <= (shndx, trap));
-        let f = if i > 0 && funcs[i - 1].0 as usize == shndx {
+        if i > 0 && funcs[i - 1].0 as usize == shndx {
             Some(funcs[i - 1])
         } else {
             None
-        };
+        }
+    }
+}
+
+impl Calls {
+    /// Records the check at (shndx, trap) and the hash it checks (`None`: not read).
+    fn found(&mut self, funcs: &FuncIndex, shndx: usize, trap: u64, h: Option<u32>) {
+        let f = funcs.containing(shndx, trap);
         match h {
             None => {
-                c.unread += 1;
-                c.notes.push(match f {
+                self.unread += 1;
+                self.notes.push(match f {
                     Some(f) => format!(
                         "note     {}: cannot read the kCFI check before the trap at {}+{:#x}",
-                        base,
+                        funcs.base,
                         f.2,
                         trap - f.1
                     ),
@@ -233,68 +265,69 @@ pub fn call_site_hashes(elf: &Elf, arch: Arch) -> Calls {
                     None => format!("{:#x}", trap),
                 });
             }
-            Some(h) => c
+            Some(h) => self
                 .seen
                 .entry(h)
                 .or_default()
                 .push(f.map_or("?", |f| f.2).to_string()),
         }
-    };
-    match arch {
-        Arch::X86_64 => {
-            // __kcfi_traps lists each check's ud2:
-            // movl $-HASH, %r10d; addl -15(%r11), %r10d; je 1f; ud2
-            for r in elf
-                .relas
-                .iter()
-                .filter(|r| elf.secs[r.tgt].name == "__kcfi_traps")
-            {
-                let sym = &elf.syms[r.sym];
-                let trap = sym.value.wrapping_add(r.addend as u64);
-                let h = elf
-                    .bytes_at(sym.shndx as usize, trap as i64 - 12, 14)
-                    .and_then(|b| {
-                        (b[..2] == [0x41, 0xba]
-                            && b[6..10] == [0x45, 0x03, 0x53, 0xf1]
-                            && b[12..] == [0x0f, 0x0b])
-                        .then(|| u32::from_le_bytes([b[2], b[3], b[4], b[5]]).wrapping_neg())
-                    });
-                found(&mut c, sym.shndx as usize, trap, h);
+    }
+}
+
+/// x86_64's kCFI checks, in `__kcfi_traps` order: (section, offset of the ud2, the hash).
+/// `__kcfi_traps` lists each check's ud2:
+/// movl $-HASH, %r10d; addl -15(%r11), %r10d; je 1f; ud2
+fn x86_checks(elf: &Elf) -> Vec<(usize, u64, Option<u32>)> {
+    elf.relas
+        .iter()
+        .filter(|r| elf.secs[r.tgt].name == "__kcfi_traps")
+        .map(|r| {
+            let sym = &elf.syms[r.sym];
+            let trap = sym.value.wrapping_add(r.addend as u64);
+            let h = elf
+                .bytes_at(sym.shndx as usize, trap as i64 - 12, 14)
+                .and_then(|b| {
+                    (b[..2] == [0x41, 0xba]
+                        && b[6..10] == [0x45, 0x03, 0x53, 0xf1]
+                        && b[12..] == [0x0f, 0x0b])
+                    .then(|| u32::from_le_bytes([b[2], b[3], b[4], b[5]]).wrapping_neg())
+                });
+            (sym.shndx as usize, trap, h)
+        })
+        .collect()
+}
+
+/// arm64's kCFI checks, in code order: (section, offset of the brk, the hash). Each check
+/// ends in `brk #0x8xxx` (the ESR tells the kernel it is kCFI's):
+/// ldur w16, [xN, #-4]; mov(k) w17, #lo; movk w17, #hi, lsl #16; cmp w16, w17;
+/// b.eq 1f; brk (a tail call loads the hash into another register: cmp wN, w17)
+fn arm64_checks(elf: &Elf) -> Vec<(usize, u64, Option<u32>)> {
+    let mut checks = Vec::new();
+    for sec in elf
+        .secs
+        .iter()
+        .filter(|s| s.flags & SHF_EXECINSTR != 0 && s.typ == SHT_PROGBITS)
+    {
+        let Some(bytes) = elf.bytes_at(sec.i, 0, (sec.size / 4 * 4) as usize) else {
+            continue;
+        };
+        let words: Vec<u32> = bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        for (i, &w) in words.iter().enumerate() {
+            if w & 0xffe0001f != 0xd4200000 || !(0x8000..=0x8fff).contains(&((w >> 5) & 0xffff)) {
+                continue;
             }
-        }
-        Arch::Arm64 => {
-            // Each check ends in `brk #0x8xxx` (the ESR tells the kernel it is kCFI's):
-            // ldur w16, [xN, #-4]; mov(k) w17, #lo; movk w17, #hi, lsl #16; cmp w16, w17;
-            // b.eq 1f; brk (a tail call loads the hash into another register: cmp wN, w17)
-            for sec in elf
-                .secs
-                .iter()
-                .filter(|s| s.flags & SHF_EXECINSTR != 0 && s.typ == SHT_PROGBITS)
-            {
-                let Some(bytes) = elf.bytes_at(sec.i, 0, (sec.size / 4 * 4) as usize) else {
-                    continue;
-                };
-                let words: Vec<u32> = bytes
-                    .chunks_exact(4)
-                    .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-                    .collect();
-                for (i, &w) in words.iter().enumerate() {
-                    if w & 0xffe0001f != 0xd4200000
-                        || !(0x8000..=0x8fff).contains(&((w >> 5) & 0xffff))
-                    {
-                        continue;
-                    }
-                    let h = if i >= 4 {
-                        arm64_check_hash(&words[i - 4..i])
-                    } else {
-                        None
-                    };
-                    found(&mut c, sec.i, 4 * i as u64, h);
-                }
-            }
+            let h = if i >= 4 {
+                arm64_check_hash(&words[i - 4..i])
+            } else {
+                None
+            };
+            checks.push((sec.i, 4 * i as u64, h));
         }
     }
-    c
+    checks
 }
 
 /// The hash an arm64 kCFI check compares with, from the four instructions before its brk:
@@ -329,6 +362,15 @@ pub struct Audit {
 
 /// Demangles names: {mangled: demangled}.
 pub type Demangle<'a> = dyn FnMut(&[String]) -> Result<HashMap<String, String>, String> + 'a;
+
+/// The module [`Audit::module`] audits: its name, its ELF, the hashes of its exports'
+/// prototypes, and (x86_64 with IBT) the code starts objtool left an ENDBR on.
+struct Module<'m> {
+    ko: &'m str,
+    elf: &'m Elf,
+    exports: &'m HashMap<String, u32>,
+    ibt: Option<&'m HashSet<Loc>>,
+}
 
 impl Audit {
     pub fn new(
@@ -372,7 +414,6 @@ impl Audit {
     ) -> Result<(), String> {
         let arch = self.arch;
         let (taken, mid) = address_taken(elf, arch);
-        let mut hashes: HashSet<Option<u32>> = HashSet::new();
         let ibt = if arch == Arch::X86_64 {
             ibt_view(elf, &elf.code_syms())
         } else {
@@ -380,24 +421,49 @@ impl Audit {
         };
         let ibt: Option<HashSet<Loc>> = ibt.map(|v| v.into_iter().map(|(k, _)| k).collect());
         if ibt.is_some() {
-            // objtool's own view, on the object it processed (ufgraph.o: the .ko adds the
-            // .mod.o objtool never sees): the functions it found address-taken must be the
-            // audit's.
             if let Some(obj) = obj {
-                let (obj_taken, _) = address_taken(obj, arch);
-                let mut kept = ibt_view(obj, &obj.code_syms()).unwrap_or_default();
-                kept.sort_by(|a, b| a.1.cmp(&b.1));
-                for (k, n) in kept {
-                    if !obj_taken.contains_key(&k) {
-                        self.problem(format!(
-                            "UNKNOWN  {}: objtool kept the ENDBR of {} (address taken), the audit did not find its address taken: teach address_taken",
-                            ko, n
-                        ));
-                    }
-                }
+                self.objtool_view(ko, obj);
             }
         }
         let calls = call_site_hashes(elf, arch);
+        self.called_types(ko, &calls);
+        let m = Module {
+            ko,
+            elf,
+            exports,
+            ibt: ibt.as_ref(),
+        };
+        let hashes = self.functions(&m, &taken, demangle)?;
+        self.call_targets(ko, &calls, &hashes, demangle)?;
+        self.ncalls += calls.total();
+        if mid > 0 {
+            self.say(format!(
+                "note     {}: {} references into the middle of functions (not call targets)",
+                ko, mid
+            ));
+        }
+        Ok(())
+    }
+
+    /// objtool's own view, on the object it processed (ufgraph.o: the .ko adds the .mod.o
+    /// objtool never sees): the functions it found address-taken must be the audit's.
+    fn objtool_view(&mut self, ko: &str, obj: &Elf) {
+        let (obj_taken, _) = address_taken(obj, self.arch);
+        let mut kept = ibt_view(obj, &obj.code_syms()).unwrap_or_default();
+        kept.sort_by(|a, b| a.1.cmp(&b.1));
+        for (k, n) in kept {
+            if !obj_taken.contains_key(&k) {
+                self.problem(format!(
+                    "UNKNOWN  {}: objtool kept the ENDBR of {} (address taken), the audit did not find its address taken: teach address_taken",
+                    ko, n
+                ));
+            }
+        }
+    }
+
+    /// The module's kCFI checks: all read, and one for each C API handler type the list says
+    /// ufgraph calls (`called`).
+    fn called_types(&mut self, ko: &str, calls: &Calls) {
         self.out.extend(calls.notes.iter().cloned());
         if calls.unread > 0 {
             self.problem(format!(
@@ -433,6 +499,16 @@ impl Audit {
                 }
             }
         }
+    }
+
+    /// Every address-taken function, in the order of the demangled names, against the list;
+    /// returns the hashes found in front of them.
+    fn functions(
+        &mut self,
+        m: &Module,
+        taken: &Taken,
+        demangle: &mut Demangle,
+    ) -> Result<HashSet<Option<u32>>, String> {
         let names: BTreeSet<String> = taken.values().map(|v| v.0.clone()).collect();
         let names: Vec<String> = names.into_iter().collect();
         let dem = demangle(&names)?;
@@ -442,98 +518,132 @@ impl Audit {
                 .ok_or_else(|| format!("kcfi-audit: {} not demangled", n))
         };
         let mut order: Vec<(String, Loc)> = Vec::with_capacity(taken.len());
-        for (k, v) in &taken {
+        for (k, v) in taken {
             order.push((dem_of(&v.0)?, *k));
         }
         order.sort();
+        let mut hashes: HashSet<Option<u32>> = HashSet::new();
         for (d, k) in order {
             let (name, wher) = &taken[&k];
-            let (shndx, off) = k;
-            let pretty = list::pretty_name(&d);
-            let got = preamble_hash(elf, arch, shndx, off, name);
-            hashes.insert(got);
-            let gots = got.map_or("none".to_string(), |g| format!("{:08x}", g));
-            let Some(ei) = self.entries.iter().position(|e| e.matches(&pretty)) else {
-                let list = self.list_name.clone();
-                self.problem(format!(
-                    "UNKNOWN  {}: {} (hash {}; referred to from {}): add it to {}",
-                    ko,
-                    pretty,
-                    gots,
-                    wher.iter().cloned().collect::<Vec<_>>().join(", "),
-                    list
-                ));
-                continue;
-            };
-            self.entries[ei].used += 1;
-            let (kind, line, expr) = (
-                self.entries[ei].kind,
-                self.entries[ei].line,
-                self.entries[ei].expr.clone(),
-            );
-            *self.kinds.entry(kind.name()).or_default() += 1;
-            if let Some(ibt) = &ibt {
-                if kind != Kind::None && !ibt.contains(&k) {
-                    self.problem(format!(
-                        "MISMATCH {}: {}: no ENDBR, but called indirectly: IBT would stop the call",
-                        ko, pretty
-                    ));
-                }
+            hashes.insert(self.function(m, k, name, &d, wher));
+        }
+        Ok(hashes)
+    }
+
+    /// One address-taken function `name` at `k` (demangled `d`; referred to from the sections
+    /// `wher`): its list entry, its landing pad, its hash against the one C calls it through.
+    /// Returns the hash in front of it.
+    fn function(
+        &mut self,
+        m: &Module,
+        k: Loc,
+        name: &str,
+        d: &str,
+        wher: &BTreeSet<String>,
+    ) -> Option<u32> {
+        let ko = m.ko;
+        let (shndx, off) = k;
+        let pretty = list::pretty_name(d);
+        let got = preamble_hash(m.elf, self.arch, shndx, off, name);
+        let gots = got.map_or("none".to_string(), |g| format!("{:08x}", g));
+        let Some(ei) = self.entries.iter().position(|e| e.matches(&pretty)) else {
+            let list = self.list_name.clone();
+            self.problem(format!(
+                "UNKNOWN  {}: {} (hash {}; referred to from {}): add it to {}",
+                ko,
+                pretty,
+                gots,
+                wher.iter().cloned().collect::<Vec<_>>().join(", "),
+                list
+            ));
+            return got;
+        };
+        self.entries[ei].used += 1;
+        let (kind, line, expr) = (
+            self.entries[ei].kind,
+            self.entries[ei].line,
+            self.entries[ei].expr.clone(),
+        );
+        *self.kinds.entry(kind.name()).or_default() += 1;
+        self.landing_pad(m, k, kind, &pretty);
+        let last = list::last_component(&pretty);
+        if kind == Kind::Rust && self.externc.contains(last) {
+            let last = last.to_string();
+            self.problem(format!(
+                "MISMATCH {}: {} is listed as Rust-only (line {}), but src/ defines an extern \"C\" fn {}: which C type calls it?",
+                ko, pretty, line, last
+            ));
+            return got;
+        }
+        if matches!(kind, Kind::Rust | Kind::None) {
+            if self.verbose {
+                self.say(format!("{:8} {}: {} ({})", kind.name(), ko, pretty, expr));
             }
-            if self.bti
-                && kind != Kind::None
-                && !elf
-                    .word_at(shndx, off as i64)
-                    .is_some_and(|w| BTI_PADS.contains(&w))
-            {
-                self.problem(format!(
-                    "MISMATCH {}: {}: no BTI landing pad, but called indirectly: BTI would stop the call",
-                    ko, pretty
-                ));
-            }
-            let last = list::last_component(&pretty);
-            if kind == Kind::Rust && self.externc.contains(last) {
-                let last = last.to_string();
-                self.problem(format!(
-                    "MISMATCH {}: {} is listed as Rust-only (line {}), but src/ defines an extern \"C\" fn {}: which C type calls it?",
-                    ko, pretty, line, last
-                ));
-                continue;
-            }
-            if matches!(kind, Kind::Rust | Kind::None) {
+            return got;
+        }
+        let (want, what) = if kind == Kind::Export {
+            (
+                m.exports.get(name).copied(),
+                "its prototype in include/ufgraph/".to_string(),
+            )
+        } else {
+            (self.entries[ei].hash, expr)
+        };
+        match want {
+            None => self.problem(format!(
+                "UNKNOWN  {}: {}: no C prototype hash (not declared in a header exports.c includes?)",
+                ko, pretty
+            )),
+            Some(w) if got != Some(w) => self.problem(format!(
+                "MISMATCH {}: {}: hash {}, C calls it through {} ({:08x}); list line {}",
+                ko, pretty, gots, what, w, line
+            )),
+            Some(w) => {
                 if self.verbose {
-                    self.say(format!("{:8} {}: {} ({})", kind.name(), ko, pretty, expr));
-                }
-                continue;
-            }
-            let (want, what) = if kind == Kind::Export {
-                (
-                    exports.get(name).copied(),
-                    "its prototype in include/ufgraph/".to_string(),
-                )
-            } else {
-                (self.entries[ei].hash, expr)
-            };
-            match want {
-                None => self.problem(format!(
-                    "UNKNOWN  {}: {}: no C prototype hash (not declared in a header exports.c includes?)",
-                    ko, pretty
-                )),
-                Some(w) if got != Some(w) => self.problem(format!(
-                    "MISMATCH {}: {}: hash {}, C calls it through {} ({:08x}); list line {}",
-                    ko, pretty, gots, what, w, line
-                )),
-                Some(w) => {
-                    if self.verbose {
-                        self.say(format!("ok       {}: {} {:08x} = {}", ko, pretty, w, what));
-                    }
+                    self.say(format!("ok       {}: {} {:08x} = {}", ko, pretty, w, what));
                 }
             }
         }
-        // Every indirect call the module makes must check a hash that something it can reach
-        // has: one of its own address-taken functions (Rust fn pointers, vtables, callbacks it
-        // calls back itself) or a C type the list names (`called`, `c`). Another hash is a
-        // call to a function of unknown type (a kernel function pointer through a Rust type).
+        got
+    }
+
+    /// A function called indirectly (its kind not `none`) must begin where IBT (x86_64: an
+    /// ENDBR objtool kept) or BTI (arm64: a landing pad) lets an indirect call land.
+    fn landing_pad(&mut self, m: &Module, k: Loc, kind: Kind, pretty: &str) {
+        let ko = m.ko;
+        if let Some(ibt) = m.ibt {
+            if kind != Kind::None && !ibt.contains(&k) {
+                self.problem(format!(
+                    "MISMATCH {}: {}: no ENDBR, but called indirectly: IBT would stop the call",
+                    ko, pretty
+                ));
+            }
+        }
+        if self.bti
+            && kind != Kind::None
+            && !m
+                .elf
+                .word_at(k.0, k.1 as i64)
+                .is_some_and(|w| BTI_PADS.contains(&w))
+        {
+            self.problem(format!(
+                "MISMATCH {}: {}: no BTI landing pad, but called indirectly: BTI would stop the call",
+                ko, pretty
+            ));
+        }
+    }
+
+    /// Every indirect call the module makes must check a hash that something it can reach
+    /// has: one of its own address-taken functions (Rust fn pointers, vtables, callbacks it
+    /// calls back itself) or a C type the list names (`called`, `c`). Another hash is a
+    /// call to a function of unknown type (a kernel function pointer through a Rust type).
+    fn call_targets(
+        &mut self,
+        ko: &str,
+        calls: &Calls,
+        hashes: &HashSet<Option<u32>>,
+        demangle: &mut Demangle,
+    ) -> Result<(), String> {
         let mut targets: HashSet<u32> = hashes.iter().flatten().copied().collect();
         targets.extend(self.entries.iter().filter_map(|e| e.hash));
         for (h, sites) in &calls.seen {
@@ -550,13 +660,6 @@ impl Audit {
                     fns.join(", ")
                 ));
             }
-        }
-        self.ncalls += calls.total();
-        if mid > 0 {
-            self.say(format!(
-                "note     {}: {} references into the middle of functions (not call targets)",
-                ko, mid
-            ));
         }
         Ok(())
     }

@@ -35,90 +35,27 @@ fn x86(pre: u32, endbr: bool, call: Option<u32>, ibt: bool) -> Elf {
     });
     text.extend_from_slice(&[0x74, 0x02, 0x0f, 0x0b, 0xc3]);
     let mut secs = vec![
-        Sec {
-            name: ".text",
-            typ: 1,
-            flags: 6,
-            data: text,
-            info: 0,
-        },
-        Sec {
-            name: ".data",
-            typ: 1,
-            flags: 3,
-            data: vec![0; 8],
-            info: 0,
-        },
-        Sec {
-            name: ".rela.data",
-            typ: 4,
-            flags: 0,
-            data: rela(0, 1, R_X86_64_64, 0),
-            info: 2,
-        },
-        Sec {
-            name: "__kcfi_traps",
-            typ: 1,
-            flags: 2,
-            data: vec![0; 4],
-            info: 0,
-        },
-        Sec {
-            name: ".rela__kcfi_traps",
-            typ: 4,
-            flags: 0,
-            data: rela(0, 5, R_X86_64_PC32, 60),
-            info: 4,
-        },
+        Sec::code(".text", text),
+        Sec::data(".data", vec![0; 8]),
+        Sec::rela(".rela.data", 2, rela(0, 1, R_X86_64_64, 0)),
+        Sec::table("__kcfi_traps", vec![0; 4]),
+        Sec::rela(".rela__kcfi_traps", 4, rela(0, 5, R_X86_64_PC32, 60)),
     ];
     if ibt {
         // objtool sealed caller's (nonexistent) ENDBR; other's stays: it must be address-taken.
-        secs.push(Sec {
-            name: ".ibt_endbr_seal",
-            typ: 1,
-            flags: 2,
-            data: vec![0; 4],
-            info: 0,
-        });
-        secs.push(Sec {
-            name: ".rela.ibt_endbr_seal",
-            typ: 4,
-            flags: 0,
-            data: rela(0, 4, R_X86_64_PC32, 0),
-            info: 6,
-        });
+        secs.push(Sec::table(".ibt_endbr_seal", vec![0; 4]));
+        secs.push(Sec::rela(
+            ".rela.ibt_endbr_seal",
+            6,
+            rela(0, 4, R_X86_64_PC32, 0),
+        ));
     }
     let syms = [
-        S {
-            name: "cb",
-            typ: 2,
-            shndx: 1,
-            value: 16,
-        },
-        S {
-            name: "__cfi_cb",
-            typ: 2,
-            shndx: 1,
-            value: 0,
-        },
-        S {
-            name: "other",
-            typ: 2,
-            shndx: 1,
-            value: 32,
-        },
-        S {
-            name: "caller",
-            typ: 2,
-            shndx: 1,
-            value: 48,
-        },
-        S {
-            name: ".text",
-            typ: 3,
-            shndx: 1,
-            value: 0,
-        },
+        S::func("cb", 1, 16),
+        S::func("__cfi_cb", 1, 0),
+        S::func("other", 1, 32),
+        S::func("caller", 1, 48),
+        S::new(".text", 3, 1, 0),
     ];
     Elf::parse("/b/t.ko", elf(secs, &syms)).unwrap()
 }
@@ -363,49 +300,12 @@ fn x86_relocation_kinds() {
     r.extend(rela(20, 2, R_X86_64_64, 3));
     let d = elf(
         vec![
-            Sec {
-                name: ".text",
-                typ: 1,
-                flags: 6,
-                data: text,
-                info: 0,
-            },
-            Sec {
-                name: ".rela.text",
-                typ: 4,
-                flags: 0,
-                data: r,
-                info: 1,
-            },
-            Sec {
-                name: ".orc_unwind_ip",
-                typ: 1,
-                flags: 2,
-                data: vec![0; 4],
-                info: 0,
-            },
-            Sec {
-                name: ".rela.orc_unwind_ip",
-                typ: 4,
-                flags: 0,
-                data: rela(0, 2, R_X86_64_PC32, 0),
-                info: 3,
-            },
+            Sec::code(".text", text),
+            Sec::rela(".rela.text", 1, r),
+            Sec::table(".orc_unwind_ip", vec![0; 4]),
+            Sec::rela(".rela.orc_unwind_ip", 3, rela(0, 2, R_X86_64_PC32, 0)),
         ],
-        &[
-            S {
-                name: "f",
-                typ: 2,
-                shndx: 1,
-                value: 0,
-            },
-            S {
-                name: "g",
-                typ: 2,
-                shndx: 1,
-                value: 16,
-            },
-        ],
+        &[S::func("f", 1, 0), S::func("g", 1, 16)],
     );
     let m = Elf::parse("t.ko", d).unwrap();
     let (taken, mid) = address_taken(&m, Arch::X86_64);
@@ -434,54 +334,15 @@ fn arm64(pre: u32, pad: bool, call: u32) -> Elf {
     let text: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let d = elf(
         vec![
-            Sec {
-                name: ".text",
-                typ: 1,
-                flags: 6,
-                data: text,
-                info: 0,
-            },
-            Sec {
-                name: ".rela.text",
-                typ: 4,
-                flags: 0,
-                data: rela(40, 1, R_AARCH64_CALL26, 0),
-                info: 1,
-            },
-            Sec {
-                name: ".data",
-                typ: 1,
-                flags: 3,
-                data: vec![0; 8],
-                info: 0,
-            },
-            Sec {
-                name: ".rela.data",
-                typ: 4,
-                flags: 0,
-                data: rela(0, 1, R_AARCH64_ABS64, 0),
-                info: 3,
-            },
+            Sec::code(".text", text),
+            Sec::rela(".rela.text", 1, rela(40, 1, R_AARCH64_CALL26, 0)),
+            Sec::data(".data", vec![0; 8]),
+            Sec::rela(".rela.data", 3, rela(0, 1, R_AARCH64_ABS64, 0)),
         ],
         &[
-            S {
-                name: "cb",
-                typ: 2,
-                shndx: 1,
-                value: 12,
-            },
-            S {
-                name: "caller",
-                typ: 2,
-                shndx: 1,
-                value: 16,
-            },
-            S {
-                name: "$x",
-                typ: 0,
-                shndx: 1,
-                value: 12,
-            },
+            S::func("cb", 1, 12),
+            S::func("caller", 1, 16),
+            S::new("$x", 0, 1, 12),
         ],
     );
     Elf::parse("t.ko", d).unwrap()

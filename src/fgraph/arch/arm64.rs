@@ -21,7 +21,7 @@
 
 use super::Slot;
 use crate::fgraph::graph::{fix_ret, graph, trampoline};
-use crate::pure::shadow::Frame;
+use crate::fgraph::shadow::Frame;
 use crate::sys::arm64;
 use crate::sys::ftrace::Regs;
 use crate::sys::sync::NoPreempt;
@@ -408,7 +408,7 @@ pub unsafe fn find_slot(
     let value = unsafe { stack.peek(slot) };
     if !entering
         && value != tramp
-        && crate::sys::ksym::hooker(value) == crate::pure::handback::Hooker::Plain
+        && crate::sys::ksym::hooker(value) == crate::sys::hookers::stacks::Hooker::Plain
     {
         // The function's record holds neither our trampoline nor another hooker's: the record
         // is not this call's (it returned, or has not saved x30 yet): do not guess.

@@ -35,22 +35,3 @@ pub enum Slot {
     /// The call is no longer on its task's stack: it was abandoned and cannot return.
     Gone,
 }
-
-extern "C" {
-    // The online CPUs: a bitmap of NR_CPUS bits (the same symbol on every architecture).
-    static __cpu_online_mask: usize;
-}
-
-/// `cpu_online(cpu)`, inline (the hot path's guard asks it on every hooked call).
-#[inline(always)]
-pub fn cpu_online(cpu: usize) -> bool {
-    let bits = usize::BITS as usize;
-    // SAFETY: `__cpu_online_mask` is a bitmap of NR_CPUS bits, and `cpu` a CPU number (below
-    // nr_cpu_ids <= NR_CPUS): the word is inside it. A plain racy read, as cpu_online() does.
-    let w = unsafe {
-        core::ptr::addr_of!(__cpu_online_mask)
-            .add(cpu / bits)
-            .read_volatile()
-    };
-    w & (1 << (cpu % bits)) != 0
-}

@@ -6,7 +6,7 @@
 
 use super::Slot;
 use crate::fgraph::graph::{fix_ret, trampoline};
-use crate::pure::shadow::Frame;
+use crate::fgraph::shadow::Frame;
 use crate::sys::ftrace::Regs;
 use crate::sys::task::{StackView, TaskRef};
 use crate::sys::unwind;

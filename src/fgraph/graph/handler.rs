@@ -39,7 +39,7 @@ pub(super) enum EntryFrame {
 
 /// Counts a refused data reservation that was not the caller's mistake (see `Stats`).
 pub(super) fn reserve_failed(bytes: usize) {
-    if bytes == 0 || bytes > crate::pure::shadow::MAX_DATA_BYTES {
+    if bytes == 0 || bytes > crate::fgraph::shadow::MAX_DATA_BYTES {
         return;
     }
     if let Some(g) = graph() {
@@ -77,7 +77,7 @@ impl<'a> Entry<'a> {
                 ret,
                 retp,
                 calltime,
-            } if (1..=crate::pure::shadow::MAX_DATA_BYTES).contains(&bytes) => {
+            } if (1..=crate::fgraph::shadow::MAX_DATA_BYTES).contains(&bytes) => {
                 let words = bytes.div_ceil(core::mem::size_of::<usize>());
                 // The frame and the data in one step (one move of the stack top).
                 match self

@@ -40,7 +40,7 @@ pub(super) struct Tally {
 pub(super) const CHAIN: usize = 8;
 
 /// Teardown's step 2 for one chain: the frames of `stack` that share a return slot, top first
-/// (`too_long`: more than [`CHAIN`] of them). Plans with `pure::handback::plan`: either every
+/// (`too_long`: more than [`CHAIN`] of them). Plans with `fgraph::graph::handback::plan`: either every
 /// trampoline address in the chain (in the slot, and in the copies the kernel's
 /// function_graph or rethook saved) is replaced and the frames are marked handed back, or
 /// nothing is written and they are marked pending. Returns whether any frame is pending.

@@ -115,8 +115,8 @@ impl Tasks {
             }
             // SAFETY: writers hold the lock; the table is only replaced under it.
             let slots = unsafe { &(*table).slots };
-            let r = tasktable::insert(slots, counts, task.0, p as usize, key_of);
-            (r, tasktable::wants_rebuild(counts, slots.len()))
+            let r = table::insert(slots, counts, task.0, p as usize, key_of);
+            (r, table::wants_rebuild(counts, slots.len()))
         });
         match r {
             (Ok(()), grow) => {
@@ -151,7 +151,7 @@ impl Tasks {
             }
             // SAFETY: writers hold the lock.
             let slots = unsafe { &(*table).slots };
-            tasktable::remove(slots, counts, task.0, key_of)
+            table::remove(slots, counts, task.0, key_of)
         });
         let Some(e) = e else { return };
         let ts = e as *mut TaskStack;
@@ -172,7 +172,7 @@ impl Tasks {
     pub(super) fn grow(&self, want: usize) -> Result {
         loop {
             let used = self.writer.with(|c| c.used);
-            let cap = tasktable::capacity_for(used.max(want));
+            let cap = table::capacity_for(used.max(want));
             let new = KBox::into_raw(Table::new(cap)?);
             let old = self.writer.with(|counts| {
                 let old = self.table.load(Relaxed);
@@ -182,7 +182,7 @@ impl Tasks {
                     Ok(Counts::default())
                 } else {
                     // SAFETY: writers hold the lock; `old` is the live table.
-                    tasktable::rebuild(unsafe { &(*old).slots }, new_slots, key_of)
+                    table::rebuild(unsafe { &(*old).slots }, new_slots, key_of)
                 };
                 match rebuilt {
                     Ok(c) => {
@@ -348,7 +348,7 @@ impl Tasks {
             synchronize_rcu();
             // SAFETY: unpublished, readers gone; entries are freed once, here.
             let table = unsafe { KBox::from_raw(table) };
-            tasktable::for_each(&table.slots, |e| {
+            table::for_each(&table.slots, |e| {
                 // SAFETY: entries are live stacks nobody else references now.
                 unsafe { free_stack_now(e as *mut TaskStack) };
                 self.stats.stacks.fetch_sub(1, Relaxed);

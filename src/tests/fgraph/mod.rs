@@ -8,8 +8,8 @@
 
 use crate::bindings;
 use crate::fgraph::graph::{self, graph, trampoline};
+use crate::fgraph::shadow::ARRAY_SIZE;
 use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
-use crate::pure::shadow::ARRAY_SIZE;
 use crate::sys::ktest::{CaseResult, Failed, Test};
 use crate::{kcheck, kcheck_eq, kunit_suite};
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};

@@ -69,12 +69,22 @@ pub(super) fn bad_registrations_leave_nothing(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
-/// Marks the test module as going (as far as its fprobe core knows) while it lives.
-struct Going<'a>(&'a Fprobes);
+/// Marks the test module as going (as far as the graph core's list and the fprobe core's
+/// generation know, in the module notifier's order) while it lives.
+struct Going<'a>(&'a Fprobes, &'a crate::fgraph::graph::Graph);
+
+impl<'a> Going<'a> {
+    fn new(c: &'a Fprobes, g: &'a crate::fgraph::graph::Graph) -> Self {
+        g.module_going(b"ufgraph_kunit");
+        c.module_going(|_| false);
+        Going(c, g)
+    }
+}
 
 impl Drop for Going<'_> {
     fn drop(&mut self) {
-        self.0.module_coming(b"ufgraph_kunit");
+        self.1.module_coming(b"ufgraph_kunit");
+        self.0.module_coming();
     }
 }
 
@@ -89,7 +99,7 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
         Ok(r) => r,
         Err(e) => return Err(t.fail(format_args!("resolve: {:?}", e))),
     };
-    c.module_coming(b"ufg_no_such_module");
+    c.module_coming();
     expect_err(
         t,
         // SAFETY: (registrations below) `fp` is a `TestProbe`, unregistered before it goes.
@@ -101,8 +111,10 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, c.counts(), before);
     {
         // This module's functions while it is going: not resolved, by name or by glob.
-        c.module_going(b"ufgraph_kunit", |_| false);
-        let _g = Going(c);
+        let Some(g) = crate::fgraph::graph::graph() else {
+            return Err(t.fail(format_args!("no graph core")));
+        };
+        let _going = Going::new(c, g);
         match Fprobes::resolve_gen(&Target::Syms(&add_sym)) {
             Ok(_) => return Err(t.fail(format_args!("resolved a going module's function"))),
             Err(e) => kcheck!(t, e == ENOENT, "resolve while going: {:?}", e),

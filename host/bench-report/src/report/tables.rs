@@ -4,6 +4,39 @@
 
 use super::*;
 
+/// How a mass attach row shows its N: "all (count)" for every traceable function.
+fn n_shown(n: f64, all: Option<f64>) -> String {
+    if Some(n) == all || n == 0.0 {
+        format!("all ({})", all.unwrap_or(n) as u64)
+    } else {
+        format!("{}", n as u64)
+    }
+}
+
+/// A mass attach row of `r` (an `attach` or a `second` line): attached, the times, per
+/// function, and the notes.
+fn attach_row(s: &mut String, nshow: &str, label: &str, r: &Rec, notes: &[String]) {
+    let att = r.num("attached").unwrap_or(0.0);
+    let per = |k: &str| {
+        r.num(k)
+            .filter(|_| att > 0.0)
+            .map(|v| format!("{:.1}", v / 1e3 / att))
+            .unwrap_or("-".into())
+    };
+    let _ = writeln!(
+        s,
+        "| {} | {} | {} | {} | {} | {} | {} | {} |",
+        nshow,
+        label,
+        att as u64,
+        ms(r.num("attach_ns")),
+        ms(r.num("detach_ns")),
+        per("attach_ns"),
+        per("detach_ns"),
+        notes.join("; ")
+    );
+}
+
 impl<'a> Report<'a> {
     pub(super) fn attach_tables(&self, s: &mut String) {
         let _ = writeln!(s, "### Mass attach\n");
@@ -20,24 +53,29 @@ impl<'a> Report<'a> {
              and for the first.\n",
             all.map(|v| v as u64).unwrap_or(0)
         );
-        let z = self.sizes();
         let _ = writeln!(s, "| N | hook | attached | attach ms | detach ms | attach us/function | detach us/function | notes |");
         let _ = writeln!(s, "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |");
+        let first = self.first_probe_rows(s, all);
+        let second = self.second_probe_rows(s, all);
+        if !first && !second {
+            let _ = writeln!(s, "| - | not measured | | | | | | |");
+        }
+        s.push('\n');
+    }
+
+    /// The mass attach rows of one probe; whether there were any.
+    fn first_probe_rows(&self, s: &mut String, all: Option<f64>) -> bool {
+        let z = self.sizes();
         let mut any = false;
         for (kind, label) in ATTACH_KINDS {
             for r in self.attach(kind) {
                 any = true;
                 let n = r.num("n").unwrap_or(0.0);
-                let nshow = if Some(n) == all || n == 0.0 {
-                    format!("all ({})", all.unwrap_or(n) as u64)
-                } else {
-                    format!("{}", n as u64)
-                };
+                let nshow = n_shown(n, all);
                 if r.get("skipped").is_some() {
                     let _ = writeln!(s, "| {} | {} | - | - | - | - | - | skipped: a smaller N already hit the cap |", nshow, label);
                     continue;
                 }
-                let att = r.num("attached").unwrap_or(0.0);
                 let mut notes = Vec::new();
                 if r.get("capped") == Some("1") {
                     notes.push(format!(
@@ -63,36 +101,20 @@ impl<'a> Report<'a> {
                         ));
                     }
                 }
-                let per = |k: &str| {
-                    r.num(k)
-                        .filter(|_| att > 0.0)
-                        .map(|v| format!("{:.1}", v / 1e3 / att))
-                        .unwrap_or("-".into())
-                };
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                    nshow,
-                    label,
-                    att as u64,
-                    ms(r.num("attach_ns")),
-                    ms(r.num("detach_ns")),
-                    per("attach_ns"),
-                    per("detach_ns"),
-                    notes.join("; ")
-                );
+                attach_row(s, &nshow, label, r, &notes);
             }
         }
+        any
+    }
+
+    /// The mass attach rows of a second probe on the functions of a first; whether there were
+    /// any.
+    fn second_probe_rows(&self, s: &mut String, all: Option<f64>) -> bool {
+        let mut any = false;
         for (first, kind, _, label) in SECOND_KINDS {
             for r in self.second(first, kind) {
                 any = true;
-                let n = r.num("n").unwrap_or(0.0);
-                let nshow = if Some(n) == all || n == 0.0 {
-                    format!("all ({})", all.unwrap_or(n) as u64)
-                } else {
-                    format!("{}", n as u64)
-                };
-                let att = r.num("attached").unwrap_or(0.0);
+                let nshow = n_shown(r.num("n").unwrap_or(0.0), all);
                 let mut notes = Vec::new();
                 if r.get("counted") == Some("1") {
                     notes.push(format!(
@@ -113,41 +135,29 @@ impl<'a> Report<'a> {
                 if r.get("err") != Some("0/0") {
                     notes.push(format!("errors {}", r.get("err").unwrap_or("?")));
                 }
-                let per = |k: &str| {
-                    r.num(k)
-                        .filter(|_| att > 0.0)
-                        .map(|v| format!("{:.1}", v / 1e3 / att))
-                        .unwrap_or("-".into())
-                };
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                    nshow,
-                    label,
-                    att as u64,
-                    ms(r.num("attach_ns")),
-                    ms(r.num("detach_ns")),
-                    per("attach_ns"),
-                    per("detach_ns"),
-                    notes.join("; ")
-                );
+                attach_row(s, &nshow, label, r, &notes);
             }
         }
-        if !any {
-            let _ = writeln!(s, "| - | not measured | | | | | | |");
-        }
-        s.push('\n');
+        any
     }
 
     pub(super) fn memory_tables(&self, s: &mut String) {
         let _ = writeln!(s, "### Memory\n");
-        let z = self.sizes();
         let _ = writeln!(
             s,
             "Measured in the VM (icount pass): the change of `Slab + VmallocUsed` in /proc/meminfo (KiB\n\
              granularity, some noise from the shell itself) when a graph user starts, then when P fprobes\n\
              with exit handlers and P kretprobes are added on top of it, all on one function.\n"
         );
+        self.memgraph_table(s);
+        self.mem_probes_table(s);
+        if let Some(z) = self.sizes() {
+            self.memory_computed_table(s, z);
+        }
+    }
+
+    /// Measured: what starting the first graph user takes, the kernel's and ufgraph's.
+    fn memgraph_table(&self, s: &mut String) {
         let _ = writeln!(s, "| | tasks | shadow stacks | measured change |");
         let _ = writeln!(s, "| --- | ---: | ---: | ---: |");
         for (who, label) in [
@@ -182,6 +192,11 @@ impl<'a> Report<'a> {
             }
         }
         s.push('\n');
+    }
+
+    /// Measured: what P fprobes and P kretprobes on top of a graph user take.
+    fn mem_probes_table(&self, s: &mut String) {
+        let z = self.sizes();
         let _ = writeln!(s, "| P (fprobes + kretprobes) | ufgraph measured | kernel measured | kernel rethook + kretprobe pools (computed) | ufgraph shadow stacks (stats) |");
         let _ = writeln!(s, "| ---: | ---: | ---: | ---: | ---: |");
         for p in [1.0, 10.0, 100.0] {
@@ -223,7 +238,11 @@ impl<'a> Report<'a> {
             );
         }
         s.push('\n');
-        let Some(z) = z else { return };
+    }
+
+    /// Computed: the kernel's and ufgraph's memory for T tasks and P probes, on this machine
+    /// and with 64 CPUs.
+    fn memory_computed_table(&self, s: &mut String, z: Sizes) {
         let _ = writeln!(
             s,
             "Computed for T tasks and P fprobes (exit handler, one function each) plus P kretprobes, with a\n\

@@ -5,23 +5,61 @@
 
 use super::*;
 
+/// One target's line: what it asks, whether it is met (`None`: not measured), and the figures.
+fn target_line(s: &mut String, met: Option<bool>, what: &str, detail: String) {
+    let m = match met {
+        Some(true) => "met",
+        Some(false) => "**not met**",
+        None => "not measured",
+    };
+    let _ = writeln!(s, "- {}: {} ({})", what, m, detail);
+}
+
 impl<'a> Report<'a> {
     pub(super) fn targets(&self, s: &mut String) {
         let _ = writeln!(s, "### Targets\n");
-        let c = |n: &str| Self::cost(self.ic, n);
-        let cw = |n: &str| Self::cost(self.wl, n);
-        let mut line = |met: Option<bool>, what: &str, detail: String| {
-            let m = match met {
-                Some(true) => "met",
-                Some(false) => "**not met**",
-                None => "not measured",
-            };
-            let _ = writeln!(s, "- {}: {} ({})", what, m, detail);
-        };
-        // Issue #15's targets, in instructions over an unhooked call (the icount pass).
-        let n = c("none");
-        let over = |name: &str| c(name).zip(n).map(|(a, b)| a - b);
-        let over_w = |name: &str| cw(name).zip(cw("none")).map(|(a, b)| a - b);
+        self.hook_cost_targets(s);
+        self.graph_ops_targets(s);
+        self.attach_targets(s);
+        // A second probe where one already is: judged on ftrace's patching as counted (call
+        // sites patched, code updates), at the largest N measured, for every pair of kinds.
+        let (met, detail) = self.second_target();
+        target_line(
+            s,
+            met,
+            "a second probe on functions already hooked costs no ftrace patching",
+            detail,
+        );
+        self.locked_target(s);
+        self.bpf_target(s);
+        let (met, detail) = crate::arm64::rows_target(self.arm64, &self.arm64_source);
+        target_line(
+            s,
+            met,
+            "arm64 rows: ufgraph against the kernel's kretprobe and function_graph",
+            detail,
+        );
+        self.memory_target(s);
+        s.push('\n');
+    }
+
+    /// Instructions per call of a hook over an unhooked call (the icount pass).
+    fn over(&self, name: &str) -> Option<f64> {
+        Self::cost(self.ic, name)
+            .zip(Self::cost(self.ic, "none"))
+            .map(|(a, b)| a - b)
+    }
+
+    /// Wall-clock ns per call of a hook over an unhooked call (the wall pass).
+    fn over_wall(&self, name: &str) -> Option<f64> {
+        Self::cost(self.wl, name)
+            .zip(Self::cost(self.wl, "none"))
+            .map(|(a, b)| a - b)
+    }
+
+    /// Issue #15's targets for single hooks, in instructions over an unhooked call (the icount
+    /// pass).
+    fn hook_cost_targets(&self, s: &mut String) {
         for (name, kname, max, what) in [
             (
                 "ufprobe_exit",
@@ -42,8 +80,9 @@ impl<'a> Report<'a> {
                 "fprobe entry only at most 90 instructions over no hook",
             ),
         ] {
-            let (u, k) = (over(name), over(kname));
-            line(
+            let (u, k) = (self.over(name), self.over(kname));
+            target_line(
+                s,
                 u.map(|u| u <= max),
                 what,
                 format!(
@@ -51,9 +90,13 @@ impl<'a> Report<'a> {
                     f1(u),
                     f1(k),
                     ratio(k.zip(u).map(|(k, u)| k / u)),
-                    ratio(over_w(kname).zip(over_w(name)).map(|(k, u)| k / u)),
+                    ratio(
+                        self.over_wall(kname)
+                            .zip(self.over_wall(name))
+                            .map(|(k, u)| k / u)
+                    ),
                     // What a BPF program costs for the same hook, where the kernel has BPF.
-                    match (name, over("bpf_fexit"), over("bpf_fentry")) {
+                    match (name, self.over("bpf_fexit"), self.over("bpf_fentry")) {
                         ("ufprobe_exit", Some(b), _) =>
                             format!("; a BPF fexit program {}", f1(Some(b))),
                         ("ufprobe", _, Some(b)) =>
@@ -63,9 +106,15 @@ impl<'a> Report<'a> {
                 ),
             );
         }
+    }
+
+    /// The graph ops targets: each further ops on a function, and 16 of them.
+    fn graph_ops_targets(&self, s: &mut String) {
+        let c = |n: &str| Self::cost(self.ic, n);
         let (g1, g4, g16) = (c("ufgraph1"), c("ufgraph4"), c("ufgraph16"));
         let each = g1.zip(g4).map(|(a, b)| (b - a) / 3.0);
-        line(
+        target_line(
+            s,
             each.map(|e| e <= 60.0),
             "each further graph ops on a function at most 60 instructions",
             format!(
@@ -76,37 +125,45 @@ impl<'a> Report<'a> {
                 f1(each)
             ),
         );
-        line(
-            over("ufgraph16").map(|v| v <= 1500.0),
+        target_line(
+            s,
+            self.over("ufgraph16").map(|v| v <= 1500.0),
             "16 graph ops on one function at most 1500 instructions over no hook",
             format!(
                 "ufgraph {}, the kernel's fgraph with 16 users {} (its entry side only)",
-                f1(over("ufgraph16")),
-                f1(over("kgraph16"))
+                f1(self.over("ufgraph16")),
+                f1(self.over("kgraph16"))
             ),
         );
-        // 4. attaching everything.
+    }
+
+    /// The time to attach a probe of `kind` to all traceable functions, if it was measured and
+    /// attached any.
+    fn attach_all_ns(&self, kind: &str) -> Option<f64> {
         let all = self.nfuncs();
-        let at = |kind: &str| {
-            self.attach(kind)
-                .into_iter()
-                .find(|r| r.num("n") == all && r.get("skipped").is_none())
-                .and_then(|r| {
-                    if r.get("attached") == Some("0") {
-                        None
-                    } else {
-                        r.num("attach_ns")
-                    }
-                })
-        };
+        self.attach(kind)
+            .into_iter()
+            .find(|r| r.num("n") == all && r.get("skipped").is_none())
+            .and_then(|r| {
+                if r.get("attached") == Some("0") {
+                    None
+                } else {
+                    r.num("attach_ns")
+                }
+            })
+    }
+
+    /// 4. attaching everything.
+    fn attach_targets(&self, s: &mut String) {
+        let all = self.nfuncs();
         for (u, k, what) in [
             ("ufprobe", "kfprobe", "attaching all traceable functions in at most 0.8x the kernel's register_fprobe time (entry only)"),
             ("ufprobe_exit", "kfprobe_exit", "the same with an exit handler"),
         ] {
-            let (a, b) = (at(u), at(k));
+            let (a, b) = (self.attach_all_ns(u), self.attach_all_ns(k));
             // ftrace's own part, which no fprobe can go below: a bare ftrace_ops on the same
             // functions (filter hash and patching), when the run measured it.
-            let floor = match (at("ftrace_ops"), b) {
+            let floor = match (self.attach_all_ns("ftrace_ops"), b) {
                 (Some(f), Some(b)) if u == "ufprobe" => format!(
                     "; a bare ftrace_ops on them: {} ms ({} of the kernel's fprobe), the floor under both",
                     ms(Some(f)),
@@ -114,7 +171,8 @@ impl<'a> Report<'a> {
                 ),
                 _ => String::new(),
             };
-            line(
+            target_line(
+                s,
                 a.zip(b).map(|(a, b)| a <= 0.8 * b),
                 what,
                 format!(
@@ -127,31 +185,30 @@ impl<'a> Report<'a> {
                 ),
             );
         }
-        // A second probe where one already is: judged on ftrace's patching as counted (call
-        // sites patched, code updates), at the largest N measured, for every pair of kinds.
-        let (met, detail) = self.second_target();
-        line(
-            met,
-            "a second probe on functions already hooked costs no ftrace patching",
-            detail,
-        );
-        // Locked instructions: from the profile pass, a boot of its own, so only when it ran on
-        // the same build as these logs.
+    }
+
+    /// Locked instructions: from the profile pass, a boot of its own, so only when it ran on
+    /// the same build as these logs.
+    fn locked_target(&self, s: &mut String) {
         let what = "no locked read-modify-write instruction per hooked call (ufgraph's hooks)";
         match &self.profile {
-            None => line(None, what, "no profile: run `make bench-profile` (scripts/bench.sh --profile), which counts them and refreshes these Targets".into()),
-            Some(p) if p.build_id != self.build_id || self.build_id == "unknown" => line(
+            None => target_line(s, None, what, "no profile: run `make bench-profile` (scripts/bench.sh --profile), which counts them and refreshes these Targets".into()),
+            Some(p) if p.build_id != self.build_id || self.build_id == "unknown" => target_line(
+                s,
                 None,
                 what,
                 format!("the last profile ({}) is not of the build these logs measured: run `make bench-profile`", p.source),
             ),
             Some(p) => {
                 let (met, detail) = p.locked_target();
-                line(met, what, format!("{}; from the profile, \"Where the instructions go\"", detail));
+                target_line(s, met, what, format!("{}; from the profile, \"Where the instructions go\"", detail));
             }
         }
-        // The rows exist when both ran and their programs counted every timed call.
-        let (bf, bx) = (over("bpf_fentry"), over("bpf_fexit"));
+    }
+
+    /// The BPF rows exist when both ran and their programs counted every timed call.
+    fn bpf_target(&self, s: &mut String) {
+        let (bf, bx) = (self.over("bpf_fentry"), self.over("bpf_fexit"));
         let counted = |n: &str| {
             Self::find(self.ic, "cost", n).is_some_and(|r| {
                 r.num("bpf")
@@ -159,33 +216,37 @@ impl<'a> Report<'a> {
                     .is_some_and(|(b, c)| b >= c)
             })
         };
-        line(
+        target_line(
+            s,
             bf.zip(bx).map(|_| counted("bpf_fentry") && counted("bpf_fexit")),
             "BPF fentry/fexit rows: what a user would pick instead, on the same function",
             format!(
                 "instructions over no hook: a BPF fentry program {}, a BPF fexit program {} (the BPF trampoline calls the function itself, so its return needs no shadow stack); ufgraph's fprobe entry only {}, entry+exit {}",
                 f1(bf),
                 f1(bx),
-                f1(over("ufprobe")),
-                f1(over("ufprobe_exit"))
+                f1(self.over("ufprobe")),
+                f1(self.over("ufprobe_exit"))
             ),
         );
-        let (met, detail) = crate::arm64::rows_target(self.arm64, &self.arm64_source);
-        line(
-            met,
-            "arm64 rows: ufgraph against the kernel's kretprobe and function_graph",
-            detail,
-        );
-        // 5. memory flat.
-        let mems: Vec<&Rec> = self
+    }
+
+    /// The largest P a `mem` row of `who` measured, and its change in KiB.
+    fn largest_mem_delta(&self, who: &str) -> Option<(f64, f64)> {
+        self.ic
+            .iter()
+            .filter(|r| r.sec == "mem" && r.get("name") == Some(who))
+            .filter_map(|r| Some((r.num("p")?, r.num("delta_kb")?)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    }
+
+    /// 5. memory flat.
+    fn memory_target(&self, s: &mut String) {
+        // Bytes per task with a shadow stack, at each P (the task count itself moves with the
+        // shell's own forks).
+        let per_task: Vec<f64> = self
             .ic
             .iter()
             .filter(|r| r.sec == "mem" && r.get("name") == Some("ufgraph"))
-            .collect();
-        // Bytes per task with a shadow stack, at each P (the task count itself moves with the
-        // shell's own forks).
-        let per_task: Vec<f64> = mems
-            .iter()
             .filter_map(|r| Some(r.num("stats_bytes")? / r.num("stats_tasks")?))
             .collect();
         let flat = if per_task.len() >= 2 {
@@ -193,17 +254,10 @@ impl<'a> Report<'a> {
         } else {
             None
         };
-        let per_probe = mems
-            .iter()
-            .filter_map(|r| Some((r.num("p")?, r.num("delta_kb")?)))
-            .max_by(|a, b| a.0.total_cmp(&b.0));
-        let kper = self
-            .ic
-            .iter()
-            .filter(|r| r.sec == "mem" && r.get("name") == Some("kernel"))
-            .filter_map(|r| Some((r.num("p")?, r.num("delta_kb")?)))
-            .max_by(|a, b| a.0.total_cmp(&b.0));
-        line(
+        let per_probe = self.largest_mem_delta("ufgraph");
+        let kper = self.largest_mem_delta("kernel");
+        target_line(
+            s,
             flat,
             "return-hooking memory flat in the number of users and probes",
             format!(
@@ -214,7 +268,6 @@ impl<'a> Report<'a> {
                 kper.map(|(p, kb)| human(kb * 1024.0 / (2.0 * p))).unwrap_or("-".into())
             ),
         );
-        s.push('\n');
     }
 
     /// Issue #15's "a second probe on functions that are already hooked costs no ftrace

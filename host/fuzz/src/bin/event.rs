@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Mutation fuzzer for the event record layer (`src/pure/event/`), on stable Rust.
+//! Mutation fuzzer for the event record layer (`src/events/program/`), on stable Rust.
 //!
 //! ```sh
 //! cargo run --release -p ufgraph-fuzz --bin event -- [ITERATIONS [SEED]]

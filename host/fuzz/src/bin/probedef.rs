@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Mutation fuzzer for the fprobe definition parser (`src/pure/probedef/`), on stable Rust.
+//! Mutation fuzzer for the fprobe definition parser (`src/events/probedef/`), on stable Rust.
 //!
 //! ```sh
 //! cargo run --release -p ufgraph-fuzz -- [ITERATIONS [SEED]]

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! - probedef: the mutation fuzzers' seeds and every command the parser's and the record
-//!   layer's host tests write (`src/pure/probedef/tests/`, `src/pure/event/tests/`);
+//!   layer's host tests write (`src/events/probedef/tests/`, `src/events/program/tests/`);
 //! - fetch: the definitions among those, each followed by a NUL and bytes for its hits;
 //! - shadow: operation sequences like the shadow stack's tests, images of the stacks they
 //!   build, and those stacks with words corrupted where the readers look first;
@@ -26,24 +26,25 @@ use ufgraph_fuzz::common::{Rng, Source, SEEDS, TOKENS};
 use ufgraph_fuzz::cov::seed_dir;
 use ufgraph_fuzz::event::EVENT_SEEDS;
 use ufgraph_fuzz::{btf, shadow, symbols};
-use ufgraph_pure::probedef::{parse, Command};
+use ufgraph_pure::events::probedef::{parse, Command};
 
 /// The host tests of the definition parser and of the record layer, whose commands seed the
 /// parser's targets.
-const TEST_SOURCES: [&str; 13] = [
-    include_str!("../../../../src/pure/probedef/tests/mod.rs"),
-    include_str!("../../../../src/pure/probedef/tests/upstream.rs"),
-    include_str!("../../../../src/pure/probedef/tests/heads.rs"),
-    include_str!("../../../../src/pure/probedef/tests/fetchargs.rs"),
-    include_str!("../../../../src/pure/probedef/tests/types.rs"),
-    include_str!("../../../../src/pure/probedef/tests/fields.rs"),
-    include_str!("../../../../src/pure/probedef/tests/listing.rs"),
-    include_str!("../../../../src/pure/probedef/tests/btf.rs"),
-    include_str!("../../../../src/pure/probedef/tests/btf_split.rs"),
-    include_str!("../../../../src/pure/event/tests/mod.rs"),
-    include_str!("../../../../src/pure/event/tests/values.rs"),
-    include_str!("../../../../src/pure/event/tests/strings.rs"),
-    include_str!("../../../../src/pure/event/tests/records.rs"),
+const TEST_SOURCES: [&str; 14] = [
+    include_str!("../../../../src/events/probedef/tests/mod.rs"),
+    include_str!("../../../../src/events/probedef/tests/upstream.rs"),
+    include_str!("../../../../src/events/probedef/tests/heads.rs"),
+    include_str!("../../../../src/events/probedef/tests/fetchargs.rs"),
+    include_str!("../../../../src/events/probedef/tests/types.rs"),
+    include_str!("../../../../src/events/probedef/tests/fields.rs"),
+    include_str!("../../../../src/events/probedef/tests/listing.rs"),
+    include_str!("../../../../src/events/probedef/tests/btf.rs"),
+    include_str!("../../../../src/events/probedef/tests/btf_split.rs"),
+    include_str!("../../../../src/events/probedef/tests/typecast.rs"),
+    include_str!("../../../../src/events/program/tests/mod.rs"),
+    include_str!("../../../../src/events/program/tests/values.rs"),
+    include_str!("../../../../src/events/program/tests/strings.rs"),
+    include_str!("../../../../src/events/program/tests/records.rs"),
 ];
 
 /// Skips the raw string literal (`r"..."`, `r#"..."#`) that starts after the `r` just read, if

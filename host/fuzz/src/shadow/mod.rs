@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The promises of the shadow stack (`src/pure/shadow/`) and of the reader of upstream's
-//! function_graph stack (`handback::fgraph_find`), on stacks an input describes.
+//! The promises of the shadow stack (`src/fgraph/shadow/`) and of the reader of upstream's
+//! function_graph stack (`sys::hookers::stacks::fgraph_find`), on stacks an input describes.
 //!
 //! An input is one of two things (its first byte says which):
 //!
@@ -31,11 +31,11 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::common::{Bytes, Source};
-use ufgraph_pure::handback::fgraph_find;
-use ufgraph_pure::shadow::{
+use ufgraph_pure::fgraph::shadow::{
     mark, word, DataRef, Frame, ShadowStack, WordType, ARRAY_SIZE, FRAME_WORDS, MAX_DATA_BYTES,
     MAX_DATA_WORDS,
 };
+use ufgraph_pure::sys::hookers::stacks::fgraph_find;
 
 /// Words of a stack: the kernel's (`STACK_WORDS`, src/fgraph/tasks.rs).
 pub const W: usize = 506;

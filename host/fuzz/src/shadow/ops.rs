@@ -478,54 +478,67 @@ fn compare(s: &Stack, m: &Model, deep: bool) -> Verdict {
     let want: Vec<Frame> = m.frames.iter().rev().map(MFrame::frame).collect();
     ensure(got == want, || format!("frames {got:?}, model {want:?}"))?;
     for idx in 0..ARRAY_SIZE {
-        let top_data = m
-            .frames
-            .last()
-            .and_then(|f| f.data.last())
-            .filter(|d| d.idx == idx);
-        let want = top_data.map(|d| DataRef {
-            start: d.start,
-            words: d.words,
+        compare_data(s, m, idx, deep)?;
+    }
+    compare_words(s, m)
+}
+
+/// The data reservations of array index `idx`, as every reader finds them (at the top, from
+/// the top frame's head, at each depth when `deep`), and its task variable.
+fn compare_data(s: &Stack, m: &Model, idx: usize, deep: bool) -> Verdict {
+    let top_data = m
+        .frames
+        .last()
+        .and_then(|f| f.data.last())
+        .filter(|d| d.idx == idx);
+    let want = top_data.map(|d| DataRef {
+        start: d.start,
+        words: d.words,
+    });
+    ensure(s.data_on_top(idx) == want, || {
+        format!("data on top of {idx}: {:?}", s.data_on_top(idx))
+    })?;
+    // The return path finds it from the top word it read with the top frame.
+    let head = s.top_frame_head().and_then(|(_, h)| h.data(idx));
+    ensure(head == want, || format!("head data of {idx}: {head:?}"))?;
+    // The exact layout only when the top frame holds that one reservation alone.
+    let alone = m
+        .frames
+        .last()
+        .filter(|f| f.data.len() == 1 && f.data[0].idx == idx)
+        .map(|f| DataRef {
+            start: f.data[0].start,
+            words: f.data[0].words,
         });
-        ensure(s.data_on_top(idx) == want, || {
-            format!("data on top of {idx}: {:?}", s.data_on_top(idx))
-        })?;
-        // The return path finds it from the top word it read with the top frame.
-        let head = s.top_frame_head().and_then(|(_, h)| h.data(idx));
-        ensure(head == want, || format!("head data of {idx}: {head:?}"))?;
-        // The exact layout only when the top frame holds that one reservation alone.
-        let alone = m
+    let exact = want.and_then(|w| {
+        s.top_frame_head()
+            .and_then(|(_, h)| h.data_exact(idx, w.words))
+    });
+    ensure(exact == alone, || {
+        format!("exact data of {idx}: {exact:?}, alone {alone:?}")
+    })?;
+    let depths = if deep { m.frames.len() + 1 } else { 1 };
+    for depth in 0..depths {
+        let want = m
             .frames
-            .last()
-            .filter(|f| f.data.len() == 1 && f.data[0].idx == idx)
-            .map(|f| DataRef {
-                start: f.data[0].start,
-                words: f.data[0].words,
-            });
-        let exact = want.and_then(|w| {
-            s.top_frame_head()
-                .and_then(|(_, h)| h.data_exact(idx, w.words))
-        });
-        ensure(exact == alone, || {
-            format!("exact data of {idx}: {exact:?}, alone {alone:?}")
-        })?;
-        let depths = if deep { m.frames.len() + 1 } else { 1 };
-        for depth in 0..depths {
-            let want = m
-                .frames
-                .iter()
-                .rev()
-                .nth(depth)
-                .and_then(|f| f.data_of(idx));
-            let got = s.retrieve_data(idx, depth);
-            ensure(got == want, || {
-                format!("data of {idx} at depth {depth}: {got:?}, model {want:?}")
-            })?;
-        }
-        ensure(s.task_var(idx).load(Relaxed) == m.task_vars[idx], || {
-            format!("task var {idx}")
+            .iter()
+            .rev()
+            .nth(depth)
+            .and_then(|f| f.data_of(idx));
+        let got = s.retrieve_data(idx, depth);
+        ensure(got == want, || {
+            format!("data of {idx} at depth {depth}: {got:?}, model {want:?}")
         })?;
     }
+    ensure(s.task_var(idx).load(Relaxed) == m.task_vars[idx], || {
+        format!("task var {idx}")
+    })?;
+    Ok(())
+}
+
+/// The words the model knows: data filled with known values is intact, nothing written at or
+/// above MAX_OFFSET.
+fn compare_words(s: &Stack, m: &Model) -> Verdict {
     for d in m.frames.iter().flat_map(|f| &f.data) {
         if let Some(fill) = d.fill {
             for k in 0..d.words {

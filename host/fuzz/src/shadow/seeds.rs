@@ -6,45 +6,67 @@ use super::*;
 
 /// Operation sequences like the shadow stack's own tests, for seeds.
 pub fn seed_sequences() -> Vec<Vec<Op>> {
-    let push = |r: usize| Op::Push {
+    let mut seqs = vec![push_pop()];
+    seqs.extend(push_with_data());
+    seqs.push(nested());
+    seqs.push(several());
+    seqs.push(declined());
+    seqs.push(deep());
+    seqs
+}
+
+/// A push of a frame returning to `r`.
+fn push(r: usize) -> Op {
+    Op::Push {
         ret: r,
         func: r + 1,
         calltime: 42,
         retp: 0x7000 + r,
-    };
-    let mut seqs = Vec::new();
-    // push_pop_restores_everything
-    seqs.push(vec![
+    }
+}
+
+/// push_pop_restores_everything
+fn push_pop() -> Vec<Op> {
+    vec![
         push(0x1111),
         Op::SetBitmap { bits: 1 << 5 },
         Op::MarkSeen { idx: 5 },
         Op::MarkSeen { idx: 15 },
         Op::Pop,
-    ]);
-    // push_with_data_equals_push_then_reserve
-    for (idx, words) in [(0, 1), (3, 2), (15, MAX_DATA_WORDS)] {
-        seqs.push(vec![
-            push(0x77),
-            push(0x1111),
-            Op::MarkSeen { idx },
-            Op::Reserve {
-                idx,
-                bytes: words * 8,
-            },
-            Op::PushWithData {
-                ret: 0x1111,
-                idx,
-                words,
-            },
-            Op::SetBitmap { bits: 1 << idx },
-            Op::SetCalltime {
-                calltime: 77,
-                at_bm: true,
-            },
-            Op::Unpush,
-        ]);
-    }
-    // nested_frames_unwind_in_order, several ops' data, parent data by depth
+    ]
+}
+
+/// push_with_data_equals_push_then_reserve
+fn push_with_data() -> Vec<Vec<Op>> {
+    [(0, 1), (3, 2), (15, MAX_DATA_WORDS)]
+        .into_iter()
+        .map(|(idx, words)| {
+            vec![
+                push(0x77),
+                push(0x1111),
+                Op::MarkSeen { idx },
+                Op::Reserve {
+                    idx,
+                    bytes: words * 8,
+                },
+                Op::PushWithData {
+                    ret: 0x1111,
+                    idx,
+                    words,
+                },
+                Op::SetBitmap { bits: 1 << idx },
+                Op::SetCalltime {
+                    calltime: 77,
+                    at_bm: true,
+                },
+                Op::Unpush,
+            ]
+        })
+        .collect()
+}
+
+/// nested_frames_unwind_in_order
+fn nested() -> Vec<Op> {
     let mut nested = Vec::new();
     for i in 0..10 {
         nested.push(push(0x1000 + i));
@@ -57,7 +79,11 @@ pub fn seed_sequences() -> Vec<Vec<Op>> {
         }
     }
     nested.extend([Op::Pop, Op::Pop, Op::DropFrames { n: 3 }, Op::Pop]);
-    seqs.push(nested);
+    nested
+}
+
+/// Several ops' data, parent data by depth.
+fn several() -> Vec<Op> {
     let mut several = vec![push(1)];
     for (idx, bytes) in [(0, 8), (1, 16), (5, 3), (9, 256), (15, 24)] {
         several.push(Op::Reserve { idx, bytes });
@@ -78,9 +104,12 @@ pub fn seed_sequences() -> Vec<Vec<Op>> {
             bytes: MAX_DATA_BYTES + 1,
         },
     ]);
-    seqs.push(several);
-    // declined_entry_discards_its_data, teardown marks, task variables
-    seqs.push(vec![
+    several
+}
+
+/// declined_entry_discards_its_data, teardown marks, task variables
+fn declined() -> Vec<Op> {
+    vec![
         push(0),
         Op::Reserve { idx: 1, bytes: 16 },
         Op::Reserve { idx: 2, bytes: 16 },
@@ -97,8 +126,11 @@ pub fn seed_sequences() -> Vec<Vec<Op>> {
         Op::TaskVar { idx: 4, value: 44 },
         Op::ClearFrames,
         Op::Reserve { idx: 0, bytes: 8 },
-    ]);
-    // deep_recursion_overruns_without_corruption, push_with_data_refuses_when_full
+    ]
+}
+
+/// deep_recursion_overruns_without_corruption, push_with_data_refuses_when_full
+fn deep() -> Vec<Op> {
     let mut deep: Vec<Op> = (0..90)
         .flat_map(|i| [push(i), Op::SetBitmap { bits: 1 }])
         .collect();
@@ -116,8 +148,7 @@ pub fn seed_sequences() -> Vec<Vec<Op>> {
         idx: i % 16,
         words: 1 + i % 32,
     }));
-    seqs.push(deep);
-    seqs
+    deep
 }
 
 /// Images of the stacks those sequences build, with parameters around their frames, for seeds.

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Lines of ftrace's `available_filter_functions_addrs` (tracefs, Linux 6.5 and later): every
+//! traceable function with its ftrace location, the address ftrace callbacks report.
+//!
+//! ```text
+//!   ffffffff81001230 do_one_initcall
+//!   ffffffffc0042010 ufg_test_add [ufgraph_kunit]
+//! ```
+//!
+//! Host-tested: no kernel dependency (host/src/lib.rs builds this file for `cargo test` and the
+//! fuzzers).
+
+/// One traceable function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Func<'a> {
+    /// The ftrace location (the patched call site).
+    pub loc: usize,
+    /// The symbol name.
+    pub name: &'a [u8],
+    /// The module, if not the kernel image.
+    pub module: Option<&'a [u8]>,
+}
+
+fn hex(s: &[u8]) -> Option<usize> {
+    if s.is_empty() || s.len() > 2 * core::mem::size_of::<usize>() {
+        return None;
+    }
+    let mut v: usize = 0;
+    for &c in s {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | d as usize;
+    }
+    Some(v)
+}
+
+/// The words of a line: split on spaces and tabs, empty ones skipped (both files align their
+/// columns with either).
+fn words(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(|&c| c == b' ' || c == b'\t')
+        .filter(|w| !w.is_empty())
+}
+
+/// The optional last word of both files, `[MODULE]`: `Some(None)` when there is none (the
+/// kernel image), `None` for a word that is not a bracketed name.
+fn module(word: Option<&[u8]>) -> Option<Option<&[u8]>> {
+    match word {
+        None => Some(None),
+        Some(m) if m.len() > 2 && m[0] == b'[' && m[m.len() - 1] == b']' => {
+            Some(Some(&m[1..m.len() - 1]))
+        }
+        Some(_) => None,
+    }
+}
+
+/// Parses one line (without its newline). `None` for anything that is not `ADDR NAME [MODULE]`.
+pub fn parse(line: &[u8]) -> Option<Func<'_>> {
+    let mut words = words(line);
+    let loc = hex(words.next()?)?;
+    let name = words.next()?;
+    let module = module(words.next())?;
+    if words.next().is_some() || loc == 0 {
+        return None;
+    }
+    Some(Func { loc, name, module })
+}
+
+/// One line of `/proc/kallsyms`: `ADDR TYPE NAME [\tMODULE]`, e.g.
+/// `ffffffff82a4c2e0 d event_mutex` or `ffffffffc0042010 t ufg_test_add\t[ufgraph_kunit]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sym<'a> {
+    /// The address (0 when the reader may not see addresses: `kptr_restrict`).
+    pub addr: usize,
+    /// The symbol type letter (`T`, `t`, `D`, `d`, `B`, `b`, `R`, `r`, ...).
+    pub kind: u8,
+    /// The symbol name.
+    pub name: &'a [u8],
+    /// The module, if not the kernel image.
+    pub module: Option<&'a [u8]>,
+}
+
+/// Parses one `/proc/kallsyms` line (without its newline).
+pub fn parse_kallsyms(line: &[u8]) -> Option<Sym<'_>> {
+    let mut words = words(line);
+    let addr = hex(words.next()?)?;
+    let kind = match words.next()? {
+        [k] if k.is_ascii_alphabetic() => *k,
+        _ => return None,
+    };
+    let name = words.next()?;
+    let module = module(words.next())?;
+    if words.next().is_some() {
+        return None;
+    }
+    Some(Sym {
+        addr,
+        kind,
+        name,
+        module,
+    })
+}
+
+/// Splits a buffer of lines, calling `f` on each complete line, and returns how many bytes were
+/// consumed: a trailing partial line is left for the next read.
+pub fn for_each_line(buf: &[u8], mut f: impl FnMut(&[u8])) -> usize {
+    let mut start = 0;
+    for (i, &c) in buf.iter().enumerate() {
+        if c == b'\n' {
+            f(&buf[start..i]);
+            start = i + 1;
+        }
+    }
+    start
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_and_module_lines() {
+        assert_eq!(
+            parse(b"ffffffff81001230 do_one_initcall"),
+            Some(Func {
+                loc: 0xffff_ffff_8100_1230,
+                name: b"do_one_initcall",
+                module: None
+            })
+        );
+        assert_eq!(
+            parse(b"ffffffffc0042010 ufg_test_add [ufgraph_kunit]"),
+            Some(Func {
+                loc: 0xffff_ffff_c004_2010,
+                name: b"ufg_test_add",
+                module: Some(b"ufgraph_kunit")
+            })
+        );
+    }
+
+    #[test]
+    fn garbage_is_refused() {
+        for bad in [
+            &b""[..],
+            b"zzz name",
+            b"ffff",
+            b"0 name",
+            b"ffff name extra",
+            b"ffff name [mod] x",
+            b"ffff name mod",
+            b"11112222333344445 name",
+        ] {
+            assert_eq!(parse(bad), None, "{:?}", core::str::from_utf8(bad));
+        }
+    }
+
+    #[test]
+    fn lines_across_reads() {
+        let mut seen = Vec::new();
+        let used = for_each_line(b"a 1\nb 2\nc 3", |l| seen.push(l.to_vec()));
+        assert_eq!(seen, vec![b"a 1".to_vec(), b"b 2".to_vec()]);
+        assert_eq!(used, 8);
+        assert_eq!(for_each_line(b"no newline", |_| panic!()), 0);
+    }
+
+    #[test]
+    fn kallsyms_lines() {
+        let s = parse_kallsyms(b"ffffffff82a4c2e0 d event_mutex").unwrap();
+        assert_eq!(
+            (s.addr, s.kind, s.name, s.module),
+            (0xffffffff82a4c2e0, b'd', &b"event_mutex"[..], None)
+        );
+        let s = parse_kallsyms(b"ffffffffc0042010 t ufg_test_add\t[ufgraph_kunit]").unwrap();
+        assert_eq!(s.module, Some(&b"ufgraph_kunit"[..]));
+        assert_eq!(
+            parse_kallsyms(b"0000000000000000 D jiffies").unwrap().addr,
+            0
+        );
+        assert!(parse_kallsyms(b"ffffffff82a4c2e0 dd x").is_none());
+        assert!(parse_kallsyms(b"zz d x").is_none());
+        assert!(parse_kallsyms(b"ffffffff82a4c2e0 d").is_none());
+        assert!(parse_kallsyms(b"ffffffff82a4c2e0 d x [m] y").is_none());
+    }
+}
