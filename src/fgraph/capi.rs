@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The C API of include/ufgraph/fgraph.h, implemented in Rust. `helpers/exports.c` exports these
+//! The C API of include/ufgraph/fgraph.h, implemented in Rust. `exports.c` (beside it) exports these
 //! symbols to other modules (EXPORT_SYMBOL_GPL); each checks its arguments and hands over to the
 //! safe core.
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The C API of include/ufgraph/fprobe.h (exported by helpers/exports.c), and the module-unload watch.
+//! The C API of include/ufgraph/fprobe.h (exported by exports.c, beside it), and the module-unload watch.
 
 use super::{fprobes, Fprobes, Target};
 use crate::bindings::{self, ufgraph_fprobe};

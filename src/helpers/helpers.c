@@ -2,9 +2,10 @@
 /*
  * ufgraph's C helpers: only what Rust cannot express against 6.12 (static inlines and macros
  * the kernel crate does not wrap, struct fields and offsets, module parameters, and the
- * EXPORT_SYMBOL_GPL of the C API). One file per subsystem, as rust/helpers/ does; each says
- * which Rust files use it and why. They form one translation unit, this one, compiled twice:
- * into ufgraph.ko, and (through helpers_kunit.c, with UFG_KUNIT defined) into
+ * EXPORT_SYMBOL_GPL of the C API). One file per job, as rust/helpers/ does, each beside the
+ * Rust that uses it (src/sys/*.c; the exports in src/{fgraph,fprobe,kretprobe}/exports.c) and
+ * saying which Rust files use it and why. They form one translation unit, this one, compiled
+ * twice: into ufgraph.ko, and (through helpers_kunit.c, with UFG_KUNIT defined) into
  * ufgraph_kunit.ko, which must not export anything so that both modules can coexist.
  * Declarations: helpers.h (what bindgen reads).
  */
@@ -68,16 +69,20 @@
 
 #include "helpers.h"
 
-#include "params.c"
-#include "exports.c"
-#include "kunit.c"
-#include "task.c"
-#include "sync.c"
-#include "ftrace.c"
-#include "tracepoint.c"
-#include "trace_event.c"
-#include "fs.c"
-#include "ksym.c"
-#include "hookers.c"
-#include "unwind.c"
-#include "arm64.c"
+/* Each subsystem's helpers, beside the Rust files that use them. */
+#include "../sys/params.c"
+#include "../sys/ktest.c"
+#include "../sys/task.c"
+#include "../sys/sync.c"
+#include "../sys/ftrace.c"
+#include "../sys/tracepoint.c"
+#include "../sys/trace_event.c"
+#include "../sys/fs.c"
+#include "../sys/ksym.c"
+#include "../sys/hookers.c"
+#include "../sys/unwind.c"
+#include "../sys/arm64.c"
+/* The C API's exports, beside each subsystem's capi.rs. */
+#include "../fgraph/exports.c"
+#include "../fprobe/exports.c"
+#include "../kretprobe/exports.c"

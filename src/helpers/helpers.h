@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The C helpers (src/helpers/, one .c file per subsystem): only what Rust cannot express in
- * 6.12 -- static inline helpers the kernel crate does not wrap, struct fields and offsets,
- * module parameters, and EXPORT_SYMBOL_GPL of our Rust functions to C modules. bindgen reads
- * this header (src/bindings_helper.h).
+ * The C helpers (one translation unit, src/helpers/helpers.c, which includes one .c file per
+ * job, each beside the Rust that uses it): only what Rust cannot express in 6.12 -- static
+ * inline helpers the kernel crate does not wrap, struct fields and offsets, module parameters,
+ * and EXPORT_SYMBOL_GPL of our Rust functions to C modules. bindgen reads this header
+ * (src/bindings_helper.h).
  */
 #ifndef UFGRAPH_HELPERS_H
 #define UFGRAPH_HELPERS_H

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The C API of include/ufgraph/kretprobe.h and rethook.h, implemented in Rust.
-//! `helpers/exports.c` exports these symbols to other modules (EXPORT_SYMBOL_GPL); each checks
+//! `exports.c` (beside it) exports these symbols to other modules (EXPORT_SYMBOL_GPL); each checks
 //! its arguments and hands over to the shim.
 
 use crate::bindings;
