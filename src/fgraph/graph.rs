@@ -85,6 +85,10 @@ struct RegState {
     /// but must not be resolved any more ([`resolve`]). A name leaves when a module of that
     /// name comes again (which the module loader allows only once the old one is gone).
     going: KVec<KVec<u8>>,
+    /// Bumped with every change of `going` (a module coming or going): functions resolved at
+    /// an older generation may belong to a module whose functions the notifier has already
+    /// taken off the hub ([`Graph::hub_filter_resolved`]).
+    modules_gen: u64,
 }
 
 /// Counters shown in debugfs.
@@ -143,7 +147,15 @@ pub fn trampoline() -> usize {
 /// leaving out the functions of modules that are going away: what fprobes and the C API's
 /// `ufgraph_set_filter()` hook. Process context.
 pub fn resolve(t: &Target<'_>) -> Result<KVec<usize>> {
+    resolve_gen(t).map(|(ips, _)| ips)
+}
+
+/// [`resolve`], with the graph core's module generation the list of going modules was read at
+/// (0 without a core): [`Graph::hub_filter_resolved`] refuses the functions if a module came
+/// or went since.
+pub fn resolve_gen(t: &Target<'_>) -> Result<(KVec<usize>, u64)> {
     let mut going: KVec<KVec<u8>> = KVec::new();
+    let mut gen = 0;
     if let Some(g) = graph() {
         let reg = g.reg.lock();
         for m in reg.going.iter() {
@@ -151,11 +163,13 @@ pub fn resolve(t: &Target<'_>) -> Result<KVec<usize>> {
             v.extend_from_slice(m, GFP_KERNEL)?;
             going.push(v, GFP_KERNEL)?;
         }
+        gen = reg.modules_gen;
     }
-    crate::sys::ksym::resolve(t, |f| {
+    let ips = crate::sys::ksym::resolve(t, |f| {
         f.module
             .is_some_and(|m| going.iter().any(|g| g.as_slice() == m))
-    })
+    })?;
+    Ok((ips, gen))
 }
 
 impl Graph {
@@ -170,6 +184,7 @@ impl Graph {
                 probes: KVec::new(),
                 hub: hub_state,
                 going: KVec::new(),
+                modules_gen: 0,
             }),
             hub,
             tasks <- Tasks::new(),
@@ -326,8 +341,40 @@ impl Graph {
     /// Adds (or with `remove`, removes) functions of a slot registered on the hub. Removing
     /// the last one is refused (`EINVAL`): unregister instead.
     pub fn hub_filter(&self, slot: &Slot, ips: &[usize], remove: bool) -> Result {
+        self.hub_filter_gen(slot, ips, remove, None)
+    }
+
+    /// [`Graph::hub_filter`] on functions from [`resolve_gen`] at module generation `gen`:
+    /// `EAGAIN`, and nothing changed, if a module came or went since they were resolved.
+    /// Without the check, a module whose `MODULE_STATE_GOING` notification ran after the
+    /// resolution read the list of going modules, and whose functions ftrace still listed
+    /// (until `ftrace_release_mod()`), would have its functions added after the notifier took
+    /// that module's functions off the hub ([`Graph::drop_module`]): left in the hub's filter
+    /// and table for good.
+    pub fn hub_filter_resolved(
+        &self,
+        slot: &Slot,
+        ips: &[usize],
+        remove: bool,
+        gen: u64,
+    ) -> Result {
+        self.hub_filter_gen(slot, ips, remove, Some(gen))
+    }
+
+    /// The current module generation (see [`resolve_gen`]).
+    pub fn modules_gen(&self) -> u64 {
+        self.reg.lock().modules_gen
+    }
+
+    fn hub_filter_gen(&self, slot: &Slot, ips: &[usize], remove: bool, gen: Option<u64>) -> Result {
         let change = sorted(&crate::sys::ksym::locations(ips)?)?;
         let mut reg = self.reg.lock();
+        // Checked under `reg`, which the notifier takes to change the list and the generation,
+        // and again to drop a going module's functions: either it has not run yet (and will
+        // drop them from this slot too), or the generation moved. A removal adds nothing.
+        if !remove && gen.is_some_and(|g| g != reg.modules_gen) {
+            return Err(EAGAIN);
+        }
         let idx = slot.idx();
         if !slot.on_hub()
             || idx >= ARRAY_SIZE
@@ -380,6 +427,7 @@ impl Graph {
     /// before anything that resolved functions earlier is told they are stale.
     pub fn module_coming(&self, name: &[u8]) {
         let mut reg = self.reg.lock();
+        reg.modules_gen += 1;
         if let Some(i) = reg.going.iter().position(|g| g.as_slice() == name) {
             drop(crate::sys::kvec::remove(&mut reg.going, i));
         }
@@ -390,6 +438,7 @@ impl Graph {
     /// (fprobe's module generation), so that what resolves after that cannot see them.
     pub fn module_going(&self, name: &[u8]) {
         let mut reg = self.reg.lock();
+        reg.modules_gen += 1;
         if !reg.going.iter().any(|g| g.as_slice() == name) {
             let mut v = KVec::new();
             // Out of memory: fprobe's generation still moves, so only a resolution in the

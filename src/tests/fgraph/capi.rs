@@ -137,3 +137,61 @@ pub(super) fn c_shared_filter(t: &mut Test) -> CaseResult {
     drop(o);
     core_is_idle(t)
 }
+
+/// A registered C ops' glob against a module that starts going between the resolution of the
+/// glob and the change of the ops' functions (the module notifier's steps for this module,
+/// in its order, between the two): the change is refused (`EAGAIN`) and nothing of the going
+/// module reaches the hub. `ufgraph_set_filter()` then resolves again, without the module's
+/// functions (`ENOENT` here: the glob matches nothing else), and once a module of that name has
+/// come again the glob adds the function.
+pub(super) fn c_set_filter_racing_a_going_module(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let mul_ip = bindings::ufg_test_mul as *const () as usize;
+    let mut o = CTestOps::new(t)?;
+    kcheck_eq!(t, o.set_ips(&[mul_ip], false, false), 0);
+    kcheck_eq!(t, o.register(), 0);
+    kcheck_eq!(t, g.hub_functions(), 1);
+    let glob = c_str!("ufg_test_ad?");
+    let resolved = graph::resolve_gen(&crate::sys::ksym::Target::Filter(glob, None));
+    let (ips, gen) = t.check_ok(resolved, "resolve")?;
+    // The notifier for this module, going, after the resolution read the list of going
+    // modules: the list and the generation, then the hub (nothing of the module on it yet).
+    g.module_going(b"ufgraph_kunit");
+    g.drop_module(|_| false);
+    // SAFETY: registered above, so `ufgraph_slot` is the slot `ufgraph_register` made.
+    let slot = unsafe { &*(*o.ptr()).ufgraph_slot.cast::<graph::Slot>() };
+    let stale = g.hub_filter_resolved(slot, &ips, false, gen);
+    let on_hub = g.hub_functions();
+    // SAFETY: a valid, registered ops and a NUL-terminated glob.
+    let again =
+        unsafe { crate::fgraph::capi::ufgraph_set_filter(o.ptr(), glob.as_char_ptr(), 0, 0) };
+    let on_hub_again = g.hub_functions();
+    add(1, 1);
+    let hooked = o.entries();
+    g.module_coming(b"ufgraph_kunit");
+    kcheck!(
+        t,
+        stale == Err(EAGAIN) && on_hub == 1,
+        "stale functions of a going module: {:?}, {} functions on the hub (want EAGAIN, 1)",
+        stale,
+        on_hub
+    );
+    kcheck!(
+        t,
+        again == ENOENT.to_errno() && on_hub_again == 1 && hooked == 0,
+        "the glob while going: {}, {} on the hub, {} entries (want -ENOENT, 1, 0)",
+        again,
+        on_hub_again,
+        hooked
+    );
+    // SAFETY: as above.
+    let back =
+        unsafe { crate::fgraph::capi::ufgraph_set_filter(o.ptr(), glob.as_char_ptr(), 0, 0) };
+    kcheck_eq!(t, back, 0);
+    kcheck_eq!(t, g.hub_functions(), 2);
+    add(1, 1);
+    kcheck_eq!(t, o.entries(), 1);
+    drop(o);
+    core_is_idle(t)
+}
