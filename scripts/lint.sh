@@ -11,6 +11,9 @@
 #   lint:layers       each subsystem of src/ uses only those below it, in the order of
 #                     src/sys/mod.rs's diagram (sys, fgraph, fprobe, kretprobe, events, demo):
 #                     no import cycle between them (src/tests and the crate root use all).
+#                     Paths as rustc reads them (scripts/layers.awk): grouped imports
+#                     (`crate::{sys, fprobe}`), `super::` chains up to the root, `$crate::`,
+#                     paths broken over lines, and the names the root imports from a subsystem.
 # The module's own clippy run is part of its build (scripts/module.sh builds with the kernel's
 # CLIPPY=1, and in CI any warning there fails the build).
 # `scripts/lint.sh fix` reformats instead of checking.
@@ -84,15 +87,43 @@ else
 fi
 ufg_log "lint: layers (src/sys/mod.rs)"
 layers=(sys fgraph fprobe kretprobe events demo)
+# The names the crate root imports from subsystem $1 (`use fprobe::Fprobes;`, `use demo::x::{self,
+# A, B as C};`): its descendants reach them as crate::NAME, a way up past the subsystem's name.
+root_names() {
+	sed 's#//.*##' "$UFG_TOP/src/ufgraph_main.rs" | tr '\n' ' ' | tr ';' '\n' |
+		sed -n "s/^[[:space:]]*\(pub[^ ]* \)\?use[[:space:]]*$1::\(.*\)$/\2/p" |
+		while IFS= read -r path; do
+			head=${path%%::\{*}
+			items=$path
+			case $path in
+			*'{'*) items=${path#*\{} items=${items%\}*} ;;
+			esac
+			tr ',' '\n' <<<"$items" | sed 's/.*[[:space:]]as[[:space:]]//; s/[[:space:]]//g' |
+				while IFS= read -r it; do
+					it=${it##*::}
+					[ "$it" = self ] && it=${head##*::}
+					[ -n "$it" ] && echo "$it"
+				done
+		done
+}
 bad=0
 for i in "${!layers[@]}"; do
 	l=${layers[$i]}
 	above=("${layers[@]:$((i + 1))}")
 	[ ${#above[@]} -gt 0 ] || continue
-	pat="crate::($(IFS='|'; echo "${above[*]}"))\\b"
-	# Code lines only (comments may name any layer).
-	hits=$(cd "$UFG_TOP" && grep -rnE "$pat" "src/$l" $( [ -f "src/$l.rs" ] && echo "src/$l.rs") --include='*.rs' |
-		grep -vE '^[^:]+:[0-9]+:[[:space:]]*//')
+	names="${above[*]}"
+	for a in "${above[@]}"; do
+		names="$names $(root_names "$a" | tr '\n' ' ')"
+	done
+	# Each file with its depth below the crate root (src/fgraph/capi.rs: 2; src/fgraph/mod.rs: 1),
+	# for its `super::` paths (scripts/layers.awk).
+	hits=$(cd "$UFG_TOP" && { find "src/$l" -name '*.rs'; [ -f "src/$l.rs" ] && echo "src/$l.rs"; } | sort |
+		while IFS= read -r f; do
+			m=${f#src/}
+			m=${m%.rs}
+			m=${m%/mod}
+			awk -v depth="$(tr -cd / <<<"$m/" | wc -c)" -v bad="$names" -f "$UFG_TOP/scripts/layers.awk" "$f"
+		done)
 	if [ -n "$hits" ]; then
 		ufg_log "lint: $l uses a subsystem above it:"
 		echo "$hits" | head -n 5 >&2
