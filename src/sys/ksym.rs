@@ -143,11 +143,26 @@ pub enum Target<'a> {
 /// The ftrace locations `t` selects, sorted and without duplicates, leaving out the functions
 /// `skip` says (a going module's). `ENOENT` (with a log line naming it) for an unknown symbol or
 /// an empty match, `EINVAL` for an address that is neither a traceable function's ftrace
-/// location nor its start. Process context.
+/// location nor its start, or is a function `skip` says. Process context.
 pub fn resolve(t: &Target<'_>, skip: impl Fn(&Func<'_>) -> bool) -> Result<KVec<usize>> {
     let mut out = KVec::new();
     match t {
-        Target::Ips(ips) => out = locations(ips)?,
+        Target::Ips(ips) => {
+            out = locations(ips)?;
+            // A going module's functions are still ftrace's until `ftrace_release_mod()`, after
+            // the notifiers: by address too, they must not be hooked once `skip` names them.
+            let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
+            for &loc in out.iter() {
+                let n = symbol_with_offset(loc, &mut buf).min(buf.len());
+                let Some((name, module)) = name::parts(&buf[..n]) else {
+                    continue;
+                };
+                if skip(&Func { loc, name, module }) {
+                    pr_err!("ufgraph: {:#x} is in a module going away\n", loc);
+                    return Err(EINVAL);
+                }
+            }
+        }
         Target::Syms(syms) => {
             let mut found: KVec<Option<usize>> = KVec::new();
             found.extend_with(syms.len(), None, GFP_KERNEL)?;
