@@ -165,10 +165,14 @@ pub fn resolve_gen(t: &Target<'_>) -> Result<(KVec<usize>, u64)> {
         }
         gen = reg.modules_gen;
     }
-    let ips = crate::sys::ksym::resolve(t, |f| {
+    let gone = |f: &crate::sys::ksym::funclist::Func<'_>| {
         f.module
             .is_some_and(|m| going.iter().any(|g| g.as_slice() == m))
-    })?;
+    };
+    // No module going: nothing to leave out (nor to look up, for addresses).
+    let skip: Option<&dyn Fn(&crate::sys::ksym::funclist::Func<'_>) -> bool> =
+        (!going.is_empty()).then_some(&gone);
+    let ips = crate::sys::ksym::resolve(t, skip)?;
     Ok((ips, gen))
 }
 

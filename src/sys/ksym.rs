@@ -144,7 +144,11 @@ pub enum Target<'a> {
 /// `skip` says (a going module's). `ENOENT` (with a log line naming it) for an unknown symbol or
 /// an empty match, `EINVAL` for an address that is neither a traceable function's ftrace
 /// location nor its start, or is a function `skip` says. Process context.
-pub fn resolve(t: &Target<'_>, skip: impl Fn(&Func<'_>) -> bool) -> Result<KVec<usize>> {
+///
+/// Without `skip`, nothing is left out (and addresses are not looked up in kallsyms).
+pub fn resolve(t: &Target<'_>, skip: Option<&dyn Fn(&Func<'_>) -> bool>) -> Result<KVec<usize>> {
+    let check_ips = skip.is_some();
+    let skip = |f: &Func<'_>| skip.is_some_and(|s| s(f));
     let mut out = KVec::new();
     match t {
         Target::Ips(ips) => {
@@ -152,7 +156,7 @@ pub fn resolve(t: &Target<'_>, skip: impl Fn(&Func<'_>) -> bool) -> Result<KVec<
             // A going module's functions are still ftrace's until `ftrace_release_mod()`, after
             // the notifiers: by address too, they must not be hooked once `skip` names them.
             let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
-            for &loc in out.iter() {
+            for &loc in out.iter().filter(|_| check_ips) {
                 let n = symbol_with_offset(loc, &mut buf).min(buf.len());
                 let Some((name, module)) = name::parts(&buf[..n]) else {
                     continue;
