@@ -154,17 +154,35 @@ pub fn resolve(t: &Target<'_>) -> Result<KVec<usize>> {
 /// (0 without a core): [`Graph::hub_filter_resolved`] refuses the functions if a module came
 /// or went since.
 pub fn resolve_gen(t: &Target<'_>) -> Result<(KVec<usize>, u64)> {
-    let mut going: KVec<KVec<u8>> = KVec::new();
-    let mut gen = 0;
-    if let Some(g) = graph() {
-        let reg = g.reg.lock();
-        for m in reg.going.iter() {
-            let mut v = KVec::with_capacity(m.len(), GFP_KERNEL)?;
-            v.extend_from_slice(m, GFP_KERNEL)?;
-            going.push(v, GFP_KERNEL)?;
-        }
-        gen = reg.modules_gen;
+    match graph() {
+        Some(g) => g.resolve_gen(t),
+        None => Ok((crate::sys::ksym::resolve(t, None)?, 0)),
     }
+}
+
+/// How many times a hub change resolves its functions again when a module came or went
+/// meanwhile (each round is a module load or unload: a few are plenty).
+const STALE_TRIES: usize = 8;
+
+impl Graph {
+    /// [`resolve_gen`] against this core's list of going modules.
+    fn resolve_gen(&self, t: &Target<'_>) -> Result<(KVec<usize>, u64)> {
+        let mut going: KVec<KVec<u8>> = KVec::new();
+        let gen = {
+            let reg = self.reg.lock();
+            for m in reg.going.iter() {
+                let mut v = KVec::with_capacity(m.len(), GFP_KERNEL)?;
+                v.extend_from_slice(m, GFP_KERNEL)?;
+                going.push(v, GFP_KERNEL)?;
+            }
+            reg.modules_gen
+        };
+        resolve_skipping(t, &going).map(|ips| (ips, gen))
+    }
+}
+
+/// `sys::ksym::resolve`, leaving out the functions of the modules named in `going`.
+fn resolve_skipping(t: &Target<'_>, going: &[KVec<u8>]) -> Result<KVec<usize>> {
     let gone = |f: &crate::sys::ksym::funclist::Func<'_>| {
         f.module
             .is_some_and(|m| going.iter().any(|g| g.as_slice() == m))
@@ -172,8 +190,7 @@ pub fn resolve_gen(t: &Target<'_>) -> Result<(KVec<usize>, u64)> {
     // No module going: nothing to leave out (nor to look up, for addresses).
     let skip: Option<&dyn Fn(&crate::sys::ksym::funclist::Func<'_>) -> bool> =
         (!going.is_empty()).then_some(&gone);
-    let ips = crate::sys::ksym::resolve(t, skip)?;
-    Ok((ips, gen))
+    crate::sys::ksym::resolve(t, skip)
 }
 
 impl Graph {
@@ -305,7 +322,8 @@ impl Graph {
 
     /// Registers `slot` on the hub, for the functions at `ips` (not empty; start addresses or
     /// ftrace locations): no `ftrace_ops` of its own. `ENOSPC` when 16 ops are registered,
-    /// `EINVAL` for an address that is not a traceable function; on failure nothing is left
+    /// `EINVAL` for an address that is not a traceable function (or a function of a module
+    /// going away), `EAGAIN` if modules keep coming and going; on failure nothing is left
     /// behind.
     ///
     /// # Safety
@@ -315,8 +333,22 @@ impl Graph {
         if ips.is_empty() {
             return Err(EINVAL);
         }
-        let mut want = sorted(&crate::sys::ksym::locations(ips)?)?;
-        let mut reg = self.reg.lock();
+        // The functions, and the generation they were resolved at: checked under `reg` (as in
+        // `hub_filter_gen`), so a module that started going meanwhile cannot have its functions
+        // put on the hub after the notifier took its functions off.
+        let mut tries = 0;
+        let (mut want, mut reg) = loop {
+            let (want, gen) = self.resolve_gen(&Target::Ips(ips))?;
+            let reg = self.reg.lock();
+            if reg.modules_gen == gen {
+                break (want, reg);
+            }
+            drop(reg);
+            if tries == STALE_TRIES {
+                return Err(EAGAIN);
+            }
+            tries += 1;
+        };
         let RegState { lru, probes, .. } = &mut *reg;
         self.tasks.attach(probes)?;
         let Some(idx) = lru.alloc() else {
@@ -371,14 +403,30 @@ impl Graph {
     }
 
     fn hub_filter_gen(&self, slot: &Slot, ips: &[usize], remove: bool, gen: Option<u64>) -> Result {
-        let change = sorted(&crate::sys::ksym::locations(ips)?)?;
-        let mut reg = self.reg.lock();
-        // Checked under `reg`, which the notifier takes to change the list and the generation,
-        // and again to drop a going module's functions: either it has not run yet (and will
-        // drop them from this slot too), or the generation moved. A removal adds nothing.
-        if !remove && gen.is_some_and(|g| g != reg.modules_gen) {
-            return Err(EAGAIN);
-        }
+        let mut tries = 0;
+        let (change, mut reg) = loop {
+            // What is added is resolved as an fprobe's addresses are: a going module's
+            // functions refused (`EINVAL`). A removal adds nothing: any address ftrace knows.
+            let (change, now) = if remove || ips.is_empty() {
+                (sorted(&crate::sys::ksym::locations(ips)?)?, None)
+            } else {
+                let (change, now) = self.resolve_gen(&Target::Ips(ips))?;
+                (change, Some(gen.unwrap_or(now)))
+            };
+            let reg = self.reg.lock();
+            // Checked under `reg`, which the notifier takes to change the list and the
+            // generation, and again to drop a going module's functions: either it has not run
+            // yet (and will drop them from this slot too), or the generation moved.
+            if now.is_none_or(|g| g == reg.modules_gen) {
+                break (change, reg);
+            }
+            drop(reg);
+            // Functions the caller resolved (a glob) are the caller's to resolve again.
+            if gen.is_some() || tries == STALE_TRIES {
+                return Err(EAGAIN);
+            }
+            tries += 1;
+        };
         let idx = slot.idx();
         if !slot.on_hub()
             || idx >= ARRAY_SIZE

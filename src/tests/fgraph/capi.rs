@@ -142,16 +142,21 @@ pub(super) fn c_shared_filter(t: &mut Test) -> CaseResult {
 /// glob and the change of the ops' functions (the module notifier's steps for this module,
 /// in its order, between the two): the change is refused (`EAGAIN`) and nothing of the going
 /// module reaches the hub. `ufgraph_set_filter()` then resolves again, without the module's
-/// functions (`ENOENT` here: the glob matches nothing else), and once a module of that name has
-/// come again the glob adds the function.
+/// functions (`ENOENT` here: the glob matches nothing else); its function's address is refused
+/// (`EINVAL`) by `ufgraph_set_filter_ips()` and by the registration of an ops whose shared
+/// filter names it; once a module of that name has come again both take the function.
 pub(super) fn c_set_filter_racing_a_going_module(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     let mul_ip = bindings::ufg_test_mul as *const () as usize;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
     let mut o = CTestOps::new(t)?;
     kcheck_eq!(t, o.set_ips(&[mul_ip], false, false), 0);
     kcheck_eq!(t, o.register(), 0);
     kcheck_eq!(t, g.hub_functions(), 1);
+    // An ops whose shared filter names the module's function, registered while it goes.
+    let mut p = CTestOps::new(t)?;
+    kcheck_eq!(t, p.set_ips(&[add_ip], false, false), 0);
     let glob = c_str!("ufg_test_ad?");
     let resolved = graph::resolve_gen(&crate::sys::ksym::Target::Filter(glob, None));
     let (ips, gen) = t.check_ok(resolved, "resolve")?;
@@ -167,8 +172,14 @@ pub(super) fn c_set_filter_racing_a_going_module(t: &mut Test) -> CaseResult {
     let again =
         unsafe { crate::fgraph::capi::ufgraph_set_filter(o.ptr(), glob.as_char_ptr(), 0, 0) };
     let on_hub_again = g.hub_functions();
+    // By address: refused as an fprobe's address is, for the registered ops and at the other
+    // one's registration.
+    let by_address = o.set_ips(&[add_ip], false, false);
+    let register = p.register();
+    let on_hub_by_address = g.hub_functions();
     add(1, 1);
-    let hooked = o.entries();
+    let hooked = o.entries() + p.entries();
+    p.unregister();
     g.module_coming(b"ufgraph_kunit");
     kcheck!(
         t,
@@ -185,6 +196,15 @@ pub(super) fn c_set_filter_racing_a_going_module(t: &mut Test) -> CaseResult {
         on_hub_again,
         hooked
     );
+    kcheck!(
+        t,
+        by_address == EINVAL.to_errno() && register == EINVAL.to_errno() && on_hub_by_address == 1,
+        "by address while going: set_filter_ips {}, register {}, {} on the hub (want -EINVAL, \
+         -EINVAL, 1)",
+        by_address,
+        register,
+        on_hub_by_address
+    );
     // SAFETY: as above.
     let back =
         unsafe { crate::fgraph::capi::ufgraph_set_filter(o.ptr(), glob.as_char_ptr(), 0, 0) };
@@ -193,5 +213,10 @@ pub(super) fn c_set_filter_racing_a_going_module(t: &mut Test) -> CaseResult {
     add(1, 1);
     kcheck_eq!(t, o.entries(), 1);
     drop(o);
+    // The other ops registers on the function now that a module of that name came.
+    kcheck_eq!(t, p.register(), 0);
+    add(1, 1);
+    kcheck_eq!(t, p.entries(), 1);
+    drop(p);
     core_is_idle(t)
 }
