@@ -160,12 +160,19 @@ pub(super) fn c_set_filter_racing_a_going_module(t: &mut Test) -> CaseResult {
     let glob = c_str!("ufg_test_ad?");
     let resolved = graph::resolve_gen(&crate::sys::ksym::Target::Filter(glob, None));
     let (ips, gen) = t.check_ok(resolved, "resolve")?;
+    // SAFETY: registered above, so `ufgraph_slot` is the slot `ufgraph_register` made.
+    let slot = unsafe { &*(*o.ptr()).ufgraph_slot.cast::<graph::Slot>() };
+    // Another module came since the resolution: the generation moved, the change is refused
+    // before anything looks at the functions (the notifier may be between its steps).
+    g.module_coming(b"ufgraph_no_such_module");
+    let moved = g.hub_filter_resolved(slot, &ips, false, gen);
+    let on_hub_moved = g.hub_functions();
+    let resolved = graph::resolve_gen(&crate::sys::ksym::Target::Filter(glob, None));
+    let (ips, gen) = t.check_ok(resolved, "resolve again")?;
     // The notifier for this module, going, after the resolution read the list of going
     // modules: the list and the generation, then the hub (nothing of the module on it yet).
     g.module_going(b"ufgraph_kunit");
     g.drop_module(|_| false);
-    // SAFETY: registered above, so `ufgraph_slot` is the slot `ufgraph_register` made.
-    let slot = unsafe { &*(*o.ptr()).ufgraph_slot.cast::<graph::Slot>() };
     let stale = g.hub_filter_resolved(slot, &ips, false, gen);
     let on_hub = g.hub_functions();
     // SAFETY: a valid, registered ops and a NUL-terminated glob.
@@ -183,8 +190,16 @@ pub(super) fn c_set_filter_racing_a_going_module(t: &mut Test) -> CaseResult {
     g.module_coming(b"ufgraph_kunit");
     kcheck!(
         t,
-        stale == Err(EAGAIN) && on_hub == 1,
-        "stale functions of a going module: {:?}, {} functions on the hub (want EAGAIN, 1)",
+        moved == Err(EAGAIN) && on_hub_moved == 1,
+        "functions resolved before a module came: {:?}, {} functions on the hub (want EAGAIN, 1)",
+        moved,
+        on_hub_moved
+    );
+    // Its address is refused first (as any going module's), before the generation is looked at.
+    kcheck!(
+        t,
+        stale == Err(EINVAL) && on_hub == 1,
+        "stale functions of a going module: {:?}, {} functions on the hub (want EINVAL, 1)",
         stale,
         on_hub
     );
