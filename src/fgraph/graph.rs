@@ -181,6 +181,11 @@ impl Graph {
     }
 }
 
+/// Whether any of `ips` is a module's function, which a module going away may take along.
+fn in_modules(ips: &[usize]) -> bool {
+    ips.iter().any(|&ip| crate::sys::ksym::in_module(ip))
+}
+
 /// `sys::ksym::resolve`, leaving out the functions of the modules named in `going`.
 fn resolve_skipping(t: &Target<'_>, going: &[KVec<u8>]) -> Result<KVec<usize>> {
     let gone = |f: &crate::sys::ksym::funclist::Func<'_>| {
@@ -340,7 +345,9 @@ impl Graph {
         let (mut want, mut reg) = loop {
             let (want, gen) = self.resolve_gen(&Target::Ips(ips))?;
             let reg = self.reg.lock();
-            if reg.modules_gen == gen {
+            // A moved generation matters only to a module's functions: under module churn
+            // (a client loaded and unloaded in a loop) the kernel's are never refused.
+            if reg.modules_gen == gen || !in_modules(&want) {
                 break (want, reg);
             }
             drop(reg);
@@ -381,7 +388,8 @@ impl Graph {
     }
 
     /// [`Graph::hub_filter`] on functions from [`resolve_gen`] at module generation `gen`:
-    /// `EAGAIN`, and nothing changed, if a module came or went since they were resolved.
+    /// `EAGAIN`, and nothing changed, if a module came or went since they were resolved and
+    /// some of them are a module's (the kernel image's functions never go).
     /// Without the check, a module whose `MODULE_STATE_GOING` notification ran after the
     /// resolution read the list of going modules, and whose functions ftrace still listed
     /// (until `ftrace_release_mod()`), would have its functions added after the notifier took
@@ -417,7 +425,7 @@ impl Graph {
             // Checked under `reg`, which the notifier takes to change the list and the
             // generation, and again to drop a going module's functions: either it has not run
             // yet (and will drop them from this slot too), or the generation moved.
-            if now.is_none_or(|g| g == reg.modules_gen) {
+            if now.is_none_or(|g| g == reg.modules_gen) || !in_modules(&change) {
                 break (change, reg);
             }
             drop(reg);

@@ -514,6 +514,14 @@ pub fn symbol_with_offset(addr: usize, buf: &mut SymbolBuf) -> usize {
     n.max(0) as usize
 }
 
+/// Whether kallsyms places `addr` in a module rather than the kernel image: only a module's
+/// functions can go away.
+pub fn in_module(addr: usize) -> bool {
+    let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
+    let n = symbol_with_offset(addr, &mut buf).min(buf.len());
+    name::parts(&buf[..n]).is_some_and(|(_, module)| module.is_some())
+}
+
 /// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.
 pub fn glob_match(pat: &CStr, s: &CStr) -> bool {
     // SAFETY: two NUL-terminated strings, only read.
