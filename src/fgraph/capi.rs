@@ -153,7 +153,7 @@ pub unsafe extern "C" fn ufgraph_set_filter_ips(
         unsafe { core::slice::from_raw_parts(ips.cast::<usize>(), cnt as usize) }
     };
     // SAFETY: a valid ops (contract).
-    match unsafe { set_filter(gops, ips, remove != 0, reset != 0) } {
+    match unsafe { set_filter(gops, ips, remove != 0, reset != 0, None) } {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -176,9 +176,22 @@ pub unsafe extern "C" fn ufgraph_set_filter(
     }
     // SAFETY: a NUL-terminated string (contract), read during the call.
     let glob = unsafe { kernel::str::CStr::from_char_ptr(glob) };
-    let r = crate::fgraph::graph::resolve(&crate::sys::ksym::Target::Filter(glob, None))
-        // SAFETY: a valid ops (contract).
-        .and_then(|ips| unsafe { set_filter(gops, &ips, remove != 0, reset != 0) });
+    let target = crate::sys::ksym::Target::Filter(glob, None);
+    // A module that comes or goes between resolution and the change of a registered ops'
+    // functions makes them stale (`Graph::hub_filter_resolved`): resolve again (each round is
+    // a module load or unload: a few are plenty).
+    let mut tries = 0;
+    let r = loop {
+        let r = crate::fgraph::graph::resolve_gen(&target)
+            // SAFETY: a valid ops (contract).
+            .and_then(|(ips, gen)| unsafe {
+                set_filter(gops, &ips, remove != 0, reset != 0, Some(gen))
+            });
+        match r {
+            Err(e) if e == EAGAIN && tries < 8 => tries += 1,
+            r => break r,
+        }
+    };
     match r {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
@@ -192,8 +205,15 @@ pub unsafe extern "C" fn ufgraph_set_filter(
 /// # Safety
 ///
 /// `gops` must point to a valid ops that the caller does not register or unregister
-/// concurrently.
-unsafe fn set_filter(gops: *mut ufgraph_ops, ips: &[usize], remove: bool, reset: bool) -> Result {
+/// concurrently. `gen`: the module generation `ips` were resolved at, if they were
+/// (`fgraph::graph::resolve_gen`).
+unsafe fn set_filter(
+    gops: *mut ufgraph_ops,
+    ips: &[usize],
+    remove: bool,
+    reset: bool,
+    gen: Option<u64>,
+) -> Result {
     // SAFETY: valid (contract); only this file touches these private fields.
     let (slot, fp) = unsafe {
         (
@@ -211,7 +231,10 @@ unsafe fn set_filter(gops: *mut ufgraph_ops, ips: &[usize], remove: bool, reset:
             return Err(EINVAL);
         }
         let g = graph().ok_or(ENODEV)?;
-        return g.hub_filter(slot, ips, remove);
+        return match gen {
+            Some(gen) => g.hub_filter_resolved(slot, ips, remove, gen),
+            None => g.hub_filter(slot, ips, remove),
+        };
     }
     if !remove && !ips.is_empty() {
         // Checked now, not at registration: a bad address is the caller's error here.

@@ -85,6 +85,10 @@ struct RegState {
     /// but must not be resolved any more ([`resolve`]). A name leaves when a module of that
     /// name comes again (which the module loader allows only once the old one is gone).
     going: KVec<KVec<u8>>,
+    /// Bumped with every change of `going` (a module coming or going): functions resolved at
+    /// an older generation may belong to a module whose functions the notifier has already
+    /// taken off the hub ([`Graph::hub_filter_resolved`]).
+    modules_gen: u64,
 }
 
 /// Counters shown in debugfs.
@@ -143,19 +147,55 @@ pub fn trampoline() -> usize {
 /// leaving out the functions of modules that are going away: what fprobes and the C API's
 /// `ufgraph_set_filter()` hook. Process context.
 pub fn resolve(t: &Target<'_>) -> Result<KVec<usize>> {
-    let mut going: KVec<KVec<u8>> = KVec::new();
-    if let Some(g) = graph() {
-        let reg = g.reg.lock();
-        for m in reg.going.iter() {
-            let mut v = KVec::with_capacity(m.len(), GFP_KERNEL)?;
-            v.extend_from_slice(m, GFP_KERNEL)?;
-            going.push(v, GFP_KERNEL)?;
-        }
+    resolve_gen(t).map(|(ips, _)| ips)
+}
+
+/// [`resolve`], with the graph core's module generation the list of going modules was read at
+/// (0 without a core): [`Graph::hub_filter_resolved`] refuses the functions if a module came
+/// or went since.
+pub fn resolve_gen(t: &Target<'_>) -> Result<(KVec<usize>, u64)> {
+    match graph() {
+        Some(g) => g.resolve_gen(t),
+        None => Ok((crate::sys::ksym::resolve(t, None)?, 0)),
     }
-    crate::sys::ksym::resolve(t, |f| {
+}
+
+/// How many times a hub change resolves its functions again when a module came or went
+/// meanwhile (each round is a module load or unload: a few are plenty).
+const STALE_TRIES: usize = 8;
+
+impl Graph {
+    /// [`resolve_gen`] against this core's list of going modules.
+    fn resolve_gen(&self, t: &Target<'_>) -> Result<(KVec<usize>, u64)> {
+        let mut going: KVec<KVec<u8>> = KVec::new();
+        let gen = {
+            let reg = self.reg.lock();
+            for m in reg.going.iter() {
+                let mut v = KVec::with_capacity(m.len(), GFP_KERNEL)?;
+                v.extend_from_slice(m, GFP_KERNEL)?;
+                going.push(v, GFP_KERNEL)?;
+            }
+            reg.modules_gen
+        };
+        resolve_skipping(t, &going).map(|ips| (ips, gen))
+    }
+}
+
+/// Whether any of `ips` is a module's function, which a module going away may take along.
+fn in_modules(ips: &[usize]) -> bool {
+    ips.iter().any(|&ip| crate::sys::ksym::in_module(ip))
+}
+
+/// `sys::ksym::resolve`, leaving out the functions of the modules named in `going`.
+fn resolve_skipping(t: &Target<'_>, going: &[KVec<u8>]) -> Result<KVec<usize>> {
+    let gone = |f: &crate::sys::ksym::funclist::Func<'_>| {
         f.module
             .is_some_and(|m| going.iter().any(|g| g.as_slice() == m))
-    })
+    };
+    // No module going: nothing to leave out (nor to look up, for addresses).
+    let skip: Option<&dyn Fn(&crate::sys::ksym::funclist::Func<'_>) -> bool> =
+        (!going.is_empty()).then_some(&gone);
+    crate::sys::ksym::resolve(t, skip)
 }
 
 impl Graph {
@@ -170,6 +210,7 @@ impl Graph {
                 probes: KVec::new(),
                 hub: hub_state,
                 going: KVec::new(),
+                modules_gen: 0,
             }),
             hub,
             tasks <- Tasks::new(),
@@ -286,7 +327,8 @@ impl Graph {
 
     /// Registers `slot` on the hub, for the functions at `ips` (not empty; start addresses or
     /// ftrace locations): no `ftrace_ops` of its own. `ENOSPC` when 16 ops are registered,
-    /// `EINVAL` for an address that is not a traceable function; on failure nothing is left
+    /// `EINVAL` for an address that is not a traceable function (or a function of a module
+    /// going away), `EAGAIN` if modules keep coming and going; on failure nothing is left
     /// behind.
     ///
     /// # Safety
@@ -296,8 +338,24 @@ impl Graph {
         if ips.is_empty() {
             return Err(EINVAL);
         }
-        let mut want = sorted(&crate::sys::ksym::locations(ips)?)?;
-        let mut reg = self.reg.lock();
+        // The functions, and the generation they were resolved at: checked under `reg` (as in
+        // `hub_filter_gen`), so a module that started going meanwhile cannot have its functions
+        // put on the hub after the notifier took its functions off.
+        let mut tries = 0;
+        let (mut want, mut reg) = loop {
+            let (want, gen) = self.resolve_gen(&Target::Ips(ips))?;
+            let reg = self.reg.lock();
+            // A moved generation matters only to a module's functions: under module churn
+            // (a client loaded and unloaded in a loop) the kernel's are never refused.
+            if reg.modules_gen == gen || !in_modules(&want) {
+                break (want, reg);
+            }
+            drop(reg);
+            if tries == STALE_TRIES {
+                return Err(EAGAIN);
+            }
+            tries += 1;
+        };
         let RegState { lru, probes, .. } = &mut *reg;
         self.tasks.attach(probes)?;
         let Some(idx) = lru.alloc() else {
@@ -326,8 +384,57 @@ impl Graph {
     /// Adds (or with `remove`, removes) functions of a slot registered on the hub. Removing
     /// the last one is refused (`EINVAL`): unregister instead.
     pub fn hub_filter(&self, slot: &Slot, ips: &[usize], remove: bool) -> Result {
-        let change = sorted(&crate::sys::ksym::locations(ips)?)?;
-        let mut reg = self.reg.lock();
+        self.hub_filter_gen(slot, ips, remove, None)
+    }
+
+    /// [`Graph::hub_filter`] on functions from [`resolve_gen`] at module generation `gen`:
+    /// `EAGAIN`, and nothing changed, if a module came or went since they were resolved and
+    /// some of them are a module's (the kernel image's functions never go).
+    /// Without the check, a module whose `MODULE_STATE_GOING` notification ran after the
+    /// resolution read the list of going modules, and whose functions ftrace still listed
+    /// (until `ftrace_release_mod()`), would have its functions added after the notifier took
+    /// that module's functions off the hub ([`Graph::drop_module`]): left in the hub's filter
+    /// and table for good.
+    pub fn hub_filter_resolved(
+        &self,
+        slot: &Slot,
+        ips: &[usize],
+        remove: bool,
+        gen: u64,
+    ) -> Result {
+        self.hub_filter_gen(slot, ips, remove, Some(gen))
+    }
+
+    /// The current module generation (see [`resolve_gen`]).
+    pub fn modules_gen(&self) -> u64 {
+        self.reg.lock().modules_gen
+    }
+
+    fn hub_filter_gen(&self, slot: &Slot, ips: &[usize], remove: bool, gen: Option<u64>) -> Result {
+        let mut tries = 0;
+        let (change, mut reg) = loop {
+            // What is added is resolved as an fprobe's addresses are: a going module's
+            // functions refused (`EINVAL`). A removal adds nothing: any address ftrace knows.
+            let (change, now) = if remove || ips.is_empty() {
+                (sorted(&crate::sys::ksym::locations(ips)?)?, None)
+            } else {
+                let (change, now) = self.resolve_gen(&Target::Ips(ips))?;
+                (change, Some(gen.unwrap_or(now)))
+            };
+            let reg = self.reg.lock();
+            // Checked under `reg`, which the notifier takes to change the list and the
+            // generation, and again to drop a going module's functions: either it has not run
+            // yet (and will drop them from this slot too), or the generation moved.
+            if now.is_none_or(|g| g == reg.modules_gen) || !in_modules(&change) {
+                break (change, reg);
+            }
+            drop(reg);
+            // Functions the caller resolved (a glob) are the caller's to resolve again.
+            if gen.is_some() || tries == STALE_TRIES {
+                return Err(EAGAIN);
+            }
+            tries += 1;
+        };
         let idx = slot.idx();
         if !slot.on_hub()
             || idx >= ARRAY_SIZE
@@ -380,6 +487,7 @@ impl Graph {
     /// before anything that resolved functions earlier is told they are stale.
     pub fn module_coming(&self, name: &[u8]) {
         let mut reg = self.reg.lock();
+        reg.modules_gen += 1;
         if let Some(i) = reg.going.iter().position(|g| g.as_slice() == name) {
             drop(crate::sys::kvec::remove(&mut reg.going, i));
         }
@@ -390,6 +498,7 @@ impl Graph {
     /// (fprobe's module generation), so that what resolves after that cannot see them.
     pub fn module_going(&self, name: &[u8]) {
         let mut reg = self.reg.lock();
+        reg.modules_gen += 1;
         if !reg.going.iter().any(|g| g.as_slice() == name) {
             let mut v = KVec::new();
             // Out of memory: fprobe's generation still moves, so only a resolution in the

@@ -143,11 +143,30 @@ pub enum Target<'a> {
 /// The ftrace locations `t` selects, sorted and without duplicates, leaving out the functions
 /// `skip` says (a going module's). `ENOENT` (with a log line naming it) for an unknown symbol or
 /// an empty match, `EINVAL` for an address that is neither a traceable function's ftrace
-/// location nor its start. Process context.
-pub fn resolve(t: &Target<'_>, skip: impl Fn(&Func<'_>) -> bool) -> Result<KVec<usize>> {
+/// location nor its start, or is a function `skip` says. Process context.
+///
+/// Without `skip`, nothing is left out (and addresses are not looked up in kallsyms).
+pub fn resolve(t: &Target<'_>, skip: Option<&dyn Fn(&Func<'_>) -> bool>) -> Result<KVec<usize>> {
+    let check_ips = skip.is_some();
+    let skip = |f: &Func<'_>| skip.is_some_and(|s| s(f));
     let mut out = KVec::new();
     match t {
-        Target::Ips(ips) => out = locations(ips)?,
+        Target::Ips(ips) => {
+            out = locations(ips)?;
+            // A going module's functions are still ftrace's until `ftrace_release_mod()`, after
+            // the notifiers: by address too, they must not be hooked once `skip` names them.
+            let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
+            for &loc in out.iter().filter(|_| check_ips) {
+                let n = symbol_with_offset(loc, &mut buf).min(buf.len());
+                let Some((name, module)) = name::parts(&buf[..n]) else {
+                    continue;
+                };
+                if skip(&Func { loc, name, module }) {
+                    pr_err!("ufgraph: {:#x} is in a module going away\n", loc);
+                    return Err(EINVAL);
+                }
+            }
+        }
         Target::Syms(syms) => {
             let mut found: KVec<Option<usize>> = KVec::new();
             found.extend_with(syms.len(), None, GFP_KERNEL)?;
@@ -493,6 +512,14 @@ pub fn symbol_with_offset(addr: usize, buf: &mut SymbolBuf) -> usize {
     // SAFETY: `buf` has the KSYM_SYMBOL_LEN bytes sprint_symbol may write.
     let n = unsafe { bindings::sprint_symbol(buf.as_mut_ptr().cast(), addr as _) };
     n.max(0) as usize
+}
+
+/// Whether kallsyms places `addr` in a module rather than the kernel image: only a module's
+/// functions can go away.
+pub fn in_module(addr: usize) -> bool {
+    let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
+    let n = symbol_with_offset(addr, &mut buf).min(buf.len());
+    name::parts(&buf[..n]).is_some_and(|(_, module)| module.is_some())
 }
 
 /// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.

@@ -40,9 +40,46 @@ pub fn hooker(s: &[u8]) -> Hooker {
     }
 }
 
+/// The function name and the module (`None`: the kernel image) in kallsyms' text `s` for an
+/// address (`name+0x1f/0x80 [module]`); `None` when the text names no symbol (a bare address).
+/// What an address resolves to when it is checked against the modules going away.
+pub fn parts(s: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
+    let plus = s.iter().position(|&c| c == b'+')?;
+    let (name, rest) = s.split_at(plus);
+    if name.is_empty() {
+        return None;
+    }
+    let module = rest
+        .iter()
+        .position(|&c| c == b'[')
+        .and_then(|open| rest.get(open + 1..))
+        .and_then(|m| m.iter().position(|&c| c == b']').map(|close| &m[..close]))
+        // `[module]` may carry a build id after a blank (CONFIG_STACKTRACE_BUILD_ID).
+        .map(|m| m.split(|&c| c == b' ').next().unwrap_or(m))
+        .filter(|m| !m.is_empty());
+    Some((name, module))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_and_modules() {
+        assert_eq!(parts(b"vfs_read+0x4/0x1a0"), Some((&b"vfs_read"[..], None)));
+        assert_eq!(
+            parts(b"ufg_test_add+0x0/0x20 [ufgraph_kunit]"),
+            Some((&b"ufg_test_add"[..], Some(&b"ufgraph_kunit"[..])))
+        );
+        assert_eq!(
+            parts(b"f+0x0/0x20 [m 0123abcd]"),
+            Some((&b"f"[..], Some(&b"m"[..])))
+        );
+        assert_eq!(parts(b"0xffffffffc0001000"), None);
+        assert_eq!(parts(b"+0x0/0x10"), None);
+        assert_eq!(parts(b"f+0x0/0x10 []"), Some((&b"f"[..], None)));
+        assert_eq!(parts(b"f+0x0/0x10 [m"), Some((&b"f"[..], None)));
+    }
 
     fn is_trampoline(s: &[u8]) -> bool {
         hooker(s) != Hooker::Plain

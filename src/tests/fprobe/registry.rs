@@ -119,6 +119,12 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
             Ok(_) => return Err(t.fail(format_args!("resolved a going module's function"))),
             Err(e) => kcheck!(t, e == ENOENT, "resolve while going: {:?}", e),
         }
+        // By address too: ftrace lists the function until after the notifiers.
+        let add_ip = bindings::ufg_test_add as *const () as usize;
+        match Fprobes::resolve_gen(&Target::Ips(&[add_ip])) {
+            Ok(_) => return Err(t.fail(format_args!("resolved a going module's address"))),
+            Err(e) => kcheck!(t, e == EINVAL, "resolve by address while going: {:?}", e),
+        }
         expect_err(
             t,
             // SAFETY: as above.
