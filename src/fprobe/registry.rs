@@ -450,10 +450,11 @@ impl Fprobes {
             reg.entry_probes -= 1
         }
         self.regs.remove(&mut reg.regs_counts, id);
-        // It is out of `regs`, `single_exit` and `DISPATCH` now, and nothing else frees it.
-        // SAFETY: `private.live` came from `KBox::into_raw` at registration and is reclaimed
-        // once, here (the caller); it is dropped only after a grace period (the caller, and
-        // `Live`'s invariants).
+        // SAFETY: `private.live` came from `KBox::into_raw` at registration. It is out of
+        // `regs`, `single_exit` and `DISPATCH` now, so no new reader can find it, and nothing
+        // else frees it: it is reclaimed once, here. The box is dropped only after a grace
+        // period (the caller, and `Live`'s invariants), so readers that loaded it before are
+        // done with it by then.
         unsafe { KBox::from_raw(private.live) }
     }
 
