@@ -65,14 +65,22 @@ fn check_error(marked: &str, code: ErrCode) -> ProbeError {
     let pos = marked.find('^').expect("no caret");
     let cmd = marked.replacen('^', "", 1);
     let e = err(&cmd);
+    check_logged(&e, marked, &cmd, code, pos);
+    e
+}
+
+/// `e` is the error `code` at `pos` of `cmd` (`marked` for messages), and its `error_log` entry
+/// is upstream's, as `ftrace_errlog_check` reads it (its last line is 13 + pos bytes:
+/// "  Command: ", the spaces, "^\n").
+#[track_caller]
+fn check_logged(e: &ProbeError, marked: &str, cmd: &str, code: ErrCode, pos: usize) {
     assert_eq!((e.code, e.pos), (code, pos), "{marked:?}: {e:?}");
-    let log = e.log(&cmd, &CFG, 0).to_string();
+    let log = e.log(cmd, &CFG, 0).to_string();
     assert!(
         log.contains(&format!("trace_fprobe: error: {}\n", code.message())),
         "{log}"
     );
     assert_eq!(log.lines().last().unwrap().len() + 1, 13 + pos, "{log}");
-    e
 }
 
 /// The error logged when the symbol of the definition `marked` (with '^' at the symbol) matches

@@ -90,13 +90,7 @@ fn tcheck_with(marked: &str, code: ErrCode, task: bool) -> ProbeError {
         Err(Error::Probe(e)) => e,
         other => panic!("{cmd:?}: {other:?}"),
     };
-    assert_eq!((e.code, e.pos), (code, pos), "{marked:?}: {e:?}");
-    let log = e.log(&cmd, &CFG, 0).to_string();
-    assert!(
-        log.contains(&format!("trace_fprobe: error: {}\n", code.message())),
-        "{log}"
-    );
-    assert_eq!(log.lines().last().unwrap().len() + 1, 13 + pos, "{log}");
+    check_logged(&e, marked, &cmd, code, pos);
     e
 }
 
