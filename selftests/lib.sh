@@ -95,3 +95,13 @@ clients_off() {
 	done
 	dmesg | grep "kretprobe_client:" | grep -q "missed=0" || { echo "kretprobe missed: $(dmesg | grep kretprobe_client)"; return 1; }
 }
+
+# A definition dynamic_events must refuse with upstream's error_log entry: the command, the
+# caret under CARET-COLUMN (its column in the command), and MESSAGE; the log is cleared after.
+refused_at() { # DEFINITION CARET-COLUMN MESSAGE
+	echo "$1" >> $DE 2>/dev/null && fail "accepted: $1"
+	grep -qxF "  Command: $1" $EL || fail "error_log command: $(cat $EL)"
+	grep -qx "$(printf "%$((11 + $2))s^" '')" $EL || fail "error_log caret for $1: $(cat $EL)"
+	grep -qF "$3" $EL || fail "error_log message for $1: $(cat $EL)"
+	echo > $EL
+}

@@ -33,20 +33,13 @@ grep -q 'field:s32 a;' $F/e/format || fail "format e: $(cat $F/e/format)"
 grep -q 'field:s64 b;' $F/e/format || fail "format e: $(cat $F/e/format)"
 grep -q 'field:s64 arg2;' $F/x/format || fail "format x: $(cat $F/x/format)"
 # Refusals: upstream's error and caret; nothing left behind.
-refused() { # DEFINITION CARET-COLUMN MESSAGE
-	echo "$1" >> $DE 2>/dev/null && fail "accepted: $1"
-	grep -qxF "  Command: $1" $EL || fail "error_log command: $(cat $EL)"
-	grep -qx "$(printf "%$((11 + $2))s^" '')" $EL || fail "error_log caret for $1: $(cat $EL)"
-	grep -qF "$3" $EL || fail "error_log message for $1: $(cat $EL)"
-	echo > $EL
-}
 # (The caret under the member's name after `->`, under `$arg3`.)
 cmd='f:ufgm/bad ufgt_btf_pair p->nosuch'
 pre=${cmd%%>*}
-refused "$cmd" "$((${#pre} + 1))" 'This field is not found.'
+refused_at "$cmd" "$((${#pre} + 1))" 'This field is not found.'
 cmd='f:ufgm/bad ufgt_btf_pair $arg3'
 pre=${cmd%%\$*}
-refused "$cmd" "${#pre}" 'This variable is not found at this probe point'
+refused_at "$cmd" "${#pre}" 'This variable is not found at this probe point'
 [ -d $F/bad ] && fail "a refused definition left its event"
 
 echo 1 > $F/enable
@@ -69,7 +62,7 @@ echo '-:ufgm/all' >> $DE || fail "remove all: $(tail -3 $EL)"
 grep -q 'ufgm/all' $DE && fail "ufgm/all still listed"
 # Without the module, its function has no BTF: a BTF argument is refused as upstream does.
 cmd='f:ufgm/gone ufgt_btf_pair p'
-refused "$cmd" "$((${#cmd} - 1))" 'No BTF entry for this probe point'
+refused_at "$cmd" "$((${#cmd} - 1))" 'No BTF entry for this probe point'
 # Back: a new definition reads its BTF again.
 insmod $KO/globfns.ko || fail "insmod globfns again"
 define 'f:ufgm/again ufgt_btf_pair a=p->a'

@@ -73,24 +73,17 @@ grep -q 'field:u64 gl;' $F_/e/format || fail "format e: $(cat $F_/e/format)"
 grep -q 'field:u32 fm;' $F_/a/format || fail "format a: $(cat $F_/a/format)"
 
 # Refusals: upstream's error and caret (its column in the command); nothing left behind.
-refused() { # DEFINITION CARET-COLUMN MESSAGE
-	echo "$1" >> $DE 2>/dev/null && fail "accepted: $1"
-	grep -qxF "  Command: $1" $EL || fail "error_log command: $(cat $EL)"
-	grep -qx "$(printf "%$((11 + $2))s^" '')" $EL || fail "error_log caret for $1: $(cat $EL)"
-	grep -qF "$3" $EL || fail "error_log message for $1: $(cat $EL)"
-	echo > $EL
-}
 cmd='f:ufgc/bad vfs_read (nosuch_struct)file->f_mode'
 pre=${cmd%%(*}
-refused "$cmd" "$((${#pre} + 1))" 'This is not a pointer to union/structure.'
+refused_at "$cmd" "$((${#pre} + 1))" 'This is not a pointer to union/structure.'
 cmd='f:ufgc/bad vfs_read (file)file'
-refused "$cmd" "${#cmd}" 'Typecast requires a field access'
+refused_at "$cmd" "${#cmd}" 'Typecast requires a field access'
 cmd='f:ufgc/bad vfs_read (file,f_path->dentry)file->f_mode'
 pre=${cmd%%-*}
-refused "$cmd" "${#pre}" 'Typecast field option does not support -> operator'
+refused_at "$cmd" "${#pre}" 'Typecast field option does not support -> operator'
 cmd='f:ufgc/bad vfs_read $current->nosuch'
 pre=${cmd%%>*}
-refused "$cmd" "$((${#pre} + 1))" 'This field is not found.'
+refused_at "$cmd" "$((${#pre} + 1))" 'This field is not found.'
 [ -d $F_/bad ] && fail "a refused definition left its event"
 grep -q 'ufgc/bad' $DE && fail "a refused definition is listed"
 
