@@ -3,10 +3,11 @@
  * ufgraph's C helpers: only what Rust cannot express against 6.12 (static inlines and macros
  * the kernel crate does not wrap, struct fields and offsets, module parameters, and the
  * EXPORT_SYMBOL_GPL of the C API). One file per job, as rust/helpers/ does, each beside the
- * Rust that uses it (src/sys/*.c; the exports in src/{fgraph,fprobe,kretprobe}/exports.c) and
- * saying which Rust files use it and why. They form one translation unit, this one, compiled
- * twice: into ufgraph.ko, and (through helpers_kunit.c, with UFG_KUNIT defined) into
- * ufgraph_kunit.ko, which must not export anything so that both modules can coexist.
+ * Rust that uses it (the .c files in src/sys/; the exports in exports.c of src/fgraph/,
+ * src/fprobe/ and src/kretprobe/) and saying which Rust files use it and why. They form one
+ * translation unit, this one, compiled twice: into ufgraph.ko, and (through helpers_kunit.c,
+ * with UFG_KUNIT defined) into ufgraph_kunit.ko, which must not export anything so that both
+ * modules can coexist.
  * Declarations: helpers.h (what bindgen reads).
  */
 #include <linux/fs.h>
