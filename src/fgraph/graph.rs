@@ -181,9 +181,10 @@ impl Graph {
     }
 }
 
-/// Whether any of `ips` is a module's function, which a module going away may take along.
-fn in_modules(ips: &[usize]) -> bool {
-    ips.iter().any(|&ip| crate::sys::ksym::in_module(ip))
+/// Whether any of `ips` may be a module's function, which a module going away may take along
+/// (anything outside the kernel image's text).
+pub(crate) fn in_modules(ips: &[usize]) -> bool {
+    ips.iter().any(|&ip| !crate::sys::ksym::in_image_text(ip))
 }
 
 /// `sys::ksym::resolve`, leaving out the functions of the modules named in `going`.

@@ -283,7 +283,8 @@ impl<H: FprobeHandler> Fprobe<H> {
     }
 
     /// Registers the probe on functions resolved by `Fprobes::resolve_gen`: `EAGAIN` if a
-    /// module came or went since (resolve again), `EINVAL` if they are not sorted and unique.
+    /// module came or went since and some of them are a module's (resolve again), `EINVAL` if
+    /// they are not sorted and unique.
     pub fn register_resolved(self: Pin<&mut Self>, r: Resolved) -> Result {
         let core = fprobes().ok_or(ENODEV)?;
         if self.registered {

@@ -111,7 +111,8 @@ impl Fprobes {
     }
 
     /// [`Fprobes::register_resolved`] on functions from [`Fprobes::resolve_gen`]: `EAGAIN`, and
-    /// nothing registered, if a module came or went since they were resolved.
+    /// nothing registered, if a module came or went since they were resolved and some of them
+    /// are outside the kernel image's text (a module's: the image's never go).
     ///
     /// # Safety
     ///
@@ -145,8 +146,10 @@ impl Fprobes {
         }
         // Checked under `reg`, which the module notifier takes to drop a going module's
         // functions: either it has not run yet (and will drop them from this probe too), or
-        // the generation moved.
-        if gen.is_some_and(|g| g != reg.modules_gen) {
+        // the generation moved. A moved generation matters only to a module's functions: under
+        // module churn (a client loaded and unloaded in a loop) probes on the kernel's own are
+        // never refused.
+        if gen.is_some_and(|g| g != reg.modules_gen) && crate::fgraph::graph::in_modules(&ips) {
             return Err(EAGAIN);
         }
         let id = reg.next_id;

@@ -147,6 +147,8 @@ pub enum Target<'a> {
 ///
 /// Without `skip`, nothing is left out (and addresses are not looked up in kallsyms).
 pub fn resolve(t: &Target<'_>, skip: Option<&dyn Fn(&Func<'_>) -> bool>) -> Result<KVec<usize>> {
+    // For the registrations that check the image's text under their locks (see there).
+    find_image_text();
     let check_ips = skip.is_some();
     let skip = |f: &Func<'_>| skip.is_some_and(|s| s(f));
     let mut out = KVec::new();
@@ -514,12 +516,48 @@ pub fn symbol_with_offset(addr: usize, buf: &mut SymbolBuf) -> usize {
     n.max(0) as usize
 }
 
-/// Whether kallsyms places `addr` in a module rather than the kernel image: only a module's
-/// functions can go away.
-pub fn in_module(addr: usize) -> bool {
-    let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
-    let n = symbol_with_offset(addr, &mut buf).min(buf.len());
-    name::parts(&buf[..n]).is_some_and(|(_, module)| module.is_some())
+/// The kernel image's text, `_stext` to `_etext`, from kallsyms: `[start, end)`, both 0 until
+/// [`find_image_text`] found them.
+static IMAGE_TEXT: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+/// Whether [`find_image_text`] has tried (once: it reads `/proc/kallsyms`).
+static IMAGE_TEXT_TRIED: AtomicBool = AtomicBool::new(false);
+
+/// Looks up the bounds of the kernel image's text for [`in_image_text`], the first time only.
+/// Process context, with no lock held that a reader of `/proc/kallsyms` might take: [`resolve`]
+/// calls it, so that the registrations that check [`in_image_text`] under their locks find the
+/// bounds there.
+pub fn find_image_text() {
+    if IMAGE_TEXT_TRIED.swap(true, Relaxed) {
+        return;
+    }
+    let bounds = (|| -> Result<(usize, usize)> {
+        let start = lookup_kallsyms(b"_stext")?.ok_or(ENOENT)?;
+        let end = lookup_kallsyms(b"_etext")?.ok_or(ENOENT)?;
+        if start >= end {
+            return Err(EINVAL);
+        }
+        Ok((start, end))
+    })();
+    match bounds {
+        Ok((start, end)) => {
+            IMAGE_TEXT[0].store(start, Relaxed);
+            IMAGE_TEXT[1].store(end, Release);
+        }
+        Err(e) => pr_warn!(
+            "ufgraph: no _stext/_etext in /proc/kallsyms ({:?}): while modules come and go, registrations may fail with EAGAIN\n",
+            e
+        ),
+    }
+}
+
+/// Whether `addr` is in the kernel image's text, which never goes away; a module's functions
+/// may (with the module), and their addresses be reused by the next module loaded. By address
+/// range, not by asking kallsyms whose `addr` is: a module that has gone already is nobody's,
+/// and its old functions would pass for the image's. `false` (a module's, the careful answer)
+/// if [`find_image_text`] did not find the bounds.
+pub fn in_image_text(addr: usize) -> bool {
+    let end = IMAGE_TEXT[1].load(Acquire);
+    (IMAGE_TEXT[0].load(Relaxed)..end).contains(&addr)
 }
 
 /// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.

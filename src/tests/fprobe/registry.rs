@@ -94,7 +94,8 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
     let before = c.counts();
     let add_sym = [c_str!("ufg_test_add")];
     let mut fp = probe(true, false, 0);
-    // Functions resolved before a module came (or went) are refused, and nothing is left.
+    // A module's functions resolved before a module came (or went) are refused, and nothing
+    // is left.
     let r = match Fprobes::resolve_gen(&Target::Syms(&add_sym)) {
         Ok(r) => r,
         Err(e) => return Err(t.fail(format_args!("resolve: {:?}", e))),
@@ -109,6 +110,42 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
     )?;
     kcheck!(t, !c.is_registered(&mut *fp));
     kcheck_eq!(t, c.counts(), before);
+    // The kernel image's functions never go: a moved generation refuses them only beside a
+    // module's (under module churn, probes on the kernel's own functions still register).
+    let image = [c_str!("vfs_read")];
+    let r = t.check_ok(
+        Fprobes::resolve_gen(&Target::Syms(&image)),
+        "resolve vfs_read",
+    )?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    kcheck!(
+        t,
+        r.ips.iter().all(|&ip| crate::sys::ksym::in_image_text(ip))
+            && !crate::sys::ksym::in_image_text(add_ip),
+        "the image's text: vfs_read in it, this module's function not"
+    );
+    c.module_coming();
+    // SAFETY: as above.
+    t.check_ok(
+        unsafe { c.register_checked(&mut *fp, r) },
+        "image function, moved generation",
+    )?;
+    kcheck!(t, c.is_registered(&mut *fp));
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
+    let both = [c_str!("vfs_read"), c_str!("ufg_test_add")];
+    let r = t.check_ok(Fprobes::resolve_gen(&Target::Syms(&both)), "resolve both")?;
+    c.module_coming();
+    expect_err(
+        t,
+        // SAFETY: as above.
+        unsafe { c.register_checked(&mut *fp, r) },
+        EAGAIN,
+        "image and module functions, moved generation",
+    )?;
+    kcheck!(t, !c.is_registered(&mut *fp));
+    kcheck_eq!(t, c.counts(), before);
+    // vfs_read may have run meanwhile: the counts below are of this module's function only.
+    reset();
     {
         // This module's functions while it is going: not resolved, by name or by glob.
         let Some(g) = crate::fgraph::graph::graph() else {

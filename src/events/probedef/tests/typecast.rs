@@ -295,7 +295,10 @@ fn typecast_refusals() {
     );
     tcheck("f vfs_read (file,^f_mode)file->f_count", TypecastNotAligned);
     // f_flags is a bitfield that starts on a byte (bit 0 in the sample): refused all the same.
-    tcheck("f vfs_read (file,^f_flags)file->f_count", TypecastNotAligned);
+    tcheck(
+        "f vfs_read (file,^f_flags)file->f_count",
+        TypecastNotAligned,
+    );
     tcheck("f vfs_read (file,f_name.^nosuch)file->f_count", NoBtfField);
     tcheck("f vfs_read (file)file->f_count->^x", NoPtrStrct);
     tcheck("f vfs_read (file)file->^nosuch", NoBtfField);
