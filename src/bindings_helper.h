@@ -30,6 +30,8 @@
 
 /* Constants bindgen cannot evaluate from their macros. */
 const size_t UFG_KSYM_SYMBOL_LEN = KSYM_SYMBOL_LEN;
+/* The size of the kernel's per-CPU arrays (__per_cpu_offset, __cpu_online_mask's bits). */
+const size_t UFG_NR_CPUS = NR_CPUS;
 const unsigned long UFG_TRACE_FUNCTION_TYPE = (unsigned long)TRACE_FUNCTION_TYPE;
 const int UFG_FILTER_OTHER = FILTER_OTHER;
 const int UFG_TRACE_EVENT_FL_FPROBE = TRACE_EVENT_FL_FPROBE;

@@ -14,7 +14,8 @@ use core::arch::asm;
 
 extern "C" {
     static context_tracking: u8;
-    static __per_cpu_offset: usize;
+    // At its full size (NR_CPUS): reading any entry stays inside the object Rust is told of.
+    static __per_cpu_offset: [usize; b::UFG_NR_CPUS];
 }
 
 /// The current task (`current`: `sp_el0` while in the kernel).
@@ -89,7 +90,10 @@ pub fn rcu_watching() -> bool {
     // SAFETY: `__per_cpu_offset` has nr_cpu_ids entries and `cpu()` is below it; the per-CPU
     // copy of `context_tracking` lies at the symbol plus this CPU's offset.
     unsafe {
-        let off = core::ptr::addr_of!(__per_cpu_offset).add(cpu()).read();
+        let off = core::ptr::addr_of!(__per_cpu_offset)
+            .cast::<usize>()
+            .add(cpu())
+            .read();
         let ct = (core::ptr::addr_of!(context_tracking) as usize).wrapping_add(off);
         ((ct + b::UFG_CT_STATE) as *const u32).read_volatile() & b::UFG_CT_RCU_WATCHING as u32 != 0
     }

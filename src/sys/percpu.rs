@@ -20,7 +20,9 @@ pub fn per_cpu_vec<T>(gfp: Flags, init: impl Fn() -> T) -> Result<KVVec<T>> {
 extern "C" {
     /// Each possible CPU's offset of its per-CPU area (exported on x86_64 and arm64 SMP
     /// kernels): a per-CPU variable's copy for CPU `n` is at its address plus entry `n`.
-    static __per_cpu_offset: usize;
+    /// Declared at its full size (NR_CPUS), so that reading any entry stays inside the object
+    /// Rust is told of.
+    static __per_cpu_offset: [usize; crate::bindings::UFG_NR_CPUS];
 }
 
 /// This CPU's copy of the per-CPU variable at per-CPU address `addr`, as `this_cpu_ptr()`
@@ -33,6 +35,11 @@ pub fn this_cpu_ptr(addr: usize) -> usize {
     }
     // SAFETY: `__per_cpu_offset` is an array of NR_CPUS entries, at least nr_cpu_ids, set up at
     // boot and never written again; `cpu` is below nr_cpu_ids.
-    let off = unsafe { core::ptr::addr_of!(__per_cpu_offset).add(cpu).read() };
+    let off = unsafe {
+        core::ptr::addr_of!(__per_cpu_offset)
+            .cast::<usize>()
+            .add(cpu)
+            .read()
+    };
     addr.wrapping_add(off)
 }

@@ -164,9 +164,14 @@ pub fn cpu_online(cpu: usize) -> bool {
     cpu < nr_cpu_ids() && cpu_online_bit(cpu)
 }
 
+/// Words in a bitmap of NR_CPUS bits.
+const CPU_MASK_WORDS: usize = crate::bindings::UFG_NR_CPUS.div_ceil(usize::BITS as usize);
+
 extern "C" {
-    // The online CPUs: a bitmap of NR_CPUS bits (the same symbol on every architecture).
-    static __cpu_online_mask: usize;
+    // The online CPUs: a bitmap of NR_CPUS bits (the same symbol on every architecture),
+    // declared at its full size, so that reading any of its words stays inside the object Rust
+    // is told of.
+    static __cpu_online_mask: [usize; CPU_MASK_WORDS];
 }
 
 /// `cpu_online(cpu)`, inline (the hot path's guard asks it on every hooked call, as
@@ -178,6 +183,7 @@ pub fn cpu_online_bit(cpu: usize) -> bool {
     // nr_cpu_ids <= NR_CPUS): the word is inside it. A plain racy read, as cpu_online() does.
     let w = unsafe {
         core::ptr::addr_of!(__cpu_online_mask)
+            .cast::<usize>()
             .add(cpu / bits)
             .read_volatile()
     };
