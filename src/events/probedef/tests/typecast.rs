@@ -37,7 +37,32 @@ fn task_blob() -> &'static Btf<'static> {
     ); // 5
     let ptr = bb.t("", 2, 0, false, 5, &[]); // 6
     assert_eq!(ptr, 6);
+    bitfield_structs(&mut bb, int, uint);
     index(leak(bb.build()))
+}
+
+/// Bitfields in the three shapes BTF gives them, for the field option's refusals:
+/// `struct inner { int x; unsigned int bf:8 @32; }` (kind_flag: the size in the member),
+/// `union { unsigned int u_w; unsigned int u_bf:4 @8; }` (anonymous, kind_flag), and
+/// `struct oldbits { int a; ob:5 @32; struct inner in @64; union {...} @128; }` without
+/// kind_flag, whose `ob` is marked in its INT type (5 bits), as older BTF does. Ids 7 to 10.
+fn bitfield_structs(bb: &mut Builder, int: u32, uint: u32) {
+    // INT, 4 bytes, 5 bits from bit 0 of the type.
+    let int5 = bb.t("unsigned int", 1, 0, false, 4, &[5]); // 7
+    let (x, bf) = (bb.s("x"), bb.s("bf"));
+    let inner = bb.t("inner", 4, 2, true, 8, &[x, int, 0, bf, uint, 8 << 24 | 32]); // 8
+    let (u_w, u_bf) = (bb.s("u_w"), bb.s("u_bf"));
+    let un = bb.t("", 5, 2, true, 4, &[u_w, uint, 0, u_bf, uint, 4 << 24 | 8]); // 9
+    let (a, ob, inn) = (bb.s("a"), bb.s("ob"), bb.s("in"));
+    bb.t(
+        "oldbits",
+        4,
+        4,
+        false,
+        20,
+        &[a, int, 0, ob, int5, 32, inn, inner, 64, 0, un, 128],
+    ); // 10
+    assert_eq!((int5, inner, un), (7, 8, 9));
 }
 
 /// The sample's functions and structs, and a `task_struct` (unless `task` is false).
@@ -299,6 +324,16 @@ fn typecast_refusals() {
         "f vfs_read (file,^f_flags)file->f_count",
         TypecastNotAligned,
     );
+    // A bitfield in a member (the caret at its name), in an anonymous union, or marked in
+    // its INT type (BTF without kind_flag): each starts on a byte, each refused.
+    tcheck("f vfs_read (oldbits,in.^bf)file->a", TypecastNotAligned);
+    tcheck("f vfs_read (oldbits,^u_bf)file->a", TypecastNotAligned);
+    tcheck("f vfs_read (oldbits,^ob)file->a", TypecastNotAligned);
+    // Their neighbours that are no bitfields are taken.
+    let a = targ("f vfs_read (oldbits,in.x)buf->a");
+    assert_eq!((a.ty, a.fetch.store), (FetchType::S32, mem(-8, 4)));
+    let a = targ("f vfs_read (oldbits,u_w)buf->a");
+    assert_eq!((a.ty, a.fetch.store), (FetchType::S32, mem(-16, 4)));
     tcheck("f vfs_read (file,f_name.^nosuch)file->f_count", NoBtfField);
     tcheck("f vfs_read (file)file->f_count->^x", NoPtrStrct);
     tcheck("f vfs_read (file)file->^nosuch", NoBtfField);
