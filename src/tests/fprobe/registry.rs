@@ -125,8 +125,8 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
         "the image's text: vfs_read in it, this module's function not"
     );
     c.module_coming();
-    // SAFETY: as above.
     t.check_ok(
+        // SAFETY: as above.
         unsafe { c.register_checked(&mut *fp, r) },
         "image function, moved generation",
     )?;
