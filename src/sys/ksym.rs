@@ -544,7 +544,7 @@ pub fn find_image_text() {
             IMAGE_TEXT[1].store(end, Release);
         }
         Err(e) => pr_warn!(
-            "ufgraph: no _stext/_etext in /proc/kallsyms ({:?}): while modules come and go, registrations may fail with EAGAIN\n",
+            "ufgraph: no _stext/_etext in /proc/kallsyms ({:?}): registrations under module churn tell the kernel's functions by kallsyms' names instead\n",
             e
         ),
     }
@@ -553,11 +553,34 @@ pub fn find_image_text() {
 /// Whether `addr` is in the kernel image's text, which never goes away; a module's functions
 /// may (with the module), and their addresses be reused by the next module loaded. By address
 /// range, not by asking kallsyms whose `addr` is: a module that has gone already is nobody's,
-/// and its old functions would pass for the image's. `false` (a module's, the careful answer)
-/// if [`find_image_text`] did not find the bounds.
+/// and its old functions would pass for the image's if "nobody's" counted as the image's.
+///
+/// Without the bounds (`/proc/kallsyms` hid its addresses from the first resolution's reader,
+/// `kptr_restrict`, or that lookup is still running): kallsyms' own lookup, which sees
+/// addresses whatever `kptr_restrict` says, must name a symbol of no module. A function of the
+/// image always has one; an address of a module, gone or not, never (a module gone is
+/// nobody's: a bare address; a BPF program or trampoline there is `[bpf]` and the like).
+/// Safe in any context kallsyms lookups are.
 pub fn in_image_text(addr: usize) -> bool {
     let end = IMAGE_TEXT[1].load(Acquire);
-    (IMAGE_TEXT[0].load(Relaxed)..end).contains(&addr)
+    if end != 0 {
+        return (IMAGE_TEXT[0].load(Relaxed)..end).contains(&addr);
+    }
+    let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
+    let n = symbol_with_offset(addr, &mut buf).min(buf.len());
+    name::parts(&buf[..n]).is_some_and(|(_, module)| module.is_none())
+}
+
+/// Forgets the bounds [`find_image_text`] found (`None`), or puts them back: for the KUnit case
+/// of [`in_image_text`]'s answer without them.
+#[cfg(ufgraph_kunit)]
+pub fn set_image_text(bounds: Option<(usize, usize)>) -> Option<(usize, usize)> {
+    let (start, end) = bounds.unwrap_or((0, 0));
+    let old = (
+        IMAGE_TEXT[0].swap(start, Relaxed),
+        IMAGE_TEXT[1].swap(end, AcqRel),
+    );
+    (old.1 != 0).then_some(old)
 }
 
 /// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.
