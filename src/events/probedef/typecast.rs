@@ -163,8 +163,9 @@ pub(super) fn parse_typecast<'t>(
         // Upstream's cursor, which the errors point at: at FIELD's last name, or past a "->".
         let mut at = o + 2 + name.len();
         let c = member_chain(field, id, &btf, &mut at)?;
-        // A bitfield has no address for EXPR to hold, even one that starts on a byte.
-        if c.bitoffs % 8 != 0 || c.bitsize != 0 {
+        // Upstream's check: FIELD must start on a byte. A bitfield that does is taken, at that
+        // byte, as upstream takes it (a definition that works there works here).
+        if c.bitoffs % 8 != 0 {
             return Err(fail(ErrCode::TypecastNotAligned, at, Errno::Inval));
         }
         if c.rest.is_some() {
