@@ -335,7 +335,12 @@ fn typecast_refusals() {
         ("(oldbits,u_w)buf->a", -16),
     ] {
         let a = targ(&format!("f vfs_read {}", arg));
-        assert_eq!((a.ty, a.fetch.store), (FetchType::S32, mem(off, 4)), "{}", arg);
+        assert_eq!(
+            (a.ty, a.fetch.store),
+            (FetchType::S32, mem(off, 4)),
+            "{}",
+            arg
+        );
     }
     tcheck("f vfs_read (file,f_name.^nosuch)file->f_count", NoBtfField);
     tcheck("f vfs_read (file)file->f_count->^x", NoPtrStrct);
