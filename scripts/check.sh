@@ -74,6 +74,34 @@ ff=$(grep -c '^fail ' "$fuzzlog" 2>/dev/null)
 add "${fp:-0}" "${ff:-0}"
 lap fuzz
 
+# One kernel's VM run. The debug kernel's comes last, with nothing building beside it: its set
+# (selftests/sets/debug.list) is split into shards by the list's second column, run as that
+# many VMs at once (single-threaded TCG: one CPU each), and their results put together as one
+# run's. The other kernels' runs overlap the next kernel's build, which takes the other CPU.
+run_vm() {
+	local arch=$1 flavour=$2 tag=$3 shards=1 k pids=()
+	if [ "$flavour" = debug ]; then
+		shards=$(awk '/^[^#]/ && $2 + 0 > n { n = $2 + 0 } END { print n > 1 ? n : 1 }' \
+			"$UFG_TOP/selftests/sets/debug.list")
+	fi
+	if [ "$shards" = 1 ]; then
+		"$UFG_TOP/scripts/vm.sh" "$arch" "$flavour" check
+		return
+	fi
+	rm -f "$UFG_BUILD"/{results,problems,times}-"$tag".s*.txt
+	for k in $(seq 1 "$shards"); do
+		UFG_VM_SHARD=$k "$UFG_TOP/scripts/vm.sh" "$arch" "$flavour" check \
+			> "$UFG_BUILD/vm-$tag.s$k.out" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for k in $(seq 1 "$shards"); do cat "$UFG_BUILD/vm-$tag.s$k.out"; done
+	local f
+	for f in results problems times; do
+		cat "$UFG_BUILD/$f-$tag".s*.txt > "$UFG_BUILD/$f-$tag.txt" 2>/dev/null
+	done
+}
+
 # In-VM tests, per kernel: ARCH or ARCH:FLAVOUR (debug: lockdep, KASAN, kmemleak...).
 for config in "${kernels[@]}"; do
 	arch=${config%%:*}
@@ -93,7 +121,7 @@ for config in "${kernels[@]}"; do
 		continue
 	fi
 	lap "build:$tag"
-	"$UFG_TOP/scripts/vm.sh" "$arch" "$flavour" check
+	run_vm "$arch" "$flavour" "$tag"
 	lap "vm:$tag"
 	r=$UFG_BUILD/results-$tag.txt
 	add "$(grep -c '^ok ' "$r")" "$(grep -c '^fail ' "$r")"

@@ -10,6 +10,10 @@
 # when anything failed. The run fails as a whole when QEMU exceeds its time limit
 # (UFG_VM_TIMEOUT seconds), when the VM never reports "@@ufg done", or when the
 # kernel log shows a WARNING, BUG, Oops, panic, lockdep, KASAN or kmemleak report.
+#
+# UFG_VM_SHARD=K runs only shard K of the test set (the set list's second column, see
+# selftests/run.sh), with its own log, results, time and initramfs files (NAME.sK): make check
+# runs the debug kernel's set as two such VMs at once, one per CPU.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -29,15 +33,17 @@ debug:*) default_timeout=1800 ;; # the set of selftests/sets/debug.list
 *) default_timeout=1500 ;;
 esac
 timeout_s=${UFG_VM_TIMEOUT:-$default_timeout}
-log=$UFG_BUILD/vm-$tag-$mode.log
-results=$UFG_BUILD/results-$tag.txt
+shard=${UFG_VM_SHARD:-}
+sfx=${shard:+.s$shard}
+log=$UFG_BUILD/vm-$tag-$mode$sfx.log
+results=$UFG_BUILD/results-$tag$sfx.txt
 
-# One run per kernel at a time: runs share the log, results and initramfs files.
+# One run per kernel (and shard) at a time: runs share the log, results and initramfs files.
 mkdir -p "$UFG_BUILD"
-exec 9>"$UFG_BUILD/.vm-$tag.lock"
+exec 9>"$UFG_BUILD/.vm-$tag$sfx.lock"
 flock 9
 
-initrd=$UFG_BUILD/initramfs-$tag.cpio.gz
+initrd=$UFG_BUILD/initramfs-$tag$sfx.cpio.gz
 "$UFG_TOP/scripts/initramfs.sh" "$arch" "$initrd" "$moddir"
 
 # The debug kernel runs the suite several times slower than the others (KASAN, lockdep,
@@ -49,7 +55,10 @@ set=
 if [ "$flavour" = debug ] && [ "$mode" = check ] && [ -z "$filter" ] && [ "${UFG_DEBUG_ALL:-0}" != 1 ]; then
 	set=debug
 fi
-append="panic=-1 oops=panic ufg.mode=$mode${filter:+ ufg.filter=$filter}${set:+ ufg.set=$set}${UFG_VM_APPEND:+ $UFG_VM_APPEND}"
+# A shard is a part of a set: without one it would run everything, as many times as there are
+# shards.
+[ -z "$shard" ] || [ -n "$set" ] || ufg_die "UFG_VM_SHARD needs a test set (the debug kernel's check run)"
+append="panic=-1 oops=panic ufg.mode=$mode${filter:+ ufg.filter=$filter}${set:+ ufg.set=$set}${shard:+ ufg.shard=$shard}${UFG_VM_APPEND:+ $UFG_VM_APPEND}"
 case "$arch" in
 x86_64)
 	# Two sockets: with QEMU's default one-socket topology SeaBIOS's MP table lists one CPU
@@ -109,20 +118,20 @@ if grep -Eq "$splat_re" "$log"; then
 fi
 # The problems also go to a file that check.sh repeats at the very end of its output, where
 # a CI log that keeps only its tail still shows them.
-problems_file=$UFG_BUILD/problems-$tag.txt
+problems_file=$UFG_BUILD/problems-$tag$sfx.txt
 : > "$problems_file"
-for p in "${problems[@]}"; do printf "%s\n" "fail vm:$tag: ${p:0:400}"; done | tee "$problems_file"
+for p in "${problems[@]}"; do printf "%s\n" "fail vm:$tag$sfx: ${p:0:400}"; done | tee "$problems_file"
 if [ ${#problems[@]} -gt 0 ]; then
-	echo "fail vm:$tag" >> "$results"
+	echo "fail vm:$tag$sfx" >> "$results"
 fi
 
 if [ "$mode" = check ]; then
 	# Where the time went (run.sh's "@@ufg time NAME SECONDS" lines): the slowest tests.
-	grep -E '^@@ufg time ' "$log" | sed 's/^@@ufg time //' > "$UFG_BUILD/times-$tag.txt" || true
-	slow=$(sort -k2,2nr "$UFG_BUILD/times-$tag.txt" | head -n 6 | awk '{ printf "%s %ss, ", $1, $2 }')
-	[ -z "$slow" ] || ufg_log "$tag: slowest: ${slow%, }"
+	grep -E '^@@ufg time ' "$log" | sed 's/^@@ufg time //' > "$UFG_BUILD/times-$tag$sfx.txt" || true
+	slow=$(sort -k2,2nr "$UFG_BUILD/times-$tag$sfx.txt" | head -n 6 | awk '{ printf "%s %ss, ", $1, $2 }')
+	[ -z "$slow" ] || ufg_log "$tag$sfx: slowest: ${slow%, }"
 	pass=$(grep -c '^ok ' "$results" || true)
 	failed=$(grep -c '^fail ' "$results" || true)
-	ufg_log "$tag: $pass passed, $failed failed"
+	ufg_log "$tag$sfx: $pass passed, $failed failed"
 	[ "$failed" = 0 ] && [ "$pass" -gt 0 ]
 fi

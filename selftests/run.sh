@@ -1,6 +1,8 @@
 # Runs every in-VM test: the KUnit suites of ufgraph_kunit.ko, then the shell
 # tests under tests/, each under a time limit. UFG_FILTER (a grep pattern) picks
-# tests by name; UFG_SET (ufg.set=NAME) picks those listed in sets/NAME.list.
+# tests by name; UFG_SET (ufg.set=NAME) picks those listed in sets/NAME.list, and UFG_SHARD
+# (ufg.shard=K) those of the set whose second column is K (no column: shard 1), for a run
+# split over several VMs at once (scripts/vm.sh, UFG_VM_SHARD).
 cd /selftests || exit 1
 . ./lib.sh
 
@@ -10,7 +12,9 @@ wanted() {
 		return 1
 	fi
 	[ -z "$UFG_SET" ] && return 0
-	awk -v n="$1" '$1 == n { f = 1 } END { exit !f }' "sets/$UFG_SET.list"
+	awk -v n="$1" -v k="${UFG_SHARD:-}" \
+		'$1 == n && (k == "" || ($2 == "" ? "1" : $2) == k) { f = 1 } END { exit !f }' \
+		"sets/$UFG_SET.list"
 }
 
 # "@@ufg ok|fail|skip NAME [-- WHY]": a failure carries the test's last FAIL line, so the
