@@ -81,7 +81,7 @@ lap fuzz
 run_vm() {
 	local arch=$1 flavour=$2 tag=$3 shards=1 k pids=()
 	if [ "$flavour" = debug ]; then
-		shards=$(awk '/^[^#]/ && $2 + 0 > n { n = $2 + 0 } END { print n > 1 ? n : 1 }' \
+		shards=$(awk '/^[^#]/ && $2 + 0 > n { n = $2 + 0 } END { print (n > 1 ? n : 1) }' \
 			"$UFG_TOP/selftests/sets/debug.list")
 	fi
 	if [ "$shards" = 1 ]; then
@@ -124,6 +124,8 @@ for config in "${kernels[@]}"; do
 	run_vm "$arch" "$flavour" "$tag"
 	lap "vm:$tag"
 	r=$UFG_BUILD/results-$tag.txt
+	# A run that reports nothing (no shard ran, a results file lost) is a failure, never a pass.
+	grep -qE '^(ok|fail) ' "$r" 2>/dev/null || echo "fail vm:$tag: no test results" >> "$r"
 	add "$(grep -c '^ok ' "$r")" "$(grep -c '^fail ' "$r")"
 	grep '^fail ' "$r" | sed "s/^/[$tag] /"
 	grep -q '^fail ' "$r" && failed_tags+=("$tag")
