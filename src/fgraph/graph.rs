@@ -182,7 +182,7 @@ impl Graph {
 }
 
 /// Whether any of `ips` may be a module's function, which a module going away may take along
-/// (anything outside the kernel image's text).
+/// (anything but a function of the kernel image).
 pub(crate) fn in_modules(ips: &[usize]) -> bool {
     ips.iter().any(|&ip| !crate::sys::ksym::in_image_text(ip))
 }

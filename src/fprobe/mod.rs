@@ -205,8 +205,8 @@ struct Reg {
 
 /// Functions resolved for a registration ([`Fprobes::resolve_gen`]), and the module generation
 /// they were resolved at. A module that comes or goes in between makes them stale if any of
-/// them lies outside the kernel image's text (`sys::ksym::in_image_text`, by address range, so
-/// that a module gone already counts too): [`Fprobes::register_checked`] refuses them with
+/// them is not a function of the kernel image (`sys::ksym::in_image_text`: a symbol of no
+/// module, so that a module gone already counts as a module): [`Fprobes::register_checked`] refuses them with
 /// `EAGAIN`, and the caller resolves again. So no registration hooks a function of a module
 /// that started going after it was resolved (the notifier has already dropped that module's
 /// functions from every probe, and would not see this one), and module churn does not hold

@@ -147,8 +147,6 @@ pub enum Target<'a> {
 ///
 /// Without `skip`, nothing is left out (and addresses are not looked up in kallsyms).
 pub fn resolve(t: &Target<'_>, skip: Option<&dyn Fn(&Func<'_>) -> bool>) -> Result<KVec<usize>> {
-    // For the registrations that check the image's text under their locks (see there).
-    find_image_text();
     let check_ips = skip.is_some();
     let skip = |f: &Func<'_>| skip.is_some_and(|s| s(f));
     let mut out = KVec::new();
@@ -516,71 +514,17 @@ pub fn symbol_with_offset(addr: usize, buf: &mut SymbolBuf) -> usize {
     n.max(0) as usize
 }
 
-/// The kernel image's text, `_stext` to `_etext`, from kallsyms: `[start, end)`, both 0 until
-/// [`find_image_text`] found them.
-static IMAGE_TEXT: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
-/// Whether [`find_image_text`] has tried (once: it reads `/proc/kallsyms`).
-static IMAGE_TEXT_TRIED: AtomicBool = AtomicBool::new(false);
-
-/// Looks up the bounds of the kernel image's text for [`in_image_text`], the first time only.
-/// Process context, with no lock held that a reader of `/proc/kallsyms` might take: [`resolve`]
-/// calls it, so that the registrations that check [`in_image_text`] under their locks find the
-/// bounds there.
-pub fn find_image_text() {
-    if IMAGE_TEXT_TRIED.swap(true, Relaxed) {
-        return;
-    }
-    let bounds = (|| -> Result<(usize, usize)> {
-        let start = lookup_kallsyms(b"_stext")?.ok_or(ENOENT)?;
-        let end = lookup_kallsyms(b"_etext")?.ok_or(ENOENT)?;
-        if start >= end {
-            return Err(EINVAL);
-        }
-        Ok((start, end))
-    })();
-    match bounds {
-        Ok((start, end)) => {
-            IMAGE_TEXT[0].store(start, Relaxed);
-            IMAGE_TEXT[1].store(end, Release);
-        }
-        Err(e) => pr_warn!(
-            "ufgraph: no _stext/_etext in /proc/kallsyms ({:?}): registrations under module churn tell the kernel's functions by kallsyms' names instead\n",
-            e
-        ),
-    }
-}
-
-/// Whether `addr` is in the kernel image's text, which never goes away; a module's functions
-/// may (with the module), and their addresses be reused by the next module loaded. By address
-/// range, not by asking kallsyms whose `addr` is: a module that has gone already is nobody's,
-/// and its old functions would pass for the image's if "nobody's" counted as the image's.
-///
-/// Without the bounds (`/proc/kallsyms` hid its addresses from the first resolution's reader,
-/// `kptr_restrict`, or that lookup is still running): kallsyms' own lookup, which sees
-/// addresses whatever `kptr_restrict` says, must name a symbol of no module. A function of the
-/// image always has one; an address of a module, gone or not, never (a module gone is
-/// nobody's: a bare address; a BPF program or trampoline there is `[bpf]` and the like).
-/// Safe in any context kallsyms lookups are.
+/// Whether `addr` is a function of the kernel image, which never goes away; a module's
+/// functions may (with the module), and their addresses be reused by the next module loaded.
+/// kallsyms' own lookup (which sees addresses whatever `kptr_restrict` says) must name a symbol
+/// of no module: a function of the image always has one; an address of a module, gone or not,
+/// never does (a module gone is nobody's: a bare address; a BPF program or trampoline there is
+/// `[bpf]` and the like). "Not a module's" would not do: a module freed already is not one, and
+/// its old functions would pass for the image's. Safe in any context kallsyms lookups are.
 pub fn in_image_text(addr: usize) -> bool {
-    let end = IMAGE_TEXT[1].load(Acquire);
-    if end != 0 {
-        return (IMAGE_TEXT[0].load(Relaxed)..end).contains(&addr);
-    }
     let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
     let n = symbol_with_offset(addr, &mut buf).min(buf.len());
     name::parts(&buf[..n]).is_some_and(|(_, module)| module.is_none())
-}
-
-/// Forgets the bounds [`find_image_text`] found (`None`), or puts them back: for the KUnit case
-/// of [`in_image_text`]'s answer without them.
-#[cfg(ufgraph_kunit)]
-pub fn set_image_text(bounds: Option<(usize, usize)>) -> Option<(usize, usize)> {
-    let (start, end) = bounds.unwrap_or((0, 0));
-    let old = (
-        IMAGE_TEXT[0].swap(start, Relaxed),
-        IMAGE_TEXT[1].swap(end, AcqRel),
-    );
-    (old.1 != 0).then_some(old)
 }
 
 /// ftrace's glob semantics (`*`, `?`, `[...]`), the kernel's own `glob_match()`.
