@@ -453,11 +453,9 @@ impl Fprobes {
             reg.entry_probes -= 1
         }
         self.regs.remove(&mut reg.regs_counts, id);
-        // SAFETY: `private.live` came from `KBox::into_raw` at registration. It is out of
-        // `regs`, `single_exit` and `DISPATCH` now, so no new reader can find it, and nothing
-        // else frees it: it is reclaimed once, here. The box is dropped only after a grace
-        // period (the caller, and `Live`'s invariants), so readers that loaded it before are
-        // done with it by then.
+        // The box goes back to the caller, which drops it only after a grace period (`Live`'s
+        // invariants): readers that loaded the pointer before are done with it by then.
+        // SAFETY: from `KBox::into_raw` at registration; out of every table now, freed only here.
         unsafe { KBox::from_raw(private.live) }
     }
 
