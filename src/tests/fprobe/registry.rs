@@ -88,6 +88,28 @@ impl Drop for Going<'_> {
     }
 }
 
+/// Resolves `target`, lets a module come (the generation moves), and checks that registering
+/// `fp` on what was resolved is refused with `EAGAIN`, leaving it unregistered.
+fn refused_after_a_module_came(
+    t: &Test,
+    c: &Fprobes,
+    fp: &mut TestProbe,
+    target: &Target<'_>,
+    what: &str,
+) -> CaseResult {
+    let r = t.check_ok(Fprobes::resolve_gen(target), "resolve")?;
+    c.module_coming();
+    expect_err(
+        t,
+        // SAFETY: `fp` is a `TestProbe`, which its caller unregisters before it goes.
+        unsafe { c.register_checked(&mut **fp, r) },
+        EAGAIN,
+        what,
+    )?;
+    kcheck!(t, !c.is_registered(&mut **fp));
+    Ok(())
+}
+
 pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
     reset();
     let c = core(t)?;
@@ -96,19 +118,7 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
     let mut fp = probe(true, false, 0);
     // A module's functions resolved before a module came (or went) are refused, and nothing
     // is left.
-    let r = match Fprobes::resolve_gen(&Target::Syms(&add_sym)) {
-        Ok(r) => r,
-        Err(e) => return Err(t.fail(format_args!("resolve: {:?}", e))),
-    };
-    c.module_coming();
-    expect_err(
-        t,
-        // SAFETY: (registrations below) `fp` is a `TestProbe`, unregistered before it goes.
-        unsafe { c.register_checked(&mut *fp, r) },
-        EAGAIN,
-        "stale resolution",
-    )?;
-    kcheck!(t, !c.is_registered(&mut *fp));
+    refused_after_a_module_came(t, c, &mut fp, &Target::Syms(&add_sym), "stale resolution")?;
     kcheck_eq!(t, c.counts(), before);
     // The kernel image's functions never go: a moved generation refuses them only beside a
     // module's (under module churn, probes on the kernel's own functions still register).
@@ -134,29 +144,22 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
         !crate::sys::ksym::in_image_text(heap.as_ptr() as usize),
         "a heap address in the image's text"
     );
-    let r = t.check_ok(
-        Fprobes::resolve_gen(&Target::Syms(&image)),
-        "resolve vfs_read",
-    )?;
     c.module_coming();
     t.check_ok(
-        // SAFETY: as above.
+        // SAFETY: (registrations below) `fp` is a `TestProbe`, unregistered before it goes.
         unsafe { c.register_checked(&mut *fp, r) },
         "image function, moved generation",
     )?;
     kcheck!(t, c.is_registered(&mut *fp));
     t.check_ok(c.unregister(&mut *fp), "unregister")?;
     let both = [c_str!("vfs_read"), c_str!("ufg_test_add")];
-    let r = t.check_ok(Fprobes::resolve_gen(&Target::Syms(&both)), "resolve both")?;
-    c.module_coming();
-    expect_err(
+    refused_after_a_module_came(
         t,
-        // SAFETY: as above.
-        unsafe { c.register_checked(&mut *fp, r) },
-        EAGAIN,
+        c,
+        &mut fp,
+        &Target::Syms(&both),
         "image and module functions, moved generation",
     )?;
-    kcheck!(t, !c.is_registered(&mut *fp));
     kcheck_eq!(t, c.counts(), before);
     // vfs_read may have run meanwhile: the counts below are of this module's function only.
     reset();
@@ -171,7 +174,6 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
             Err(e) => kcheck!(t, e == ENOENT, "resolve while going: {:?}", e),
         }
         // By address too: ftrace lists the function until after the notifiers.
-        let add_ip = bindings::ufg_test_add as *const () as usize;
         match Fprobes::resolve_gen(&Target::Ips(&[add_ip])) {
             Ok(_) => return Err(t.fail(format_args!("resolved a going module's address"))),
             Err(e) => kcheck!(t, e == EINVAL, "resolve by address while going: {:?}", e),
