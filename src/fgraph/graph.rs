@@ -184,7 +184,8 @@ impl Graph {
 /// Whether any of `ips` may be a module's function, which a module going away may take along
 /// (anything but a function of the kernel image).
 pub(crate) fn in_modules(ips: &[usize]) -> bool {
-    ips.iter().any(|&ip| !crate::sys::ksym::in_image_text(ip))
+    ips.iter()
+        .any(|&ip| !crate::sys::ksym::is_image_function(ip))
 }
 
 /// `sys::ksym::resolve`, leaving out the functions of the modules named in `going`.

@@ -205,7 +205,7 @@ struct Reg {
 
 /// Functions resolved for a registration ([`Fprobes::resolve_gen`]), and the module generation
 /// they were resolved at. A module that comes or goes in between makes them stale if any of
-/// them is not a function of the kernel image (`sys::ksym::in_image_text`: a symbol of no
+/// them is not a function of the kernel image (`sys::ksym::is_image_function`: a symbol of no
 /// module, so that a module gone already counts as a module): [`Fprobes::register_checked`] refuses them with
 /// `EAGAIN`, and the caller resolves again. So no registration hooks a function of a module
 /// that started going after it was resolved (the notifier has already dropped that module's

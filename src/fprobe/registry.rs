@@ -112,7 +112,7 @@ impl Fprobes {
 
     /// [`Fprobes::register_resolved`] on functions from [`Fprobes::resolve_gen`]: `EAGAIN`, and
     /// nothing registered, if a module came or went since they were resolved and some of them
-    /// are outside the kernel image's text (a module's: the image's never go).
+    /// are not functions of the kernel image (a module's may go; the image's never do).
     ///
     /// # Safety
     ///

@@ -521,7 +521,7 @@ pub fn symbol_with_offset(addr: usize, buf: &mut SymbolBuf) -> usize {
 /// never does (a module gone is nobody's: a bare address; a BPF program or trampoline there is
 /// `[bpf]` and the like). "Not a module's" would not do: a module freed already is not one, and
 /// its old functions would pass for the image's. Safe in any context kallsyms lookups are.
-pub fn in_image_text(addr: usize) -> bool {
+pub fn is_image_function(addr: usize) -> bool {
     let mut buf = [0u8; bindings::UFG_KSYM_SYMBOL_LEN];
     let n = symbol_with_offset(addr, &mut buf).min(buf.len());
     name::parts(&buf[..n]).is_some_and(|(_, module)| module.is_none())

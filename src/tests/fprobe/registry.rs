@@ -130,9 +130,11 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
     let add_ip = bindings::ufg_test_add as *const () as usize;
     kcheck!(
         t,
-        r.ips.iter().all(|&ip| crate::sys::ksym::in_image_text(ip))
-            && !crate::sys::ksym::in_image_text(add_ip),
-        "the image's text: vfs_read in it, this module's function not"
+        r.ips
+            .iter()
+            .all(|&ip| crate::sys::ksym::is_image_function(ip))
+            && !crate::sys::ksym::is_image_function(add_ip),
+        "the image's functions: vfs_read one, this module's function not"
     );
     // An address of no symbol (the heap, or a module gone already) is not the image's.
     let heap = t.check_ok(
@@ -141,8 +143,8 @@ pub(super) fn stale_and_going_modules_are_refused(t: &mut Test) -> CaseResult {
     )?;
     kcheck!(
         t,
-        !crate::sys::ksym::in_image_text(heap.as_ptr() as usize),
-        "a heap address in the image's text"
+        !crate::sys::ksym::is_image_function(heap.as_ptr() as usize),
+        "a heap address taken for the image's function"
     );
     c.module_coming();
     t.check_ok(
