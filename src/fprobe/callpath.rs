@@ -38,6 +38,9 @@ impl GraphHandler for GraphSide {
     ) {
         let d = DISPATCH.load(Acquire);
         if d <= LOOKUP {
+            // Not rarer than the single probe, but laid out after it: the single probe's path
+            // then runs straight into the guard's release, with no jump back to it.
+            core::hint::cold_path();
             if d == 0 {
                 // Entry-only probes went since `wants_pre_entry` looked.
                 return enter(ip, regs, np, 0);

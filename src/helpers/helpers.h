@@ -40,6 +40,8 @@ unsigned int ufg_task_cpu(const struct task_struct *t);
 void ufg_for_each_thread(void (*fn)(struct task_struct *t, void *data), void *data);
 unsigned int ufg_cpu(void);
 unsigned int ufg_nr_cpu_ids(void);
+/* alloc_percpu() is a macro (allocation profiling's alloc_hooks()). */
+void __percpu *ufg_alloc_percpu(size_t size, size_t align);
 int ufg_task_pid(struct task_struct *t);
 void ufg_task_comm(const struct task_struct *t, char *buf);
 
@@ -158,6 +160,7 @@ unsigned long ufg_user_space_end(void);
 void ufgraph_return_trampoline(void);
 /* Test fixtures (tests/testfns.c), linked into ufgraph_kunit.ko only. */
 int ufg_test_add(int a, int b);
+int ufg_test_in_fake_hardirq(int (*fn)(void *arg), void *arg);
 long ufg_test_mul(long a, long b);
 int ufg_test_recurse(int n);
 long ufg_test_inner(long x);

@@ -47,6 +47,18 @@ pub fn preempt_count() -> u32 {
     unsafe { field::<u32>(b::UFG_TASK_TI_PREEMPT).read_volatile() }
 }
 
+/// [`preempt_count`] as a machine word, for masks and tests.
+#[inline(always)]
+pub fn preempt_count_word() -> usize {
+    preempt_count() as usize
+}
+
+/// Whether this is task context, as `interrupt_context_level() == 0` says.
+#[inline(always)]
+pub fn in_task_context() -> bool {
+    preempt_count_word() & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) == 0
+}
+
 /// `preempt_disable_notrace()`.
 #[inline(always)]
 pub fn preempt_disable() {

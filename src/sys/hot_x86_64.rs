@@ -37,13 +37,15 @@ pub fn current() -> usize {
 /// The CPU this code runs on (`raw_smp_processor_id()`): stable only with preemption disabled.
 #[inline(always)]
 pub fn cpu() -> usize {
-    let v: u32;
-    // SAFETY: a load of this CPU's `pcpu_hot.cpu_number`.
+    let v: usize;
+    // SAFETY: a load of this CPU's `pcpu_hot.cpu_number`, a non-negative int; a 32-bit load
+    // zeroes the register's upper half, so `v` is the number (the compiler, told of a `u32`,
+    // would zero-extend it once more).
     unsafe {
         asm!("movl %gs:{hot}+{off}, {v:e}", hot = sym pcpu_hot, off = const b::UFG_PCPU_CPU, v = out(reg) v,
             options(att_syntax, nostack, readonly, preserves_flags))
     };
-    v as usize
+    v
 }
 
 /// `preempt_count()`: the preemption, softirq, hardirq and NMI counts (without x86's folded
@@ -57,6 +59,36 @@ pub fn preempt_count() -> u32 {
             options(att_syntax, nostack, readonly, preserves_flags))
     };
     v & !(b::UFG_PREEMPT_NEED_RESCHED as u32)
+}
+
+/// [`preempt_count`] as a machine word, for masks and tests: the 32-bit load already clears the
+/// register's upper half, which the compiler does not know of a `u32` from `asm!` (it would
+/// zero-extend it again, one instruction per hooked call).
+#[inline(always)]
+pub fn preempt_count_word() -> usize {
+    let v: usize;
+    // SAFETY: as in `preempt_count`; a 32-bit load into the low half of a 64-bit register zeroes
+    // its upper half, so `v` is the count zero-extended.
+    unsafe {
+        asm!("movl %gs:{hot}+{off}, {v:e}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT, v = out(reg) v,
+            options(att_syntax, nostack, readonly, preserves_flags))
+    };
+    v & !b::UFG_PREEMPT_NEED_RESCHED
+}
+
+/// Whether this is task context, as `interrupt_context_level() == 0` says: no NMI, hardirq or
+/// softirq being served in the preempt count. Tested in memory, straight to a branch.
+#[inline(always)]
+pub fn in_task_context() -> bool {
+    const IRQ: usize = b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET;
+    const _: () = assert!(IRQ <= i32::MAX as usize);
+    // SAFETY: a test of this CPU's `pcpu_hot.preempt_count`, as `preempt_count()` reads it.
+    unsafe {
+        asm!("testl ${irq}, %gs:{hot}+{off}", "jne {irqs}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT,
+            irq = const IRQ, irqs = label { return false; },
+            options(att_syntax, nostack, readonly))
+    };
+    true
 }
 
 /// `preempt_disable_notrace()`: a compiler barrier, and with a preempt count, one
@@ -89,34 +121,50 @@ pub unsafe fn preempt_enable() {
         asm!("decl %gs:{hot}+{off}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT, options(att_syntax, nostack))
     };
     #[cfg(CONFIG_PREEMPTION)]
-    {
-        let zero: u8;
-        // SAFETY: as above; `sete` reads the flags of the decrement.
-        unsafe {
-            asm!("decl %gs:{hot}+{off}", "sete {z}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT, z = out(reg_byte) zero,
-                options(att_syntax, nostack))
-        };
-        if zero != 0 {
-            // SAFETY: the count is zero and a reschedule is pending: what
-            // `__preempt_schedule_notrace()` is called for.
-            unsafe { b::ufg_preempt_schedule_notrace() };
-        }
-    }
+    // SAFETY: as above. The decrement's zero flag goes straight to the branch, as the kernel's
+    // `__preempt_count_dec_and_test()` (`GEN_UNARY_RMWcc`, an asm goto) does: zero means the
+    // count dropped to zero with the folded need-resched bit clear, so a reschedule is pending.
+    unsafe {
+        asm!("decl %gs:{hot}+{off}", "je {resched}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT,
+            resched = label {
+                // SAFETY: the count is zero and a reschedule is pending: what
+                // `__preempt_schedule_notrace()` is called for.
+                unsafe { b::ufg_preempt_schedule_notrace() };
+            },
+            options(att_syntax, nostack))
+    };
 }
 
 /// `rcu_is_watching()` on this CPU (with preemption disabled by the caller).
 #[inline(always)]
 pub fn rcu_watching() -> bool {
-    let v: u32;
-    // SAFETY: a load of this CPU's `context_tracking.state`, as rcu_is_watching() reads it.
+    // The flag tested in memory, the result straight to a branch: two instructions.
+    const _: () = assert!(b::UFG_CT_RCU_WATCHING as u64 <= i32::MAX as u64);
+    // SAFETY: a test of this CPU's `context_tracking.state`, as rcu_is_watching() reads it.
     unsafe {
-        asm!("movl %gs:{ct}+{off}, {v:e}", ct = sym context_tracking, off = const b::UFG_CT_STATE, v = out(reg) v,
-            options(att_syntax, nostack, readonly, preserves_flags))
+        asm!("testl ${bit}, %gs:{ct}+{off}", "je {no}", ct = sym context_tracking, off = const b::UFG_CT_STATE,
+            bit = const b::UFG_CT_RCU_WATCHING, no = label { return false; },
+            options(att_syntax, nostack, readonly))
     };
-    v & b::UFG_CT_RCU_WATCHING as u32 != 0
+    true
 }
 
-pub use crate::sys::task::cpu_online_bit as cpu_online;
+/// `cpu_online(cpu)`, inline: one `bt` on `__cpu_online_mask` as the kernel's
+/// `variable_test_bit()` does (a bit offset in a register addresses the whole bitmap), rather
+/// than a word index, a load and a test. `cpu` must be below `nr_cpu_ids`.
+#[inline(always)]
+pub fn cpu_online(cpu: usize) -> bool {
+    // SAFETY: reads one bit of `__cpu_online_mask`, a bitmap of NR_CPUS bits; `cpu` is below
+    // nr_cpu_ids <= NR_CPUS, so the bit is inside it. A plain racy read, as cpu_online() does.
+    unsafe {
+        asm!("btq {cpu}, {mask}(%rip)", "jnc {off}", cpu = in(reg) cpu,
+            mask = sym crate::sys::task::__cpu_online_mask,
+            off = label { return false; },
+            options(att_syntax, nostack, readonly))
+    };
+    true
+}
+
 
 /// Where `struct ftrace_regs` keeps what callbacks read (byte offsets): x86_64's is a
 /// `pt_regs`, partly filled (the argument registers, ax, bp, sp, ip).

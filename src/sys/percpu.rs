@@ -4,6 +4,7 @@
 //! a cache line (the task table's per-CPU caches).
 
 use crate::sys::task::{nr_cpu_ids, this_cpu};
+use core::sync::atomic::AtomicPtr;
 use kernel::alloc::{Flags, KVVec};
 use kernel::prelude::*;
 
@@ -42,4 +43,161 @@ pub fn this_cpu_ptr(addr: usize) -> usize {
             .read()
     };
     addr.wrapping_add(off)
+}
+
+/// One pointer per possible CPU, in the kernel's per-CPU memory (`alloc_percpu()`): reading this
+/// CPU's is what the hot path does on every hooked entry and return (the task-stack cache), and
+/// on x86_64 it is one `%gs`-relative load, as `this_cpu_read()` compiles to, where an array
+/// indexed by CPU number costs its base, its length, the CPU number and a bounds check.
+///
+/// ```text
+///   addr (a per-CPU address, the same on every CPU)
+///     CPU 0: addr + __per_cpu_offset[0] --> [ *mut T ]   x86_64: %gs base = this CPU's offset,
+///     CPU 1: addr + __per_cpu_offset[1] --> [ *mut T ]   so `mov %gs:(addr)` reads this CPU's
+///     ...                                                 copy, with nothing else loaded
+/// ```
+///
+/// The owning CPU reads and writes its copy with plain aligned word accesses (atomic on every
+/// architecture the module builds for); other CPUs reach it as an [`AtomicPtr`] ([`Self::each`]).
+pub struct PerCpuPtr<T> {
+    /// `void __percpu *` from `__alloc_percpu_gfp()`, freed by `drop`.
+    addr: core::ptr::NonNull<u8>,
+    _t: core::marker::PhantomData<*mut T>,
+}
+
+// SAFETY: the words are pointers only, reached by whole-word accesses as an `AtomicPtr`'s are;
+// what they point to is the user's business, as with `AtomicPtr`.
+unsafe impl<T> Send for PerCpuPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for PerCpuPtr<T> {}
+
+impl<T> PerCpuPtr<T> {
+    /// Every CPU's pointer null (allocated with `GFP_KERNEL`: may sleep).
+    pub fn new() -> Result<Self> {
+        let word = core::mem::size_of::<usize>();
+        // SAFETY: no preconditions but process context; per-CPU memory comes zeroed (every
+        // pointer null).
+        let p = unsafe { crate::bindings::ufg_alloc_percpu(word, word) };
+        Ok(Self {
+            addr: core::ptr::NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?,
+            _t: core::marker::PhantomData,
+        })
+    }
+
+    /// This CPU's pointer (`_np`: the CPU stays this one while the caller uses it).
+    #[inline(always)]
+    pub fn get(&self, _np: &crate::sys::sync::NoPreempt) -> *mut T {
+        // SAFETY: `addr` is a live per-CPU word (ours until `drop`), read whole.
+        unsafe { this_cpu_read(self.addr.as_ptr() as usize) as *mut T }
+    }
+
+    /// Sets this CPU's pointer.
+    #[inline(always)]
+    pub fn set(&self, v: *mut T, _np: &crate::sys::sync::NoPreempt) {
+        // SAFETY: as in `get`, written whole.
+        unsafe { this_cpu_write(self.addr.as_ptr() as usize, v as usize) };
+    }
+
+    /// Calls `f` with each possible CPU's pointer, as an atomic: the owner may be changing it.
+    pub fn each(&self, mut f: impl FnMut(&AtomicPtr<T>)) {
+        for cpu in 0..nr_cpu_ids() {
+            if !crate::sys::task::cpu_possible_bit(cpu) {
+                continue;
+            }
+            // SAFETY: `__per_cpu_offset` has NR_CPUS entries (above `cpu`), set for every
+            // possible CPU at boot and never written again.
+            let off = unsafe {
+                core::ptr::addr_of!(__per_cpu_offset)
+                    .cast::<usize>()
+                    .add(cpu)
+                    .read()
+            };
+            let p = (self.addr.as_ptr() as usize).wrapping_add(off) as *const AtomicPtr<T>;
+            // SAFETY: CPU `cpu`'s copy of our word: allocated for every possible CPU, aligned,
+            // alive until `drop`; its owner accesses it only whole, as an atomic would.
+            f(unsafe { &*p });
+        }
+    }
+}
+
+impl<T> Drop for PerCpuPtr<T> {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `new`, freed once; `&mut self`: nobody reads it any more.
+        unsafe { crate::bindings::free_percpu(self.addr.as_ptr().cast()) };
+    }
+}
+
+/// This CPU's copy of the word at per-CPU address `addr`.
+///
+/// # Safety
+///
+/// `addr` is a live per-CPU word (from `alloc_percpu()`), and the caller keeps the CPU.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn this_cpu_read(addr: usize) -> usize {
+    let v: usize;
+    // SAFETY: the caller's contract: `%gs` is this CPU's per-CPU base, so `%gs:addr` is this
+    // CPU's copy, as `this_cpu_read()` addresses it.
+    unsafe {
+        core::arch::asm!("movq %gs:({a}), {v}", a = in(reg) addr, v = out(reg) v,
+            options(att_syntax, nostack, readonly, preserves_flags))
+    };
+    v
+}
+
+/// Sets this CPU's copy of the word at per-CPU address `addr`.
+///
+/// # Safety
+///
+/// As for [`this_cpu_read`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn this_cpu_write(addr: usize, v: usize) {
+    // SAFETY: as in `this_cpu_read`.
+    unsafe {
+        core::arch::asm!("movq {v}, %gs:({a})", a = in(reg) addr, v = in(reg) v,
+            options(att_syntax, nostack, preserves_flags))
+    };
+}
+
+/// This CPU's copy of per-CPU address `addr`, where no register holds the per-CPU base.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn this_cpu_word(addr: usize) -> *mut usize {
+    // The CPU number of a running task is below nr_cpu_ids, which is at most NR_CPUS: the
+    // index check never fails, and costs a compare with a constant.
+    let off = __per_cpu_offset_at(crate::sys::hot::cpu());
+    addr.wrapping_add(off) as *mut usize
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn __per_cpu_offset_at(cpu: usize) -> usize {
+    // SAFETY: `__per_cpu_offset` is set up at boot and never written again; `get` checks the
+    // index against its declared size.
+    unsafe { (*core::ptr::addr_of!(__per_cpu_offset)).get(cpu).copied().unwrap_or(0) }
+}
+
+/// As x86_64's, through the CPU's offset.
+///
+/// # Safety
+///
+/// As for x86_64's.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+unsafe fn this_cpu_read(addr: usize) -> usize {
+    // SAFETY: the caller's contract: this CPU's copy of a live per-CPU word.
+    unsafe { this_cpu_word(addr).read_volatile() }
+}
+
+/// As x86_64's, through the CPU's offset.
+///
+/// # Safety
+///
+/// As for x86_64's.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+unsafe fn this_cpu_write(addr: usize, v: usize) {
+    // SAFETY: as in `this_cpu_read`.
+    unsafe { this_cpu_word(addr).write_volatile(v) };
 }

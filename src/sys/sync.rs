@@ -82,8 +82,17 @@ impl Drop for NoPreempt {
 /// hooked function (an event reading memory with `copy_from_kernel_nofault()`, say) is not
 /// re-entered without bound. It also refuses to run where RCU is not watching or on a CPU going
 /// offline, and disables preemption while held: it is the callback's [`NoPreempt`] too.
+///
+/// Guards of one task are released in the reverse order of taking (Rust's scopes do that; no
+/// caller drops one early or forgets one): a release puts back the recursion word as it was
+/// before its `try_lock`, which also releases any guard taken after it and not yet dropped.
 pub struct Recursion {
-    bit: core::ffi::c_int,
+    /// The task's `trace_recursion` before this guard set its bit: what the release writes back.
+    /// Between the two, everything that changes the word on this task (a nested guard, ftrace's
+    /// own guard in a callback, an interrupt's) has put it back as it found it, so this is the
+    /// word with our bit cleared, as `trace_clear_recursion()` leaves it, in one store instead
+    /// of a read, a mask and a write.
+    before: usize,
 }
 
 impl Recursion {
@@ -106,36 +115,55 @@ impl Recursion {
         // SAFETY: the current task's `trace_recursion`, which only the task itself (and
         // interrupts on its CPU, which restore it before they return) changes.
         let val = unsafe { bits.read_volatile() };
-        let pc = hot::preempt_count() as usize;
-        let irq = b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET;
-        // interrupt_context_level(): 0 normal, 1 softirq, 2 hardirq, 3 NMI. Task context, by
-        // far the most common, is one test.
-        let level = if pc & irq == 0 {
-            0
-        } else {
-            (pc & b::UFG_NMI_MASK != 0) as usize
-                + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) != 0) as usize
-                + 1
-        };
         let start = b::UFG_TRACE_FTRACE_START;
-        let mut bit = b::UFG_TRACE_CTX_NORMAL - level + start;
+        // interrupt_context_level(): 0 normal, 1 softirq, 2 hardirq, 3 NMI. Task context, by
+        // far the most common, is one test of the preempt count in memory, and then its bit is
+        // a constant (each path takes the guard with its own copy of `take`).
+        if hot::in_task_context() {
+            // SAFETY: `bits` is the current task's `trace_recursion` (above), `val` its value.
+            return unsafe { Self::take(bits, val, b::UFG_TRACE_CTX_NORMAL + start) };
+        }
+        core::hint::cold_path();
+        let pc = hot::preempt_count_word();
+        let level = (pc & b::UFG_NMI_MASK != 0) as usize
+            + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) != 0) as usize
+            + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) != 0) as usize;
+        // SAFETY: as above.
+        unsafe { Self::take(bits, val, b::UFG_TRACE_CTX_NORMAL - level + start) }
+    }
+
+    /// The guard with `bit` (this context's), or the transition bit if `bit` is taken.
+    ///
+    /// # Safety
+    ///
+    /// `bits` is the current task's `trace_recursion`, and `val` what it holds.
+    #[inline(always)]
+    unsafe fn take(
+        bits: *mut usize,
+        val: usize,
+        mut bit: usize,
+    ) -> core::result::Result<Self, Refused> {
         if val & (1 << bit) != 0 {
             // One more level may pass through the transition bit (an interrupt that arrived
             // before the preempt count said so looks like recursion).
-            bit = b::UFG_TRACE_CTX_TRANSITION + start;
+            core::hint::cold_path();
+            bit = crate::bindings::UFG_TRACE_CTX_TRANSITION + crate::bindings::UFG_TRACE_FTRACE_START;
             if val & (1 << bit) != 0 {
                 return Err(Refused::Recursion);
             }
+            // SAFETY: the caller's contract; only this task writes its own word, and interrupts
+            // put it back as they found it.
+            unsafe { bits.write_volatile(val | 1 << bit) };
+        } else {
+            // The same store, apart so that the common path's bit stays a constant.
+            // SAFETY: as above.
+            unsafe { bits.write_volatile(val | 1 << bit) };
         }
-        // SAFETY: as above.
-        unsafe { bits.write_volatile(val | 1 << bit) };
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
-        hot::preempt_disable();
+        crate::sys::hot::preempt_disable();
         // Preemption is disabled until `drop` enables it, after every borrow of the guard (and so
         // of the proof `no_preempt` hands out).
-        Ok(Self {
-            bit: bit as core::ffi::c_int,
-        })
+        Ok(Self { before: val })
     }
 
     /// Proof that preemption is disabled while the guard is held.
@@ -183,10 +211,10 @@ impl Drop for Recursion {
         let bits = crate::sys::hot::current()
             .wrapping_add(crate::bindings::UFG_TASK_TRACE_RECURSION)
             as *mut usize;
-        // `bit` is below 64 by construction; the mask tells the compiler, which then needs no
-        // overflow check for the shift.
+        // The word as `try_lock` found it: our bit clear, every other as it is now (see
+        // `before`).
         // SAFETY: the current task's `trace_recursion` (see `try_lock`).
-        unsafe { bits.write_volatile(bits.read_volatile() & !(1usize << (self.bit as u32 & 63))) };
+        unsafe { bits.write_volatile(self.before) };
     }
 }
 

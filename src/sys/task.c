@@ -41,6 +41,11 @@ unsigned int ufg_nr_cpu_ids(void)
 	return nr_cpu_ids;
 }
 
+void __percpu *ufg_alloc_percpu(size_t size, size_t align)
+{
+	return __alloc_percpu(size, align);
+}
+
 bool ufg_cpu_online(unsigned int cpu)
 {
 	return cpu_online(cpu);

@@ -171,11 +171,27 @@ extern "C" {
     // The online CPUs: a bitmap of NR_CPUS bits (the same symbol on every architecture),
     // declared at its full size, so that reading any of its words stays inside the object Rust
     // is told of.
-    static __cpu_online_mask: [usize; CPU_MASK_WORDS];
+    pub(crate) static __cpu_online_mask: [usize; CPU_MASK_WORDS];
+    // The possible CPUs, likewise.
+    static __cpu_possible_mask: [usize; CPU_MASK_WORDS];
 }
 
-/// `cpu_online(cpu)`, inline (the hot path's guard asks it on every hooked call, as
-/// `sys::hot::cpu_online`), for a `cpu` below `nr_cpu_ids`.
+/// `cpu_possible(cpu)`, for a `cpu` below `nr_cpu_ids`.
+pub fn cpu_possible_bit(cpu: usize) -> bool {
+    let bits = usize::BITS as usize;
+    // SAFETY: a bitmap of NR_CPUS bits, and `cpu` below nr_cpu_ids <= NR_CPUS: the word is
+    // inside it. Set at boot, never changed after.
+    let w = unsafe {
+        core::ptr::addr_of!(__cpu_possible_mask)
+            .cast::<usize>()
+            .add(cpu / bits)
+            .read()
+    };
+    w & (1 << (cpu % bits)) != 0
+}
+
+/// `cpu_online(cpu)`, inline (arm64's hot path's guard asks it on every hooked call, as
+/// `sys::hot::cpu_online`; x86_64's has a one-instruction test), for a `cpu` below `nr_cpu_ids`.
 #[inline(always)]
 pub fn cpu_online_bit(cpu: usize) -> bool {
     let bits = usize::BITS as usize;

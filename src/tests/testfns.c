@@ -5,6 +5,8 @@
  * instrumented in 6.12, so hook targets have to be C.
  */
 #include <linux/compiler.h>
+#include <linux/irqflags.h>
+#include <linux/preempt.h>
 #include "../helpers/helpers.h"
 
 noinline int ufg_test_add(int a, int b)
@@ -67,4 +69,23 @@ noinline int ufg_test_caller(int a)
 noinline unsigned long ufg_test_retaddr(void)
 {
 	return (unsigned long)__builtin_return_address(0);
+}
+
+/*
+ * Runs fn(arg) as if in a hardirq: interrupts off and the preempt count raised
+ * by HARDIRQ_OFFSET, as __irq_enter_raw() does, so that
+ * interrupt_context_level() says 2. The recursion guard's choice of bit in an
+ * interrupt is then tested without waiting for a real one.
+ */
+int ufg_test_in_fake_hardirq(int (*fn)(void *arg), void *arg)
+{
+	unsigned long flags;
+	int r;
+
+	local_irq_save(flags);
+	preempt_count_add(HARDIRQ_OFFSET);
+	r = fn(arg);
+	preempt_count_sub(HARDIRQ_OFFSET);
+	local_irq_restore(flags);
+	return r;
 }

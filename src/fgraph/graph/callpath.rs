@@ -58,21 +58,24 @@ pub(super) unsafe fn graph_entry_pre<H: GraphHandler>(
     // Never null: the module builds only for kernels with DYNAMIC_FTRACE_WITH_ARGS (helpers.c),
     // whose ftrace always passes its registers.
     debug_assert!(!fregs.is_null());
-    // SAFETY: the caller's contract.
-    let slot = unsafe { op_slot(op) };
+    // The slot is looked up where it is used, not before the guard: an entry-only probe's
+    // call (`pre_entry` alone) then never loads it.
+    // SAFETY: the caller's contract: `op` is the ftrace_ops of this call's graph ops.
+    let slot = || unsafe { op_slot(op) };
     // SAFETY: the slot was made for an `H` (`Slot::new::<H>` set this callback), alive while
-    // the slot is registered.
-    let h = unsafe { &*slot.this.cast::<H>() };
+    // it is registered.
+    let handler = || unsafe { &*slot().this.cast::<H>() };
     // As in `Graph::enter_with`, with the handler's own recursion miss and its `pre_entry`.
     let guard = match Recursion::try_lock(ip, parent_ip) {
         Ok(g) => g,
         Err(Refused::Recursion) => {
-            slot.missed_recursion.fetch_add(1, Relaxed);
-            h.missed_recursion(ip);
+            slot().missed_recursion.fetch_add(1, Relaxed);
+            handler().missed_recursion(ip);
             return;
         }
         Err(Refused::Unsafe) => return,
     };
+    let h = handler();
     let np = guard.no_preempt();
     // SAFETY: ftrace passes valid registers for the duration of the callback.
     let regs = unsafe { Regs::from_raw(fregs) };
@@ -488,7 +491,8 @@ impl Graph {
             let Some(slot) = self.slot_at(idx) else {
                 continue;
             };
-            if slot.wants_times && !timed {
+            // `timed` first: a local, where the slot's flag is a load per ops.
+            if !timed && slot.wants_times {
                 stack.set_calltime_at(bm, self.now());
                 timed = true;
             }

@@ -342,9 +342,7 @@ impl Tasks {
             self.table.swap(null_mut(), AcqRel)
         });
         if !table.is_null() {
-            for line in self.cache.iter() {
-                line.0.store(null_mut(), Relaxed);
-            }
+            self.cache.each(|c| c.store(null_mut(), Relaxed));
             synchronize_rcu();
             // SAFETY: unpublished, readers gone; entries are freed once, here.
             let table = unsafe { KBox::from_raw(table) };
