@@ -165,7 +165,6 @@ pub fn cpu_online(cpu: usize) -> bool {
     true
 }
 
-
 /// Where `struct ftrace_regs` keeps what callbacks read (byte offsets): x86_64's is a
 /// `pt_regs`, partly filled (the argument registers, ax, bp, sp, ip).
 pub mod fregs {

@@ -175,7 +175,12 @@ fn this_cpu_word(addr: usize) -> *mut usize {
 fn __per_cpu_offset_at(cpu: usize) -> usize {
     // SAFETY: `__per_cpu_offset` is set up at boot and never written again; `get` checks the
     // index against its declared size.
-    unsafe { (*core::ptr::addr_of!(__per_cpu_offset)).get(cpu).copied().unwrap_or(0) }
+    unsafe {
+        (*core::ptr::addr_of!(__per_cpu_offset))
+            .get(cpu)
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// As x86_64's, through the CPU's offset.

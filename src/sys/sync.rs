@@ -147,7 +147,8 @@ impl Recursion {
             // One more level may pass through the transition bit (an interrupt that arrived
             // before the preempt count said so looks like recursion).
             core::hint::cold_path();
-            bit = crate::bindings::UFG_TRACE_CTX_TRANSITION + crate::bindings::UFG_TRACE_FTRACE_START;
+            bit =
+                crate::bindings::UFG_TRACE_CTX_TRANSITION + crate::bindings::UFG_TRACE_FTRACE_START;
             if val & (1 << bit) != 0 {
                 return Err(Refused::Recursion);
             }

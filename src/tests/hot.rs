@@ -121,7 +121,11 @@ fn recursion_guard_restores_the_word(t: &mut Test) -> CaseResult {
     let w5 = recursion_word();
     kcheck_eq!(t, w1, w0 | 1 << (bindings::UFG_TRACE_CTX_NORMAL + start));
     kcheck!(t, inner_ok);
-    kcheck_eq!(t, w2, w1 | 1 << (bindings::UFG_TRACE_CTX_TRANSITION + start));
+    kcheck_eq!(
+        t,
+        w2,
+        w1 | 1 << (bindings::UFG_TRACE_CTX_TRANSITION + start)
+    );
     kcheck_eq!(t, w3, w1);
     kcheck!(t, b >= 0);
     kcheck_eq!(t, w4, w1);

@@ -476,11 +476,17 @@ impl Graph {
         np: &NoPreempt,
         bm: usize,
         ret_ip: usize,
-        mut timed: bool,
+        timed: bool,
     ) {
         // Being built while the entry callbacks run, as in `enter_locked`.
         let mut bits = stack.bitmap(bm);
         stack.set_building(bm);
+        // A frame pushed without a call time that an ops further on wants: taken now, once,
+        // before the callbacks, so the loop below carries no "timed" state from one ops to the
+        // next (in the hub's common case, C ops only, the first ops took it already).
+        if !timed && self.any_wants_times(mask) {
+            stack.set_calltime_at(bm, self.now());
+        }
         let mut seen = 0;
         // SAFETY: valid for the call (caller).
         let regs = unsafe { Regs::from_raw(fregs) };
@@ -491,11 +497,6 @@ impl Graph {
             let Some(slot) = self.slot_at(idx) else {
                 continue;
             };
-            // `timed` first: a local, where the slot's flag is a load per ops.
-            if !timed && slot.wants_times {
-                stack.set_calltime_at(bm, self.now());
-                timed = true;
-            }
             seen |= 1 << idx;
             let save = stack.top();
             let wanted = slot.call_entry_built::<Q>(|| Entry {
@@ -517,6 +518,19 @@ impl Graph {
         }
         stack.mark_seen_bits(bm, seen);
         stack.set_bitmap(bm, bits);
+    }
+
+    /// Whether a registered ops of `mask` wants call times.
+    #[inline(never)]
+    fn any_wants_times(&self, mut mask: usize) -> bool {
+        while mask != 0 {
+            let idx = mask.trailing_zeros() as usize % ARRAY_SIZE;
+            mask &= mask - 1;
+            if self.slot_at(idx).is_some_and(|s| s.wants_times) {
+                return true;
+            }
+        }
+        false
     }
 
     /// `trace_clock_local()` if a registered handler wants call times, else 0 (no clock read).
