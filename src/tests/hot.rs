@@ -237,6 +237,102 @@ fn per_cpu_pointer(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// What [`set_on_cpu`] and [`get_on_cpu`] work on, on another CPU.
+struct OnCpu {
+    p: *const crate::sys::percpu::PerCpuPtr<u64>,
+    v: *mut u64,
+    cpu: usize,
+}
+
+/// Sets the running CPU's copy of a per-CPU pointer (C calls it on a chosen CPU).
+///
+/// # Safety
+///
+/// `arg` is an `OnCpu` of the caller's whose `p` is live, both alive for the call.
+unsafe extern "C" fn set_on_cpu(arg: *mut core::ffi::c_void) {
+    // SAFETY: the caller's contract.
+    let a = unsafe { &mut *arg.cast::<OnCpu>() };
+    let np = NoPreempt::new();
+    // SAFETY: as above.
+    unsafe { &*a.p }.set(a.v, &np);
+    a.cpu = hot::cpu();
+}
+
+/// Reads the running CPU's copy of a per-CPU pointer (C calls it on a chosen CPU).
+///
+/// # Safety
+///
+/// As for [`set_on_cpu`].
+unsafe extern "C" fn get_on_cpu(arg: *mut core::ffi::c_void) {
+    // SAFETY: the caller's contract.
+    let a = unsafe { &mut *arg.cast::<OnCpu>() };
+    let np = NoPreempt::new();
+    // SAFETY: as above.
+    a.v = unsafe { &*a.p }.get(&np);
+    a.cpu = hot::cpu();
+}
+
+/// A CPU taken offline: the inline `cpu_online` (one `bt` on the mask) says so, as the kernel's
+/// does, and a per-CPU pointer that CPU set while online is still reached by `each` (as
+/// `Tasks::uncache` needs: a page leaves offline CPUs' caches too), so that the CPU comes back
+/// with its copy cleared.
+fn offline_cpu_online_and_per_cpu(t: &mut Test) -> CaseResult {
+    use core::sync::atomic::Ordering::Relaxed;
+    let n = crate::sys::task::nr_cpu_ids();
+    if n < 2 {
+        t.skip(kernel::c_str!("one CPU: none to take offline"));
+        return Ok(());
+    }
+    let cpu = n - 1;
+    let p = crate::sys::percpu::PerCpuPtr::<u64>::new()?;
+    let mut x = 7u64;
+    let xp: *mut u64 = &mut x;
+    let mut a = OnCpu { p: &p, v: xp, cpu: usize::MAX };
+    // SAFETY: `set_on_cpu` takes an `OnCpu`, which outlives the (waited for) call.
+    let set = unsafe {
+        bindings::ufg_test_on_cpu(cpu as u32, Some(set_on_cpu), (&mut a as *mut OnCpu).cast())
+    };
+    kcheck_eq!(t, set, 0);
+    kcheck_eq!(t, a.cpu, cpu);
+    // SAFETY: no preconditions but process context.
+    let down = unsafe { bindings::ufg_test_cpu_down(cpu as u32) };
+    if down != 0 {
+        t.skip(kernel::c_str!("the CPU would not go offline"));
+        return Ok(());
+    }
+    let ours = hot::cpu_online(cpu);
+    // SAFETY: `cpu` is below nr_cpu_ids.
+    let kernels = unsafe { bindings::ufg_cpu_online(cpu as u32) };
+    let (mut found, mut cleared) = (0, 0);
+    p.each(|c| {
+        if c.load(Relaxed) == xp {
+            found += 1;
+            cleared += usize::from(
+                c.compare_exchange(xp, core::ptr::null_mut(), Relaxed, Relaxed)
+                    .is_ok(),
+            );
+        }
+    });
+    // Back online before any check can return.
+    // SAFETY: no preconditions but process context.
+    let up = unsafe { bindings::ufg_test_cpu_up(cpu as u32) };
+    let mut b = OnCpu { p: &p, v: xp, cpu: usize::MAX };
+    // SAFETY: as above, with `get_on_cpu`.
+    let got = unsafe {
+        bindings::ufg_test_on_cpu(cpu as u32, Some(get_on_cpu), (&mut b as *mut OnCpu).cast())
+    };
+    kcheck_eq!(t, up, 0);
+    kcheck!(t, !kernels, "the kernel says the CPU is online");
+    kcheck_eq!(t, ours, kernels);
+    kcheck_eq!(t, found, 1);
+    kcheck_eq!(t, cleared, 1);
+    kcheck_eq!(t, got, 0);
+    kcheck_eq!(t, b.cpu, cpu);
+    kcheck!(t, b.v.is_null(), "the offline CPU's copy was not cleared");
+    kcheck!(t, hot::cpu_online(cpu));
+    Ok(())
+}
+
 kunit_suite!(
     HOT_SUITE,
     "ufgraph_hot",
@@ -246,5 +342,6 @@ kunit_suite!(
         recursion_guard_restores_the_word,
         recursion_guard_in_hardirq,
         per_cpu_pointer,
+        offline_cpu_online_and_per_cpu,
     ]
 );

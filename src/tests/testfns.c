@@ -5,6 +5,8 @@
  * instrumented in 6.12, so hook targets have to be C.
  */
 #include <linux/compiler.h>
+#include <linux/cpu.h>
+#include <linux/smp.h>
 #include <linux/irqflags.h>
 #include <linux/preempt.h>
 #include "../helpers/helpers.h"
@@ -88,4 +90,25 @@ int ufg_test_in_fake_hardirq(int (*fn)(void *arg), void *arg)
 	preempt_count_sub(HARDIRQ_OFFSET);
 	local_irq_restore(flags);
 	return r;
+}
+
+/*
+ * Runs fn(arg) on @cpu (in its IPI handler, interrupts off) and waits for it:
+ * the per-CPU pointer test sets and reads another CPU's own copy, which only
+ * its owner may write as a plain store.
+ */
+int ufg_test_on_cpu(unsigned int cpu, void (*fn)(void *arg), void *arg)
+{
+	return smp_call_function_single(cpu, fn, arg, 1);
+}
+
+/* CPU hotplug for the tests: remove_cpu() and add_cpu(), 0 or an errno. */
+int ufg_test_cpu_down(unsigned int cpu)
+{
+	return remove_cpu(cpu);
+}
+
+int ufg_test_cpu_up(unsigned int cpu)
+{
+	return add_cpu(cpu);
 }
