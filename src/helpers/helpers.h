@@ -164,6 +164,7 @@ int ufg_test_in_fake_hardirq(int (*fn)(void *arg), void *arg);
 int ufg_test_on_cpu(unsigned int cpu, void (*fn)(void *arg), void *arg);
 int ufg_test_cpu_down(unsigned int cpu);
 int ufg_test_cpu_up(unsigned int cpu);
+int ufg_test_in_fake_context(unsigned int offset, int (*fn)(void *arg), void *arg);
 long ufg_test_mul(long a, long b);
 int ufg_test_recurse(int n);
 long ufg_test_inner(long x);

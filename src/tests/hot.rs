@@ -237,6 +237,73 @@ fn per_cpu_pointer(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// What [`bits_in_context`] saw, in one faked context.
+#[derive(Default)]
+struct CtxBits {
+    level: usize,
+    ftrace_bit: i32,
+    ours: Option<usize>,
+    after: usize,
+    before: usize,
+}
+
+/// Takes ftrace's guard alone and then ours alone, in the context C faked: the bit each set.
+///
+/// # Safety
+///
+/// `arg` is a `CtxBits` of the caller's, alive for the call.
+unsafe extern "C" fn bits_in_context(arg: *mut core::ffi::c_void) -> core::ffi::c_int {
+    // SAFETY: the caller's contract.
+    let seen = unsafe { &mut *arg.cast::<CtxBits>() };
+    seen.level = crate::sys::sync::context_level();
+    seen.before = recursion_word();
+    // SAFETY: balanced just below.
+    let b = unsafe { bindings::ufg_recursion_trylock(0, 0) };
+    seen.ftrace_bit = b;
+    if b >= 0 {
+        // SAFETY: pairs with the trylock.
+        unsafe { bindings::ufg_recursion_unlock(b) };
+    }
+    if let Ok(g) = Recursion::try_lock(0, 0) {
+        let w = recursion_word();
+        seen.ours = Some((w ^ seen.before).trailing_zeros() as usize);
+        drop(g);
+    }
+    seen.after = recursion_word();
+    0
+}
+
+/// In a (faked) softirq, hardirq and NMI, our guard takes the very bit ftrace's own guard takes
+/// there (`trace_test_and_set_recursion()`, compared, not recomputed), and puts the word back.
+fn recursion_guard_bit_in_every_context(t: &mut Test) -> CaseResult {
+    let low = |m: usize| m & m.wrapping_neg();
+    let softirq = bindings::UFG_SOFTIRQ_OFFSET;
+    let hardirq = low(bindings::UFG_HARDIRQ_MASK);
+    let nmi = low(bindings::UFG_NMI_MASK) + hardirq;
+    for (offset, level) in [(softirq, 1), (hardirq, 2), (nmi, 3)] {
+        let mut seen = CtxBits::default();
+        // SAFETY: `bits_in_context` takes a `CtxBits`, which outlives the call.
+        let r = unsafe {
+            bindings::ufg_test_in_fake_context(
+                offset as u32,
+                Some(bits_in_context),
+                (&mut seen as *mut CtxBits).cast(),
+            )
+        };
+        kcheck_eq!(t, r, 0);
+        kcheck_eq!(t, seen.level, level);
+        kcheck!(
+            t,
+            seen.ftrace_bit >= 0,
+            "ftrace's guard refused at level {}",
+            level
+        );
+        kcheck_eq!(t, seen.ours, Some(seen.ftrace_bit as usize));
+        kcheck_eq!(t, seen.after, seen.before);
+    }
+    Ok(())
+}
+
 /// What [`set_on_cpu`] and [`get_on_cpu`] work on, on another CPU.
 struct OnCpu {
     p: *const crate::sys::percpu::PerCpuPtr<u64>,
@@ -343,5 +410,6 @@ kunit_suite!(
         recursion_guard_in_hardirq,
         per_cpu_pointer,
         offline_cpu_online_and_per_cpu,
+        recursion_guard_bit_in_every_context,
     ]
 );

@@ -112,3 +112,22 @@ int ufg_test_cpu_up(unsigned int cpu)
 {
 	return add_cpu(cpu);
 }
+
+/*
+ * Runs fn(arg) with interrupts off and the preempt count raised by @offset
+ * (SOFTIRQ_OFFSET, HARDIRQ_OFFSET or NMI_OFFSET + HARDIRQ_OFFSET: a softirq, a
+ * hardirq or an NMI as interrupt_context_level() sees them), so that the guard's
+ * bit in each context is compared with ftrace's own in the same context.
+ */
+int ufg_test_in_fake_context(unsigned int offset, int (*fn)(void *arg), void *arg)
+{
+	unsigned long flags;
+	int r;
+
+	local_irq_save(flags);
+	preempt_count_add(offset);
+	r = fn(arg);
+	preempt_count_sub(offset);
+	local_irq_restore(flags);
+	return r;
+}
