@@ -91,7 +91,13 @@ pub struct Recursion {
     /// Between the two, everything that changes the word on this task (a nested guard, ftrace's
     /// own guard in a callback, an interrupt's) has put it back as it found it, so this is the
     /// word with our bit cleared, as `trace_clear_recursion()` leaves it, in one store instead
-    /// of a read, a mask and a write.
+    /// of a read, a mask and a write. One writer in 6.12 leaves a bit behind on purpose: the
+    /// function_graph tracer's `ftrace_graph_addr()` (`set_graph_function`) sets or clears
+    /// `TRACE_IRQ_BIT` on entering a matched function and never resets it. If that happens
+    /// inside our window (a handler, or an interrupt, enters such a function) the release puts
+    /// the bit back as it was. It is a hint `ftrace_graph_ignore_irqs()` reads, mostly after a
+    /// function match that writes it again: at most, with several trace instances, which
+    /// interrupt functions the function_graph tracer records may differ.
     before: usize,
 }
 

@@ -354,7 +354,11 @@ fn offline_cpu_online_and_per_cpu(t: &mut Test) -> CaseResult {
     let p = crate::sys::percpu::PerCpuPtr::<u64>::new()?;
     let mut x = 7u64;
     let xp: *mut u64 = &mut x;
-    let mut a = OnCpu { p: &p, v: xp, cpu: usize::MAX };
+    let mut a = OnCpu {
+        p: &p,
+        v: xp,
+        cpu: usize::MAX,
+    };
     // SAFETY: `set_on_cpu` takes an `OnCpu`, which outlives the (waited for) call.
     let set = unsafe {
         bindings::ufg_test_on_cpu(cpu as u32, Some(set_on_cpu), (&mut a as *mut OnCpu).cast())
@@ -383,7 +387,11 @@ fn offline_cpu_online_and_per_cpu(t: &mut Test) -> CaseResult {
     // Back online before any check can return.
     // SAFETY: no preconditions but process context.
     let up = unsafe { bindings::ufg_test_cpu_up(cpu as u32) };
-    let mut b = OnCpu { p: &p, v: xp, cpu: usize::MAX };
+    let mut b = OnCpu {
+        p: &p,
+        v: xp,
+        cpu: usize::MAX,
+    };
     // SAFETY: as above, with `get_on_cpu`.
     let got = unsafe {
         bindings::ufg_test_on_cpu(cpu as u32, Some(get_on_cpu), (&mut b as *mut OnCpu).cast())
