@@ -84,6 +84,60 @@ pub(super) fn call_times_only_when_wanted(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+// On the hub, an ops that wants call times joining a frame pushed by one that does not (the
+// lower index pushes) gets them: the hub takes the time once, before the joined callbacks.
+pub(super) fn call_times_on_the_hub_when_joined(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let mut plain = t.check_ok(GraphOps::new(Timed::<false>::new()), "GraphOps::new")?;
+    t.check_ok(
+        plain.set_filter_ips(&[add_ip], false, false),
+        "set_filter_ips",
+    )?;
+    t.check_ok(plain.register(), "register")?;
+    let mut timed = t.check_ok(GraphOps::new(Timed::<true>::new()), "GraphOps::new")?;
+    t.check_ok(
+        timed.set_filter_ips(&[add_ip], false, false),
+        "set_filter_ips",
+    )?;
+    t.check_ok(timed.register(), "register")?;
+    kcheck!(
+        t,
+        plain.slot().on_hub() && timed.slot().on_hub(),
+        "both on the hub"
+    );
+    // Indices come least recently used first: registering again moves an ops to another one,
+    // until the one that takes no times has the lower index, and so pushes the frame.
+    for _ in 0..2 * ARRAY_SIZE {
+        let (p, q) = (plain.idx().unwrap_or(0), timed.idx().unwrap_or(0));
+        if p < q {
+            break;
+        }
+        if p == ARRAY_SIZE - 1 {
+            t.check_ok(plain.unregister(), "unregister")?;
+            t.check_ok(plain.register(), "register again")?;
+        } else {
+            t.check_ok(timed.unregister(), "unregister")?;
+            t.check_ok(timed.register(), "register again")?;
+        }
+    }
+    kcheck!(
+        t,
+        plain.idx() < timed.idx(),
+        "indices {:?} and {:?}",
+        plain.idx(),
+        timed.idx()
+    );
+    for i in 0..20 {
+        add(i, 1);
+    }
+    kcheck_eq!(t, timed.handler().taken.load(Relaxed), 20);
+    kcheck_eq!(t, timed.handler().zero.load(Relaxed), 0);
+    t.check_ok(timed.unregister(), "unregister")?;
+    t.check_ok(plain.unregister(), "unregister")?;
+    Ok(())
+}
+
 // Upstream's "multiple fgraph storage" selftest: several ops on one function, each storing data
 // of a different size, each reading back exactly its own on return.
 pub(super) fn multiple_storage(t: &mut Test) -> CaseResult {
