@@ -38,9 +38,9 @@ pub fn current() -> usize {
 #[inline(always)]
 pub fn cpu() -> usize {
     let v: usize;
-    // SAFETY: a load of this CPU's `pcpu_hot.cpu_number`, a non-negative int; a 32-bit load
-    // zeroes the register's upper half, so `v` is the number (the compiler, told of a `u32`,
-    // would zero-extend it once more).
+    // A 32-bit load zeroes the register's upper half, so `v` is the number as it is (the
+    // compiler, told of a `u32`, would zero-extend it once more).
+    // SAFETY: reads this CPU's `pcpu_hot.cpu_number`, an exported per-CPU variable, only.
     unsafe {
         asm!("movl %gs:{hot}+{off}, {v:e}", hot = sym pcpu_hot, off = const b::UFG_PCPU_CPU, v = out(reg) v,
             options(att_syntax, nostack, readonly, preserves_flags))
@@ -52,13 +52,8 @@ pub fn cpu() -> usize {
 /// need-resched bit).
 #[inline(always)]
 pub fn preempt_count() -> u32 {
-    let v: u32;
-    // SAFETY: a load of this CPU's `pcpu_hot.preempt_count`.
-    unsafe {
-        asm!("movl %gs:{hot}+{off}, {v:e}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT, v = out(reg) v,
-            options(att_syntax, nostack, readonly, preserves_flags))
-    };
-    v & !(b::UFG_PREEMPT_NEED_RESCHED as u32)
+    // The count is 32 bits; the word's upper half is clear.
+    preempt_count_word() as u32
 }
 
 /// [`preempt_count`] as a machine word, for masks and tests: the 32-bit load already clears the
@@ -67,8 +62,9 @@ pub fn preempt_count() -> u32 {
 #[inline(always)]
 pub fn preempt_count_word() -> usize {
     let v: usize;
-    // SAFETY: as in `preempt_count`; a 32-bit load into the low half of a 64-bit register zeroes
-    // its upper half, so `v` is the count zero-extended.
+    // A 32-bit load into the low half of a 64-bit register zeroes its upper half, so `v` is the
+    // count zero-extended.
+    // SAFETY: reads this CPU's `pcpu_hot.preempt_count`, an exported per-CPU variable, only.
     unsafe {
         asm!("movl %gs:{hot}+{off}, {v:e}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT, v = out(reg) v,
             options(att_syntax, nostack, readonly, preserves_flags))
@@ -120,10 +116,11 @@ pub unsafe fn preempt_enable() {
     unsafe {
         asm!("decl %gs:{hot}+{off}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT, options(att_syntax, nostack))
     };
-    #[cfg(CONFIG_PREEMPTION)]
-    // SAFETY: as above. The decrement's zero flag goes straight to the branch, as the kernel's
+    // With preemption: the decrement's zero flag goes straight to the branch, as the kernel's
     // `__preempt_count_dec_and_test()` (`GEN_UNARY_RMWcc`, an asm goto) does: zero means the
     // count dropped to zero with the folded need-resched bit clear, so a reschedule is pending.
+    #[cfg(CONFIG_PREEMPTION)]
+    // SAFETY: balances `preempt_disable`'s increment on this CPU (the caller's contract).
     unsafe {
         asm!("decl %gs:{hot}+{off}", "je {resched}", hot = sym pcpu_hot, off = const b::UFG_PCPU_PREEMPT,
             resched = label {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Per-CPU arrays: one element per possible CPU, so that hot paths on different CPUs never share
-//! a cache line (the task table's per-CPU caches).
+//! Per-CPU data: arrays with one element per possible CPU, and `PerCpuPtr`, a word of the
+//! kernel's per-CPU memory (the task table's cache of the current task's stack).
 
 use crate::sys::task::{nr_cpu_ids, this_cpu};
 use core::sync::atomic::AtomicPtr;
@@ -34,15 +34,22 @@ pub fn this_cpu_ptr(addr: usize) -> usize {
     if cpu >= nr_cpu_ids() {
         return addr;
     }
-    // SAFETY: `__per_cpu_offset` is an array of NR_CPUS entries, at least nr_cpu_ids, set up at
-    // boot and never written again; `cpu` is below nr_cpu_ids.
-    let off = unsafe {
-        core::ptr::addr_of!(__per_cpu_offset)
-            .cast::<usize>()
-            .add(cpu)
-            .read()
-    };
-    addr.wrapping_add(off)
+    addr.wrapping_add(cpu_offset(cpu))
+}
+
+/// CPU `cpu`'s entry of `__per_cpu_offset` (0 past its NR_CPUS entries, which no CPU number
+/// reaches: CPU numbers are below nr_cpu_ids <= NR_CPUS, so the check is one compare with a
+/// constant that never fails).
+#[inline(always)]
+fn cpu_offset(cpu: usize) -> usize {
+    // SAFETY: `__per_cpu_offset` is set up at boot and never written again; `get` checks the
+    // index against its declared size.
+    unsafe {
+        (*core::ptr::addr_of!(__per_cpu_offset))
+            .get(cpu)
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// One pointer per possible CPU, in the kernel's per-CPU memory (`alloc_percpu()`): reading this
@@ -60,7 +67,7 @@ pub fn this_cpu_ptr(addr: usize) -> usize {
 /// The owning CPU reads and writes its copy with plain aligned word accesses (atomic on every
 /// architecture the module builds for); other CPUs reach it as an [`AtomicPtr`] ([`Self::each`]).
 pub struct PerCpuPtr<T> {
-    /// `void __percpu *` from `__alloc_percpu_gfp()`, freed by `drop`.
+    /// `void __percpu *` from `alloc_percpu()` (`ufg_alloc_percpu`), freed by `drop`.
     addr: core::ptr::NonNull<u8>,
     _t: core::marker::PhantomData<*mut T>,
 }
@@ -104,15 +111,8 @@ impl<T> PerCpuPtr<T> {
             if !crate::sys::task::cpu_possible_bit(cpu) {
                 continue;
             }
-            // SAFETY: `__per_cpu_offset` has NR_CPUS entries (above `cpu`), set for every
-            // possible CPU at boot and never written again.
-            let off = unsafe {
-                core::ptr::addr_of!(__per_cpu_offset)
-                    .cast::<usize>()
-                    .add(cpu)
-                    .read()
-            };
-            let p = (self.addr.as_ptr() as usize).wrapping_add(off) as *const AtomicPtr<T>;
+            let p =
+                (self.addr.as_ptr() as usize).wrapping_add(cpu_offset(cpu)) as *const AtomicPtr<T>;
             // SAFETY: CPU `cpu`'s copy of our word: allocated for every possible CPU, aligned,
             // alive until `drop`; its owner accesses it only whole, as an atomic would.
             f(unsafe { &*p });
@@ -164,23 +164,7 @@ unsafe fn this_cpu_write(addr: usize, v: usize) {
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 fn this_cpu_word(addr: usize) -> *mut usize {
-    // The CPU number of a running task is below nr_cpu_ids, which is at most NR_CPUS: the
-    // index check never fails, and costs a compare with a constant.
-    let off = __per_cpu_offset_at(crate::sys::hot::cpu());
-    addr.wrapping_add(off) as *mut usize
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn __per_cpu_offset_at(cpu: usize) -> usize {
-    // SAFETY: `__per_cpu_offset` is set up at boot and never written again; `get` checks the
-    // index against its declared size.
-    unsafe {
-        (*core::ptr::addr_of!(__per_cpu_offset))
-            .get(cpu)
-            .copied()
-            .unwrap_or(0)
-    }
+    addr.wrapping_add(cpu_offset(crate::sys::hot::cpu())) as *mut usize
 }
 
 /// As x86_64's, through the CPU's offset.

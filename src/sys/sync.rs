@@ -130,12 +130,8 @@ impl Recursion {
             return unsafe { Self::take(bits, val, b::UFG_TRACE_CTX_NORMAL + start) };
         }
         core::hint::cold_path();
-        let pc = hot::preempt_count_word();
-        let level = (pc & b::UFG_NMI_MASK != 0) as usize
-            + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) != 0) as usize
-            + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) != 0) as usize;
         // SAFETY: as above.
-        unsafe { Self::take(bits, val, b::UFG_TRACE_CTX_NORMAL - level + start) }
+        unsafe { Self::take(bits, val, b::UFG_TRACE_CTX_NORMAL - context_level() + start) }
     }
 
     /// The guard with `bit` (this context's), or the transition bit if `bit` is taken.
@@ -192,7 +188,7 @@ impl Recursion {
 /// 2 hardirq, 3 NMI.
 pub fn context_level() -> usize {
     use crate::bindings as b;
-    let pc = crate::sys::hot::preempt_count() as usize;
+    let pc = crate::sys::hot::preempt_count_word();
     (pc & b::UFG_NMI_MASK != 0) as usize
         + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK) != 0) as usize
         + (pc & (b::UFG_NMI_MASK | b::UFG_HARDIRQ_MASK | b::UFG_SOFTIRQ_OFFSET) != 0) as usize

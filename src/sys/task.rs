@@ -176,34 +176,34 @@ extern "C" {
     static __cpu_possible_mask: [usize; CPU_MASK_WORDS];
 }
 
+/// Bit `cpu` of a CPU mask (a bitmap of NR_CPUS bits, which the kernel may be changing): a
+/// plain racy read of its word, as `cpumask_test_cpu()` does.
+///
+/// # Safety
+///
+/// `mask` points to such a bitmap, alive, and `cpu` is below `nr_cpu_ids` (<= NR_CPUS).
+#[inline(always)]
+unsafe fn mask_bit(mask: *const [usize; CPU_MASK_WORDS], cpu: usize) -> bool {
+    let bits = usize::BITS as usize;
+    // SAFETY: the caller's contract puts the word inside the bitmap; read through a raw pointer
+    // and volatile, never as a reference, since the kernel writes it meanwhile (hotplug).
+    let w = unsafe { mask.cast::<usize>().add(cpu / bits).read_volatile() };
+    w & (1 << (cpu % bits)) != 0
+}
+
 /// `cpu_possible(cpu)`, for a `cpu` below `nr_cpu_ids`.
 pub fn cpu_possible_bit(cpu: usize) -> bool {
-    let bits = usize::BITS as usize;
-    // SAFETY: a bitmap of NR_CPUS bits, and `cpu` below nr_cpu_ids <= NR_CPUS: the word is
-    // inside it. Set at boot, never changed after.
-    let w = unsafe {
-        core::ptr::addr_of!(__cpu_possible_mask)
-            .cast::<usize>()
-            .add(cpu / bits)
-            .read()
-    };
-    w & (1 << (cpu % bits)) != 0
+    // SAFETY: `__cpu_possible_mask` is such a bitmap, set at boot and never freed; `cpu` as the
+    // caller gives it.
+    unsafe { mask_bit(core::ptr::addr_of!(__cpu_possible_mask), cpu) }
 }
 
 /// `cpu_online(cpu)`, inline (arm64's hot path's guard asks it on every hooked call, as
 /// `sys::hot::cpu_online`; x86_64's has a one-instruction test), for a `cpu` below `nr_cpu_ids`.
 #[inline(always)]
 pub fn cpu_online_bit(cpu: usize) -> bool {
-    let bits = usize::BITS as usize;
-    // SAFETY: `__cpu_online_mask` is a bitmap of NR_CPUS bits, and `cpu` a CPU number (below
-    // nr_cpu_ids <= NR_CPUS): the word is inside it. A plain racy read, as cpu_online() does.
-    let w = unsafe {
-        core::ptr::addr_of!(__cpu_online_mask)
-            .cast::<usize>()
-            .add(cpu / bits)
-            .read_volatile()
-    };
-    w & (1 << (cpu % bits)) != 0
+    // SAFETY: `__cpu_online_mask` is such a bitmap, never freed; `cpu` as the caller gives it.
+    unsafe { mask_bit(core::ptr::addr_of!(__cpu_online_mask), cpu) }
 }
 
 /// The CPU this code runs on. Stable only with preemption disabled.

@@ -146,7 +146,7 @@ struct IrqSeen {
     after: usize,
 }
 
-/// A callback C calls, in a fake hardirq (`ufg_test_in_fake_hardirq`).
+/// A callback C calls, in a fake hardirq (`ufg_test_in_fake_context`).
 ///
 /// # Safety
 ///
@@ -176,6 +176,16 @@ unsafe extern "C" fn in_hardirq_guard(arg: *mut core::ffi::c_void) -> core::ffi:
     0
 }
 
+/// The lowest set bit of `m`: a preempt-count field's unit (`HARDIRQ_OFFSET` of `HARDIRQ_MASK`).
+fn lowest_bit(m: usize) -> usize {
+    m & m.wrapping_neg()
+}
+
+/// `HARDIRQ_OFFSET`: what `__irq_enter_raw()` adds to the preempt count.
+fn hardirq_offset() -> usize {
+    lowest_bit(bindings::UFG_HARDIRQ_MASK)
+}
+
 /// In a hardirq the guard takes the hardirq context's bit (not task context's), as ftrace's
 /// does, and ftrace's guard then gets only the transition level.
 fn recursion_guard_in_hardirq(t: &mut Test) -> CaseResult {
@@ -183,7 +193,8 @@ fn recursion_guard_in_hardirq(t: &mut Test) -> CaseResult {
     let mut seen = IrqSeen::default();
     // SAFETY: `in_hardirq_guard` takes an `IrqSeen`, which outlives the call.
     let r = unsafe {
-        bindings::ufg_test_in_fake_hardirq(
+        bindings::ufg_test_in_fake_context(
+            hardirq_offset() as u32,
             Some(in_hardirq_guard),
             (&mut seen as *mut IrqSeen).cast(),
         )
@@ -276,10 +287,9 @@ unsafe extern "C" fn bits_in_context(arg: *mut core::ffi::c_void) -> core::ffi::
 /// In a (faked) softirq, hardirq and NMI, our guard takes the very bit ftrace's own guard takes
 /// there (`trace_test_and_set_recursion()`, compared, not recomputed), and puts the word back.
 fn recursion_guard_bit_in_every_context(t: &mut Test) -> CaseResult {
-    let low = |m: usize| m & m.wrapping_neg();
     let softirq = bindings::UFG_SOFTIRQ_OFFSET;
-    let hardirq = low(bindings::UFG_HARDIRQ_MASK);
-    let nmi = low(bindings::UFG_NMI_MASK) + hardirq;
+    let hardirq = hardirq_offset();
+    let nmi = lowest_bit(bindings::UFG_NMI_MASK) + hardirq;
     for (offset, level) in [(softirq, 1), (hardirq, 2), (nmi, 3)] {
         let mut seen = CtxBits::default();
         // SAFETY: `bits_in_context` takes a `CtxBits`, which outlives the call.
@@ -339,6 +349,25 @@ unsafe extern "C" fn get_on_cpu(arg: *mut core::ffi::c_void) {
     a.cpu = hot::cpu();
 }
 
+/// Runs `f` (`set_on_cpu` or `get_on_cpu`) on `cpu` with `p` and `v`, and waits for it: what
+/// `smp_call_function_single()` returned, and the `OnCpu` as `f` left it.
+fn on_cpu(
+    cpu: usize,
+    f: unsafe extern "C" fn(*mut core::ffi::c_void),
+    p: &crate::sys::percpu::PerCpuPtr<u64>,
+    v: *mut u64,
+) -> (core::ffi::c_int, OnCpu) {
+    let mut a = OnCpu {
+        p,
+        v,
+        cpu: usize::MAX,
+    };
+    // SAFETY: `f` takes an `OnCpu` whose `p` is live, and both outlive the (waited for) call.
+    let r =
+        unsafe { bindings::ufg_test_on_cpu(cpu as u32, Some(f), (&mut a as *mut OnCpu).cast()) };
+    (r, a)
+}
+
 /// A CPU taken offline: the inline `cpu_online` (one `bt` on the mask) says so, as the kernel's
 /// does, and a per-CPU pointer that CPU set while online is still reached by `each` (as
 /// `Tasks::uncache` needs: a page leaves offline CPUs' caches too), so that the CPU comes back
@@ -354,15 +383,7 @@ fn offline_cpu_online_and_per_cpu(t: &mut Test) -> CaseResult {
     let p = crate::sys::percpu::PerCpuPtr::<u64>::new()?;
     let mut x = 7u64;
     let xp: *mut u64 = &mut x;
-    let mut a = OnCpu {
-        p: &p,
-        v: xp,
-        cpu: usize::MAX,
-    };
-    // SAFETY: `set_on_cpu` takes an `OnCpu`, which outlives the (waited for) call.
-    let set = unsafe {
-        bindings::ufg_test_on_cpu(cpu as u32, Some(set_on_cpu), (&mut a as *mut OnCpu).cast())
-    };
+    let (set, a) = on_cpu(cpu, set_on_cpu, &p, xp);
     kcheck_eq!(t, set, 0);
     kcheck_eq!(t, a.cpu, cpu);
     // SAFETY: no preconditions but process context.
@@ -387,15 +408,7 @@ fn offline_cpu_online_and_per_cpu(t: &mut Test) -> CaseResult {
     // Back online before any check can return.
     // SAFETY: no preconditions but process context.
     let up = unsafe { bindings::ufg_test_cpu_up(cpu as u32) };
-    let mut b = OnCpu {
-        p: &p,
-        v: xp,
-        cpu: usize::MAX,
-    };
-    // SAFETY: as above, with `get_on_cpu`.
-    let got = unsafe {
-        bindings::ufg_test_on_cpu(cpu as u32, Some(get_on_cpu), (&mut b as *mut OnCpu).cast())
-    };
+    let (got, b) = on_cpu(cpu, get_on_cpu, &p, xp);
     kcheck_eq!(t, up, 0);
     kcheck!(t, !kernels, "the kernel says the CPU is online");
     kcheck_eq!(t, ours, kernels);

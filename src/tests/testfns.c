@@ -74,25 +74,6 @@ noinline unsigned long ufg_test_retaddr(void)
 }
 
 /*
- * Runs fn(arg) as if in a hardirq: interrupts off and the preempt count raised
- * by HARDIRQ_OFFSET, as __irq_enter_raw() does, so that
- * interrupt_context_level() says 2. The recursion guard's choice of bit in an
- * interrupt is then tested without waiting for a real one.
- */
-int ufg_test_in_fake_hardirq(int (*fn)(void *arg), void *arg)
-{
-	unsigned long flags;
-	int r;
-
-	local_irq_save(flags);
-	preempt_count_add(HARDIRQ_OFFSET);
-	r = fn(arg);
-	preempt_count_sub(HARDIRQ_OFFSET);
-	local_irq_restore(flags);
-	return r;
-}
-
-/*
  * Runs fn(arg) on @cpu (in its IPI handler, interrupts off) and waits for it:
  * the per-CPU pointer test sets and reads another CPU's own copy, which only
  * its owner may write as a plain store.

@@ -5,13 +5,6 @@
 
 use super::*;
 
-/// A `Rec` on the hub: its filter given as addresses.
-fn hub_ops(t: &Test, ips: &[usize], h: Rec) -> Result<GraphOps<Rec>, Failed> {
-    let mut ops = t.check_ok(GraphOps::new(h), "GraphOps::new")?;
-    t.check_ok(ops.set_filter_ips(ips, false, false), "set_filter_ips")?;
-    Ok(ops)
-}
-
 pub(super) fn hub_shares_one_ftrace_ops(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;

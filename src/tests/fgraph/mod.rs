@@ -126,6 +126,13 @@ fn ops_on(t: &Test, glob: &CStr, h: Rec) -> Result<GraphOps<Rec>, Failed> {
     Ok(ops)
 }
 
+/// An ops for the hub: its filter given as addresses.
+fn hub_ops<H: GraphHandler>(t: &Test, ips: &[usize], h: H) -> Result<GraphOps<H>, Failed> {
+    let mut ops = t.check_ok(GraphOps::new(h), "GraphOps::new")?;
+    t.check_ok(ops.set_filter_ips(ips, false, false), "set_filter_ips")?;
+    Ok(ops)
+}
+
 fn core_is_idle(t: &Test) -> CaseResult {
     let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     kcheck_eq!(t, g.registered(), 0);

@@ -89,17 +89,9 @@ pub(super) fn call_times_only_when_wanted(t: &mut Test) -> CaseResult {
 pub(super) fn call_times_on_the_hub_when_joined(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let add_ip = bindings::ufg_test_add as *const () as usize;
-    let mut plain = t.check_ok(GraphOps::new(Timed::<false>::new()), "GraphOps::new")?;
-    t.check_ok(
-        plain.set_filter_ips(&[add_ip], false, false),
-        "set_filter_ips",
-    )?;
+    let mut plain = hub_ops(t, &[add_ip], Timed::<false>::new())?;
     t.check_ok(plain.register(), "register")?;
-    let mut timed = t.check_ok(GraphOps::new(Timed::<true>::new()), "GraphOps::new")?;
-    t.check_ok(
-        timed.set_filter_ips(&[add_ip], false, false),
-        "set_filter_ips",
-    )?;
+    let mut timed = hub_ops(t, &[add_ip], Timed::<true>::new())?;
     t.check_ok(timed.register(), "register")?;
     kcheck!(
         t,
