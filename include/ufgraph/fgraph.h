@@ -42,7 +42,12 @@
 struct task_struct;
 struct ufgraph_ops;
 
-/* What an entry callback is told (upstream: struct ftrace_graph_ent). */
+/*
+ * What an entry callback is told (upstream: struct ftrace_graph_ent). Treat it as read-only:
+ * when several ops hook one call, they may be handed the same one in turn (upstream hands all
+ * its fgraph_ops on a call one ftrace_graph_ent), and so may the return callbacks of one
+ * frame their struct ufgraph_ret.
+ */
 struct ufgraph_ent {
 	unsigned long func;	/* the hooked function */
 	int depth;		/* hooked frames of this task, this one included */

@@ -5,8 +5,8 @@
 //! safe core.
 
 use crate::bindings::{self, ufgraph_ent, ufgraph_ops, ufgraph_ret};
-use crate::fgraph::graph::{self, graph, Entry, GraphHandler, Return, Slot};
-use crate::sys::ftrace::RawOps;
+use crate::fgraph::graph::{self, graph, Batched, Entry, GraphHandler, Return, Slot};
+use crate::sys::ftrace::{RawOps, Regs};
 use crate::sys::task::TaskRef;
 use core::ffi::{c_int, c_uint, c_ulong, c_void};
 use core::ptr::addr_of_mut;
@@ -35,34 +35,12 @@ impl COps {
 impl GraphHandler for COps {
     #[inline(always)]
     fn entry(&self, e: &mut Entry<'_>) -> bool {
-        // SAFETY: the ops is valid while registered; C leaves the callbacks alone meanwhile.
-        let Some(f) = (unsafe { (*self.gops()).entryfunc }) else {
-            return false;
-        };
-        let mut trace = ufgraph_ent {
-            func: e.func as _,
-            depth: e.depth() as c_int,
-        };
-        // SAFETY: the C caller registered this callback for exactly these arguments.
-        unsafe { f(&mut trace, self.gops(), e.regs.as_ptr()) != 0 }
+        self.entry_batched(&mut Self::call_of(e), e.regs)
     }
 
     #[inline(always)]
     fn ret(&self, r: &mut Return<'_>) {
-        // SAFETY: as in `entry`.
-        let Some(f) = (unsafe { (*self.gops()).retfunc }) else {
-            return;
-        };
-        let mut trace = ufgraph_ret {
-            func: r.func as _,
-            retval: r.retval() as _,
-            depth: r.depth() as c_int,
-            overrun: 0,
-            calltime: r.calltime,
-            rettime: r.rettime,
-        };
-        // SAFETY: as above.
-        unsafe { f(&mut trace, self.gops(), r.regs.as_ptr()) };
+        self.ret_batched(&mut Self::ret_of(r), r.regs)
     }
 
     fn set_index(&self, idx: Option<usize>) {
@@ -71,6 +49,53 @@ impl GraphHandler for COps {
         // SAFETY: the ops is valid while it is being (un)registered (`ufgraph_register`'s
         // contract), and only the core ever writes its `idx`.
         unsafe { addr_of_mut!((*self.gops()).idx).write_volatile(v) };
+    }
+}
+
+/// Several C ops on one call share one `struct ufgraph_ent` (and one `struct ufgraph_ret` on its
+/// return), as upstream's `fgraph_ops` share their `ftrace_graph_ent`: the header says so.
+impl Batched for COps {
+    type Call = ufgraph_ent;
+    type Ret = ufgraph_ret;
+
+    #[inline(always)]
+    fn call_of(e: &Entry<'_>) -> ufgraph_ent {
+        ufgraph_ent {
+            func: e.func as _,
+            depth: e.depth() as c_int,
+        }
+    }
+
+    #[inline(always)]
+    fn entry_batched(&self, call: &mut ufgraph_ent, regs: &Regs) -> bool {
+        // SAFETY: the ops is valid while registered; C leaves the callbacks alone meanwhile.
+        let Some(f) = (unsafe { (*self.gops()).entryfunc }) else {
+            return false;
+        };
+        // SAFETY: the C caller registered this callback for exactly these arguments.
+        unsafe { f(call, self.gops(), regs.as_ptr()) != 0 }
+    }
+
+    #[inline(always)]
+    fn ret_of(r: &Return<'_>) -> ufgraph_ret {
+        ufgraph_ret {
+            func: r.func as _,
+            retval: r.retval() as _,
+            depth: r.depth() as c_int,
+            overrun: 0,
+            calltime: r.calltime,
+            rettime: r.rettime,
+        }
+    }
+
+    #[inline(always)]
+    fn ret_batched(&self, ret: &mut ufgraph_ret, regs: &Regs) {
+        // SAFETY: as in `entry_batched`.
+        let Some(f) = (unsafe { (*self.gops()).retfunc }) else {
+            return;
+        };
+        // SAFETY: as above.
+        unsafe { f(ret, self.gops(), regs.as_ptr()) };
     }
 }
 

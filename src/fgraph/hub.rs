@@ -23,7 +23,7 @@
 //! callbacks are RCU-sched readers). The hub's `ftrace_ops` is registered only while its filter
 //! is not empty: an empty filter would make ftrace call it for every function.
 
-use super::graph::{graph, Graph, GraphHandler, Slot};
+use super::graph::{graph, Batched, Graph, Slot};
 use crate::sys::ftrace::RawOps;
 use crate::sys::rcutable::{Keyed, RcuTable, Writer};
 use crate::sys::sync::{NoPreempt, Recursion, Refused};
@@ -282,7 +282,7 @@ type Direct = crate::fgraph::capi::COps;
 /// # Safety
 ///
 /// Called by ftrace only, as the hub's `ftrace_ops` callback, with ftrace's arguments.
-unsafe extern "C" fn hub_entry<Q: GraphHandler>(
+unsafe extern "C" fn hub_entry<Q: Batched>(
     ip: usize,
     parent_ip: usize,
     _op: *mut crate::sys::ftrace::RawFtraceOps,

@@ -456,10 +456,16 @@ impl Graph {
     /// The other ops of `mask` on a call whose frame (bitmap word at `bm`, returning to
     /// `ret_ip`, its call time taken if `timed`) an ops before them in the same hub callback has
     /// just pushed or joined, and kept: the frame is known, nothing is looked for. Each ops'
-    /// entry callback runs in turn; the frame's "seen" and bitmap words are written once, after
-    /// the last (nothing reads them meanwhile: a hook made from inside a callback for this call
-    /// finds the frame being built and is refused, and other hookers of the call come after
-    /// this callback returns).
+    /// entry callback runs in turn; the frame's "seen" and bitmap words are written once each,
+    /// before the first and after the last (nothing reads them meanwhile: a hook made from
+    /// inside a callback for this call finds the frame being built and is refused, and other
+    /// hookers of the call come after this callback returns).
+    ///
+    /// The loop is what each further ops on a function costs, so it carries as little as it
+    /// can across the callbacks: the mask still to run, the bits kept, the stack and its top
+    /// before the callback, the registers. The ops' bit is taken from the mask again after the
+    /// callback rather than kept; what only a handler of another type than `Q` needs (the
+    /// `Entry`) sits in memory, for [`join_other`].
     ///
     /// # Safety
     ///
@@ -467,9 +473,9 @@ impl Graph {
     /// (what `enter_locked` reported), for this call.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(in crate::fgraph) unsafe fn join_all<Q: GraphHandler>(
+    pub(in crate::fgraph) unsafe fn join_all<Q: Batched>(
         &self,
-        mut mask: usize,
+        mask: usize,
         ip: usize,
         fregs: *mut crate::sys::ftrace::RawFregs,
         stack: &Stack,
@@ -479,7 +485,7 @@ impl Graph {
         timed: bool,
     ) {
         // Being built while the entry callbacks run, as in `enter_locked`.
-        let mut bits = stack.bitmap(bm);
+        let mut bits = stack.bitmap(bm) as usize;
         stack.set_building(bm);
         // A frame pushed without a call time that an ops further on wants: taken now, once,
         // before the callbacks, so the loop below carries no "timed" state from one ops to the
@@ -487,37 +493,50 @@ impl Graph {
         if !timed && self.any_wants_times(mask) {
             stack.set_calltime_at(bm, self.now());
         }
-        let mut seen = 0;
+        // Every index of the mask sees the call, an index with no slot in the array included:
+        // "seen" only tells a later entry of the same ops into this call (from its own
+        // `ftrace_ops`) from a tail-recursive one, and an index that has no slot now gets no
+        // new ops before this callback ends (an index is reused only a grace period after its
+        // ops left the array, and this callback is an RCU-sched reader), while an ops on its
+        // way in here is a hub ops, with no `ftrace_ops` of its own.
+        stack.mark_seen_bits(bm, mask);
         // SAFETY: valid for the call (caller).
         let regs = unsafe { Regs::from_raw(fregs) };
-        while mask != 0 {
+        let other = JoinCtx {
+            func: ip,
+            ret_ip,
+            regs,
+            stack,
+            np,
+            bm,
+        };
+        // What every `Q` on the call is told, built once (`Batched`).
+        let mut call = Q::call_of(&other.entry(mask.trailing_zeros() as usize % ARRAY_SIZE));
+        // The stack top before each callback: a declining callback's reservation is dropped.
+        let mut save = stack.top();
+        let mut rest = mask;
+        while rest != 0 {
             // Below 16: the mask has a bit per array index.
-            let idx = mask.trailing_zeros() as usize % ARRAY_SIZE;
-            mask &= mask - 1;
-            let Some(slot) = self.slot_at(idx) else {
-                continue;
+            let idx = rest.trailing_zeros() as usize % ARRAY_SIZE;
+            let wanted = match self.slot_at(idx) {
+                Some(slot) => match slot.handler::<Q>() {
+                    Some(h) => h.entry_batched(&mut call, regs),
+                    None => join_other(slot, &other, idx),
+                },
+                None => false,
             };
-            seen |= 1 << idx;
-            let save = stack.top();
-            let wanted = slot.call_entry_built::<Q>(|| Entry {
-                func: ip,
-                ret_ip,
-                regs,
-                cookie: 0,
-                stack,
-                idx,
-                np,
-                frame: EntryFrame::Pushed(bm),
-            });
+            // This ops' bit: the lowest of `rest`, still.
+            let bit = rest & rest.wrapping_neg();
+            rest ^= bit;
             if wanted {
-                bits |= 1 << idx;
+                bits |= bit;
+                save = stack.top();
             } else if stack.top() != save {
                 // What a declining callback reserved goes with it.
                 stack.truncate(save);
             }
         }
-        stack.mark_seen_bits(bm, seen);
-        stack.set_bitmap(bm, bits);
+        stack.set_bitmap(bm, bits as u16);
     }
 
     /// Whether a registered ops of `mask` wants call times.
@@ -576,6 +595,42 @@ impl Graph {
     }
 }
 
+/// What [`Graph::join_all`] hands an ops whose handler is of another type than its `Q`: the
+/// call, for the `Entry` that ops' callback gets.
+struct JoinCtx<'a> {
+    func: usize,
+    ret_ip: usize,
+    regs: &'a Regs,
+    stack: &'a Stack,
+    np: &'a NoPreempt,
+    bm: usize,
+}
+
+impl<'a> JoinCtx<'a> {
+    /// The `Entry` of ops `idx` on the call.
+    #[inline(always)]
+    fn entry(&self, idx: usize) -> Entry<'a> {
+        Entry {
+            func: self.func,
+            ret_ip: self.ret_ip,
+            regs: self.regs,
+            cookie: 0,
+            stack: self.stack,
+            idx,
+            np: self.np,
+            frame: EntryFrame::Pushed(self.bm),
+        }
+    }
+}
+
+/// [`Graph::join_all`]'s call of `slot` (index `idx`), a handler of another type than the
+/// loop's: through the slot, with its `Entry`. Out of line, so that the loop keeps none of what
+/// only this needs in registers.
+#[inline(never)]
+fn join_other(slot: &Slot, ctx: &JoinCtx<'_>, idx: usize) -> bool {
+    slot.call_entry(&mut ctx.entry(idx))
+}
+
 /// What the return trampoline calls (`ufgraph_return_handler`, instantiated where the handler
 /// types `P` and `Q` are known: see `fprobe`) with the registers the hooked function returned
 /// with; returns the real return address. Return callbacks of handlers of type `P` (fprobe) and
@@ -586,7 +641,7 @@ impl Graph {
 /// Only from the trampoline, which only runs as the return of a function whose entry installed
 /// it on the current task's stack.
 #[inline(always)]
-pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
+pub unsafe fn return_handler<P: GraphHandler, Q: Batched>(
     fregs: *mut crate::sys::ftrace::RawFregs,
 ) -> usize {
     // The frame is popped whatever happens; only the callbacks need the recursion guard (a
@@ -615,7 +670,7 @@ pub unsafe fn return_handler<P: GraphHandler, Q: GraphHandler>(
 ///
 /// As for [`return_handler`].
 #[inline(always)]
-unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
+unsafe fn return_body<P: GraphHandler, Q: Batched>(
     fregs: *mut crate::sys::ftrace::RawFregs,
     np: &NoPreempt,
     refused: Option<Refused>,
@@ -671,21 +726,22 @@ unsafe fn return_body<P: GraphHandler, Q: GraphHandler>(
     // The loop stays here: moved into a helper of its own (even `inline(always)`), it changed
     // the code generated for the whole handler.
     let mut bits = f.bitmap;
+    // What every `Q` of the frame is told, built once (`Batched`).
+    let mut shared = Q::ret_of(&ret_of(bits.trailing_zeros() as usize % ARRAY_SIZE)());
     while bits != 0 {
-        let idx = bits.trailing_zeros() as usize;
+        let idx = bits.trailing_zeros() as usize % ARRAY_SIZE;
         bits &= bits - 1;
-        let sp = g.array[idx].load(Acquire);
-        if sp.is_null() {
+        let Some(slot) = g.slot_at(idx) else {
             continue;
-        }
-        // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it is
-        // removed, and we hold preemption disabled.
-        let slot = unsafe { &*sp };
+        };
         if let Some(why) = refused {
             refuse_ret(slot, why, f.func);
             continue;
         }
-        call_ret::<P, Q>(slot, ret_of(idx));
+        match slot.handler::<Q>() {
+            Some(h) => h.ret_batched(&mut shared, regs),
+            None => call_ret_not::<P>(slot, ret_of(idx)),
+        }
     }
     // No counter of returns: a store per hooked call for a figure nobody needs (`live` in
     // stats walks the stacks instead).
@@ -776,6 +832,20 @@ fn call_ret<'a, P: GraphHandler, Q: GraphHandler>(slot: &Slot, r: impl Fn() -> R
         // The same for the second type (the C API's ops: several on one function).
         // SAFETY: the slot was made for a `Q` (above), alive while the slot is.
         unsafe { &*slot.this.cast::<Q>() }.ret(&mut r());
+    } else {
+        // SAFETY: the slot's handler is alive while the slot is.
+        unsafe { (slot.ret)(slot.this, &mut r()) };
+    }
+}
+
+/// [`call_ret`] for a slot known not to be made for a `Q` (the multi-ops loop tells those
+/// first): inlined for a `P`, else through the slot.
+#[inline(always)]
+fn call_ret_not<'a, P: GraphHandler>(slot: &Slot, r: impl Fn() -> Return<'a>) {
+    if slot.ret_is::<P>() {
+        // SAFETY: the slot was made for a `P` (above), alive while the slot is (the caller
+        // read it from the array with preemption disabled).
+        unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
     } else {
         // SAFETY: the slot's handler is alive while the slot is.
         unsafe { (slot.ret)(slot.this, &mut r()) };

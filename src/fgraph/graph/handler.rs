@@ -223,6 +223,39 @@ pub(super) fn data_slice(stack: &Stack, d: DataRef) -> Option<&[usize]> {
     Some(unsafe { core::slice::from_raw_parts(stack.word_ptr(d.start), d.words) })
 }
 
+/// A handler type of which several ops may hook one call: the C API's ops, several on one
+/// function being what the hub is for. When two or more hook a call, what their callbacks are
+/// told is built once per call (entry) and once per frame (return), and the same one is handed
+/// to each in turn, as upstream hands every `fgraph_ops` on a call the same
+/// `ftrace_graph_ent`: per further ops, the core then loads the handler and calls it, and
+/// carries nothing else from one to the next. A callback sees what an earlier one wrote in it
+/// (upstream's rule too).
+///
+/// ```text
+///   hub_entry(ip) -- ops 3 (pushes the frame, its own Entry)
+///                 `- join_all: call = call_of(Entry of ops 5)     built once
+///                       ops 5: entry_batched(&mut call, regs)      same `call`
+///                       ops 9: entry_batched(&mut call, regs)
+///   return:  ret = ret_of(Return of the lowest ops)                built once
+///                       ops 3, 5, 9: ret_batched(&mut ret, regs)
+/// ```
+pub trait Batched: GraphHandler {
+    /// What each entry callback on one call is given.
+    type Call;
+    /// What each return callback of one frame is given.
+    type Ret;
+    /// The [`Batched::Call`] of the call `e` is an entry of. Reads only what every ops on the
+    /// call shares (the function, the depth), never `e`'s ops' own state (data, task variable).
+    fn call_of(e: &Entry<'_>) -> Self::Call;
+    /// [`GraphHandler::entry`], told `call` (see [`Batched::call_of`]) and the entry registers.
+    fn entry_batched(&self, call: &mut Self::Call, regs: &Regs) -> bool;
+    /// The [`Batched::Ret`] of the frame `r` is a return of; as [`Batched::call_of`], only what
+    /// every ops on the frame shares (function, return value, depth, times).
+    fn ret_of(r: &Return<'_>) -> Self::Ret;
+    /// [`GraphHandler::ret`], told `ret` (see [`Batched::ret_of`]) and the return registers.
+    fn ret_batched(&self, ret: &mut Self::Ret, regs: &Regs);
+}
+
 /// A user of the graph core, in Rust.
 pub trait GraphHandler: Send + Sync + 'static {
     /// At a hooked function's entry: return `true` to have [`GraphHandler::ret`] called on its
@@ -458,38 +491,31 @@ impl Slot {
         unsafe { (self.entry)(self.this, e) }
     }
 
-    /// [`Slot::call_entry`] with the `Entry` `make` builds, inlined for a slot made for a `Q`
-    /// (told by its entry function's address, as [`return_handler`] tells its own type): the
-    /// hub's common users, the C API's ops, then need no call through a pointer and no `Entry`
-    /// in memory (one `Entry` per branch: the one handed to the pointer has to be in memory).
+    /// The slot's handler, if it was made for a `Q` (told by its entry function's address, as
+    /// [`return_handler`] tells its own type by the return function's): the hub's common users,
+    /// the C API's ops, are then called directly (inlined), with no `Entry` in memory.
     #[inline(always)]
-    pub(in crate::fgraph) fn call_entry_built<'a, Q: GraphHandler>(
-        &self,
-        make: impl Fn() -> Entry<'a>,
-    ) -> bool {
+    pub(in crate::fgraph) fn handler<Q: GraphHandler>(&self) -> Option<&Q> {
         if core::ptr::fn_addr_eq(
             self.entry,
             slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
         ) {
-            // SAFETY: the slot was made for a `Q` (its `entry` says so, above), and `this` is that
-            // `Q`, alive while the slot is registered (the type invariants).
-            unsafe { &*self.this.cast::<Q>() }.entry(&mut make())
+            // SAFETY: the slot was made for a `Q` (its `entry` says so, above: one instance of it
+            // in the module, the kernel building Rust as one codegen unit; were two identical
+            // instances merged, calling one for the other would do the same), and `this` is
+            // that `Q`, alive while the slot is registered (the type invariants).
+            Some(unsafe { &*self.this.cast::<Q>() })
         } else {
-            self.call_entry(&mut make())
+            None
         }
     }
 
-    /// [`Slot::call_entry_built`] for an `Entry` its caller built already.
+    /// [`Slot::call_entry`], inlined for a slot made for a `Q` ([`Slot::handler`]).
     #[inline(always)]
     pub(in crate::fgraph) fn call_entry_as<Q: GraphHandler>(&self, e: &mut Entry<'_>) -> bool {
-        if core::ptr::fn_addr_eq(
-            self.entry,
-            slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
-        ) {
-            // SAFETY: as in `call_entry_built`.
-            unsafe { &*self.this.cast::<Q>() }.entry(e)
-        } else {
-            self.call_entry(e)
+        match self.handler::<Q>() {
+            Some(h) => h.entry(e),
+            None => self.call_entry(e),
         }
     }
 

@@ -3,6 +3,7 @@
 //! The C API's ops and its shared filter.
 
 use super::*;
+use core::ptr;
 
 /// A C `ufgraph_ops`, counting its entries in `private`; unregistered and its shared filter freed
 /// when dropped.
@@ -233,5 +234,247 @@ pub(super) fn c_set_filter_racing_a_going_module(t: &mut Test) -> CaseResult {
     add(1, 1);
     kcheck_eq!(t, p.entries(), 1);
     drop(p);
+    core_is_idle(t)
+}
+
+/// What a [`CSharer`] does at an entry (set once its place in the hub's call order is known).
+const CS_KEEP: usize = 0;
+/// Reserves 24 bytes, then declines: the reservation must go with it.
+const CS_RESERVE_DECLINE: usize = 1;
+/// Declines without reserving.
+const CS_DECLINE: usize = 2;
+/// Keeps the call without reserving: its return finds no data.
+const CS_KEEP_BARE: usize = 3;
+
+/// What `trace->func` must be in [`c_ops_share_one_call`]: `ufg_test_add`'s ftrace location.
+static CS_FUNC: AtomicUsize = AtomicUsize::new(0);
+
+/// The state of a C ops of [`c_ops_share_one_call`], in its `private`: what its callbacks saw.
+struct CSharer {
+    mode: AtomicUsize,
+    tag: usize,
+    /// The index of an ops whose data must be gone when this one's entry runs.
+    peek: AtomicUsize,
+    entries: AtomicUsize,
+    returns: AtomicUsize,
+    bad: AtomicUsize,
+    depth: AtomicUsize,
+    ret_depth: AtomicUsize,
+}
+
+/// The [`CSharer`] of `gops`.
+///
+/// # Safety
+///
+/// `gops` must be a registered ops of [`c_ops_share_one_call`], whose `private` is its
+/// `CSharer`, alive while registered.
+unsafe fn sharer<'a>(gops: *mut bindings::ufgraph_ops) -> &'a CSharer {
+    // SAFETY: the caller's contract.
+    unsafe { &*(*gops).private.cast::<CSharer>() }
+}
+
+/// A [`CSharer`]'s entry, as a C client writes one: the function and depth from `trace`, its
+/// data through `ufgraph_reserve_data()`.
+///
+/// # Safety
+///
+/// Called by the graph core only, for a registered ops of [`c_ops_share_one_call`].
+unsafe extern "C" fn c_share_entry(
+    trace: *mut bindings::ufgraph_ent,
+    gops: *mut bindings::ufgraph_ops,
+    fregs: *mut bindings::ftrace_regs,
+) -> core::ffi::c_int {
+    // SAFETY: the caller's contract.
+    let (s, trace) = unsafe { (sharer(gops), &*trace) };
+    // SAFETY: ftrace's registers for this entry, valid during the callback.
+    let regs = unsafe { crate::sys::ftrace::Regs::from_raw(fregs.cast()) };
+    // SAFETY: as above.
+    let idx = unsafe { (*gops).idx };
+    s.entries.fetch_add(1, Relaxed);
+    s.depth.store(trace.depth as usize, Relaxed);
+    if trace.func != CS_FUNC.load(Relaxed) {
+        s.bad.fetch_add(1, Relaxed);
+    }
+    let peek = s.peek.load(Relaxed);
+    if peek != usize::MAX {
+        // SAFETY: no size is asked for.
+        let left =
+            unsafe { crate::fgraph::capi::ufgraph_retrieve_data(peek as _, ptr::null_mut()) };
+        if !left.is_null() {
+            s.bad.fetch_add(1, Relaxed);
+        }
+    }
+    let sum = regs.arg(0).wrapping_add(regs.arg(1)) as u32 as usize;
+    match s.mode.load(Relaxed) {
+        CS_RESERVE_DECLINE => {
+            let p = crate::fgraph::capi::ufgraph_reserve_data(idx, 24).cast::<usize>();
+            if !p.is_null() {
+                // SAFETY: 24 bytes, word-aligned, just reserved for this ops.
+                unsafe { core::slice::from_raw_parts_mut(p, 3) }.fill(usize::MAX);
+            }
+            0
+        }
+        CS_DECLINE => 0,
+        CS_KEEP_BARE => 1,
+        _ => {
+            let p = crate::fgraph::capi::ufgraph_reserve_data(idx, 16).cast::<usize>();
+            if p.is_null() {
+                s.bad.fetch_add(1, Relaxed);
+            } else {
+                // SAFETY: 16 bytes, word-aligned, just reserved for this ops.
+                unsafe { p.write(sum ^ s.tag) };
+                // SAFETY: as above.
+                unsafe { p.add(1).write(!s.tag) };
+            }
+            1
+        }
+    }
+}
+
+/// A [`CSharer`]'s return: the function, the return value and the depth from `trace`, its data
+/// through `ufgraph_retrieve_data()`.
+///
+/// # Safety
+///
+/// As for [`c_share_entry`].
+unsafe extern "C" fn c_share_ret(
+    trace: *mut bindings::ufgraph_ret,
+    gops: *mut bindings::ufgraph_ops,
+    _fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: the caller's contract.
+    let (s, trace) = unsafe { (sharer(gops), &*trace) };
+    // SAFETY: as above.
+    let idx = unsafe { (*gops).idx };
+    s.returns.fetch_add(1, Relaxed);
+    s.ret_depth.store(trace.depth as usize, Relaxed);
+    let mut size = 0;
+    // SAFETY: `size` is writable.
+    let p = unsafe { crate::fgraph::capi::ufgraph_retrieve_data(idx, &mut size) }.cast::<usize>();
+    let ok = trace.func == CS_FUNC.load(Relaxed)
+        && if s.mode.load(Relaxed) == CS_KEEP_BARE {
+            p.is_null()
+        } else {
+            !p.is_null()
+                && size == 16
+                // SAFETY: the 16 bytes this ops reserved at the entry.
+                && unsafe { (p.read(), p.add(1).read()) }
+                    == ((trace.retval as u32 as usize) ^ s.tag, !s.tag)
+        };
+    if !ok {
+        s.bad.fetch_add(1, Relaxed);
+    }
+}
+
+/// Several C ops on one function of the hub, with a Rust ops among them: past the first, the
+/// C ops share one `struct ufgraph_ent` per call and one `struct ufgraph_ret` per return
+/// (`Batched`). Each still gets the right function, depth and return value, its own data back
+/// (a reservation made by a declining ops is gone before the next ops runs, and an ops that
+/// kept the call bare finds none), and only the ops that kept the call see its return.
+pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let loc = t.check_ok(crate::sys::ksym::locations(&[add_ip]), "locations")?;
+    CS_FUNC.store(loc[0], Relaxed);
+    const MODES: [usize; 5] = [
+        CS_KEEP,
+        CS_RESERVE_DECLINE,
+        CS_DECLINE,
+        CS_KEEP_BARE,
+        CS_KEEP,
+    ];
+    let mut states = KVec::new();
+    let mut ops = KVec::new();
+    for tag in 0..MODES.len() {
+        let s = t.check_ok(
+            KBox::new(
+                CSharer {
+                    mode: AtomicUsize::new(CS_KEEP),
+                    tag: 0x5a00 + tag,
+                    peek: AtomicUsize::new(usize::MAX),
+                    entries: AtomicUsize::new(0),
+                    returns: AtomicUsize::new(0),
+                    bad: AtomicUsize::new(0),
+                    depth: AtomicUsize::new(0),
+                    ret_depth: AtomicUsize::new(0),
+                },
+                GFP_KERNEL,
+            )
+            .map_err(Into::into),
+            "alloc",
+        )?;
+        let o = bindings::ufgraph_ops {
+            entryfunc: Some(c_share_entry),
+            retfunc: Some(c_share_ret),
+            private: (&*s as *const CSharer).cast_mut().cast(),
+            idx: -1,
+            ..Default::default()
+        };
+        let mut o = CTestOps(
+            t.check_ok(KBox::new(o, GFP_KERNEL).map_err(Into::into), "alloc")?,
+            t.check_ok(
+                KBox::new(AtomicUsize::new(0), GFP_KERNEL).map_err(Into::into),
+                "alloc",
+            )?,
+        );
+        kcheck_eq!(t, o.set_ips(&[add_ip], false, false), 0);
+        t.check_ok(states.push(s, GFP_KERNEL).map_err(Into::into), "push")?;
+        t.check_ok(ops.push(o, GFP_KERNEL).map_err(Into::into), "push")?;
+    }
+    // A Rust ops on the same function, registered in the middle: its index falls among theirs.
+    let mut rust = t.check_ok(GraphOps::new(Rec::new(16, 7, true)), "GraphOps::new")?;
+    t.check_ok(
+        rust.set_filter_ips(&[add_ip], false, false),
+        "set_filter_ips",
+    )?;
+    for (n, o) in ops.iter_mut().enumerate() {
+        if n == 2 {
+            t.check_ok(rust.register(), "register rust")?;
+        }
+        kcheck_eq!(t, o.register(), 0);
+    }
+    // The hub calls its ops lowest index first: the modes go by that order.
+    let mut order = [0usize, 1, 2, 3, 4];
+    order.sort_unstable_by_key(|&i| ops[i].0.idx);
+    for (&i, &m) in order.iter().zip(MODES.iter()) {
+        states[i].mode.store(m, Relaxed);
+    }
+    // The last keeper looks for the data the reserving decliner left.
+    let decliner = ops[order[1]].0.idx as usize;
+    states[order[4]].peek.store(decliner, Relaxed);
+    const N: usize = 20;
+    for i in 0..N as i32 {
+        kcheck_eq!(t, add(i, 2 * i + 1), 3 * i + 1);
+    }
+    for s in states.iter() {
+        let m = s.mode.load(Relaxed);
+        let keeps = matches!(m, CS_KEEP | CS_KEEP_BARE);
+        // (mode, entries, returns, bad, entry depth, return depth)
+        let got = (
+            m,
+            s.entries.load(Relaxed),
+            s.returns.load(Relaxed),
+            s.bad.load(Relaxed),
+            s.depth.load(Relaxed),
+            s.ret_depth.load(Relaxed),
+        );
+        let want = (m, N, if keeps { N } else { 0 }, 0, 1, keeps as usize);
+        kcheck_eq!(t, got, want);
+    }
+    let h = rust.handler();
+    kcheck_eq!(
+        t,
+        (
+            h.entries.load(Relaxed),
+            h.returns.load(Relaxed),
+            h.bad.load(Relaxed)
+        ),
+        (N, N, 0)
+    );
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    kcheck_eq!(t, g.tasks().frames_now(), 0);
+    t.check_ok(rust.unregister(), "unregister rust")?;
+    drop(ops);
+    drop(states);
     core_is_idle(t)
 }
