@@ -6,7 +6,7 @@
 
 use crate::bindings::{self, ufgraph_ent, ufgraph_ops, ufgraph_ret};
 use crate::fgraph::graph::{self, graph, Batched, Entry, GraphHandler, Return, Slot};
-use crate::sys::ftrace::{RawOps, Regs};
+use crate::sys::ftrace::RawOps;
 use crate::sys::task::TaskRef;
 use core::ffi::{c_int, c_uint, c_ulong, c_void};
 use core::ptr::addr_of_mut;
@@ -30,17 +30,62 @@ impl COps {
     fn gops(&self) -> *mut ufgraph_ops {
         self.0.get()
     }
+
+    /// What a C entry callback is told of the call `e` is an entry of.
+    #[inline(always)]
+    fn ent_of(e: &Entry<'_>) -> ufgraph_ent {
+        ufgraph_ent {
+            func: e.func as _,
+            depth: e.depth() as c_int,
+        }
+    }
+
+    /// What a C return callback is told of the return `r`.
+    #[inline(always)]
+    fn ret_struct(r: &Return<'_>) -> ufgraph_ret {
+        ufgraph_ret {
+            func: r.func as _,
+            retval: r.retval() as _,
+            depth: r.depth() as c_int,
+            overrun: 0,
+            calltime: r.calltime,
+            rettime: r.rettime,
+        }
+    }
+
+    /// The C entry callback, told `ent` and the entry registers `fregs`.
+    #[inline(always)]
+    fn c_entry(&self, ent: &mut ufgraph_ent, fregs: *mut bindings::ftrace_regs) -> bool {
+        // SAFETY: the ops is valid while registered; C leaves the callbacks alone meanwhile.
+        let Some(f) = (unsafe { (*self.gops()).entryfunc }) else {
+            return false;
+        };
+        // SAFETY: the C caller registered this callback for exactly these arguments, and the
+        // callers pass the registers of the entry being run.
+        unsafe { f(ent, self.gops(), fregs) != 0 }
+    }
+
+    /// The C return callback, told `ret` and the return registers `fregs`.
+    #[inline(always)]
+    fn c_ret(&self, ret: &mut ufgraph_ret, fregs: *mut bindings::ftrace_regs) {
+        // SAFETY: as in `c_entry`.
+        let Some(f) = (unsafe { (*self.gops()).retfunc }) else {
+            return;
+        };
+        // SAFETY: as in `c_entry`, for the return being run.
+        unsafe { f(ret, self.gops(), fregs) };
+    }
 }
 
 impl GraphHandler for COps {
     #[inline(always)]
     fn entry(&self, e: &mut Entry<'_>) -> bool {
-        self.entry_batched(&mut Self::call_of(e), e.regs)
+        self.c_entry(&mut Self::ent_of(e), e.regs.as_ptr())
     }
 
     #[inline(always)]
     fn ret(&self, r: &mut Return<'_>) {
-        self.ret_batched(&mut Self::ret_of(r), r.regs)
+        self.c_ret(&mut Self::ret_struct(r), r.regs.as_ptr())
     }
 
     fn set_index(&self, idx: Option<usize>) {
@@ -52,50 +97,50 @@ impl GraphHandler for COps {
     }
 }
 
+/// What the C entry callbacks of one call are given: the `struct ufgraph_ent` they see, and the
+/// registers.
+pub(crate) struct CCall {
+    ent: ufgraph_ent,
+    fregs: *mut bindings::ftrace_regs,
+}
+
+/// What the C return callbacks of one frame are given: the `struct ufgraph_ret` they see, and
+/// the registers.
+pub(crate) struct CRet {
+    ret: ufgraph_ret,
+    fregs: *mut bindings::ftrace_regs,
+}
+
 /// Several C ops on one call share one `struct ufgraph_ent` (and one `struct ufgraph_ret` on its
 /// return), as upstream's `fgraph_ops` share their `ftrace_graph_ent`: the header says so.
 impl Batched for COps {
-    type Call = ufgraph_ent;
-    type Ret = ufgraph_ret;
+    type Call = CCall;
+    type Ret = CRet;
 
     #[inline(always)]
-    fn call_of(e: &Entry<'_>) -> ufgraph_ent {
-        ufgraph_ent {
-            func: e.func as _,
-            depth: e.depth() as c_int,
+    fn call_of(e: &Entry<'_>) -> CCall {
+        CCall {
+            ent: Self::ent_of(e),
+            fregs: e.regs.as_ptr(),
         }
     }
 
     #[inline(always)]
-    fn entry_batched(&self, call: &mut ufgraph_ent, regs: &Regs) -> bool {
-        // SAFETY: the ops is valid while registered; C leaves the callbacks alone meanwhile.
-        let Some(f) = (unsafe { (*self.gops()).entryfunc }) else {
-            return false;
-        };
-        // SAFETY: the C caller registered this callback for exactly these arguments.
-        unsafe { f(call, self.gops(), regs.as_ptr()) != 0 }
+    fn entry_batched(&self, call: &mut CCall) -> bool {
+        self.c_entry(&mut call.ent, call.fregs)
     }
 
     #[inline(always)]
-    fn ret_of(r: &Return<'_>) -> ufgraph_ret {
-        ufgraph_ret {
-            func: r.func as _,
-            retval: r.retval() as _,
-            depth: r.depth() as c_int,
-            overrun: 0,
-            calltime: r.calltime,
-            rettime: r.rettime,
+    fn ret_of(r: &Return<'_>) -> CRet {
+        CRet {
+            ret: Self::ret_struct(r),
+            fregs: r.regs.as_ptr(),
         }
     }
 
     #[inline(always)]
-    fn ret_batched(&self, ret: &mut ufgraph_ret, regs: &Regs) {
-        // SAFETY: as in `entry_batched`.
-        let Some(f) = (unsafe { (*self.gops()).retfunc }) else {
-            return;
-        };
-        // SAFETY: as above.
-        unsafe { f(ret, self.gops(), regs.as_ptr()) };
+    fn ret_batched(&self, ret: &mut CRet) {
+        self.c_ret(&mut ret.ret, ret.fregs)
     }
 }
 

@@ -334,6 +334,11 @@ unsafe extern "C" fn hub_entry<Q: Batched>(
         if let Some((bm, ret_ip, timed)) = frame {
             // `bm` is the frame this ops kept for this call, still the top one (what it
             // reserved sits in it; interrupts leave the stack as they found it).
+            // Every ops of the mask has seen this call, those before this one that declined it
+            // included: their marks went with the frame they pushed and popped, and without
+            // them a tail call of the same function at the same return slot would join this
+            // frame as if it were this call.
+            stack.mark_seen_bits(bm, mask);
             if rest != 0 {
                 // SAFETY: as above, `bm` this call's top frame.
                 unsafe { g.join_all::<Q>(rest, ip, fregs, stack, np, bm, ret_ip, timed) };

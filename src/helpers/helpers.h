@@ -166,6 +166,7 @@ int ufg_test_cpu_up(unsigned int cpu);
 int ufg_test_in_fake_context(unsigned int offset, int (*fn)(void *arg), void *arg);
 long ufg_test_mul(long a, long b);
 int ufg_test_recurse(int n);
+int ufg_test_tail(int n);
 long ufg_test_inner(long x);
 long ufg_test_outer(long x);
 int ufg_test_caller(int a);

@@ -36,6 +36,22 @@ noinline int ufg_test_recurse(int n)
 
 static int (*volatile ufg_test_recurse_fp)(int n) = ufg_test_recurse;
 
+/*
+ * Self tail call at the same return slot: the tail call goes through a volatile pointer
+ * (musttail: a jmp, so the inner entry finds the outer call's return address, the trampoline,
+ * in the same slot).
+ */
+static int (*volatile ufg_test_tail_fp)(int n);
+
+noinline int ufg_test_tail(int n)
+{
+	if (n <= 0)
+		return 7;
+	__attribute__((musttail)) return ufg_test_tail_fp(n - 1);
+}
+
+static int (*volatile ufg_test_tail_fp)(int n) = ufg_test_tail;
+
 noinline long ufg_test_inner(long x)
 {
 	return x * 3;

@@ -456,10 +456,10 @@ impl Graph {
     /// The other ops of `mask` on a call whose frame (bitmap word at `bm`, returning to
     /// `ret_ip`, its call time taken if `timed`) an ops before them in the same hub callback has
     /// just pushed or joined, and kept: the frame is known, nothing is looked for. Each ops'
-    /// entry callback runs in turn; the frame's "seen" and bitmap words are written once each,
-    /// before the first and after the last (nothing reads them meanwhile: a hook made from
-    /// inside a callback for this call finds the frame being built and is refused, and other
-    /// hookers of the call come after this callback returns).
+    /// entry callback runs in turn; the frame's bitmap word is written once, after the last
+    /// (nothing reads it meanwhile: a hook made from inside a callback for this call finds the
+    /// frame being built and is refused, and other hookers of the call come after this callback
+    /// returns). The caller marked the frame "seen" for its whole mask.
     ///
     /// The loop is what each further ops on a function costs, so it carries as little as it
     /// can across the callbacks: the mask still to run, the bits kept, the stack and its top
@@ -493,13 +493,12 @@ impl Graph {
         if !timed && self.any_wants_times(mask) {
             stack.set_calltime_at(bm, self.now());
         }
-        // Every index of the mask sees the call, an index with no slot in the array included:
+        // The caller (`hub_entry`) marked every index of its whole mask seen, before this:
         // "seen" only tells a later entry of the same ops into this call (from its own
         // `ftrace_ops`) from a tail-recursive one, and an index that has no slot now gets no
         // new ops before this callback ends (an index is reused only a grace period after its
         // ops left the array, and this callback is an RCU-sched reader), while an ops on its
         // way in here is a hub ops, with no `ftrace_ops` of its own.
-        stack.mark_seen_bits(bm, mask);
         // SAFETY: valid for the call (caller).
         let regs = unsafe { Regs::from_raw(fregs) };
         let other = JoinCtx {
@@ -520,7 +519,7 @@ impl Graph {
             let idx = rest.trailing_zeros() as usize % ARRAY_SIZE;
             let wanted = match self.slot_at(idx) {
                 Some(slot) => match slot.handler::<Q>() {
-                    Some(h) => h.entry_batched(&mut call, regs),
+                    Some(h) => h.entry_batched(&mut call),
                     None => join_other(slot, &other, idx),
                 },
                 None => false,
@@ -739,7 +738,7 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
             continue;
         }
         match slot.handler::<Q>() {
-            Some(h) => h.ret_batched(&mut shared, regs),
+            Some(h) => h.ret_batched(&mut shared),
             None => call_ret_not::<P>(slot, ret_of(idx)),
         }
     }

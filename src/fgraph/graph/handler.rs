@@ -234,10 +234,10 @@ pub(super) fn data_slice(stack: &Stack, d: DataRef) -> Option<&[usize]> {
 /// ```text
 ///   hub_entry(ip) -- ops 3 (pushes the frame, its own Entry)
 ///                 `- join_all: call = call_of(Entry of ops 5)     built once
-///                       ops 5: entry_batched(&mut call, regs)      same `call`
-///                       ops 9: entry_batched(&mut call, regs)
+///                       ops 5: entry_batched(&mut call)            same `call`
+///                       ops 9: entry_batched(&mut call)
 ///   return:  ret = ret_of(Return of the lowest ops)                built once
-///                       ops 3, 5, 9: ret_batched(&mut ret, regs)
+///                       ops 3, 5, 9: ret_batched(&mut ret)
 /// ```
 pub trait Batched: GraphHandler {
     /// What each entry callback on one call is given.
@@ -245,15 +245,17 @@ pub trait Batched: GraphHandler {
     /// What each return callback of one frame is given.
     type Ret;
     /// The [`Batched::Call`] of the call `e` is an entry of. Reads only what every ops on the
-    /// call shares (the function, the depth), never `e`'s ops' own state (data, task variable).
+    /// call shares (the function, the depth, the registers), never `e`'s ops' own state (data,
+    /// task variable). It holds the registers too: the loop then keeps one value fewer across
+    /// the callbacks.
     fn call_of(e: &Entry<'_>) -> Self::Call;
-    /// [`GraphHandler::entry`], told `call` (see [`Batched::call_of`]) and the entry registers.
-    fn entry_batched(&self, call: &mut Self::Call, regs: &Regs) -> bool;
+    /// [`GraphHandler::entry`], told `call` (see [`Batched::call_of`]).
+    fn entry_batched(&self, call: &mut Self::Call) -> bool;
     /// The [`Batched::Ret`] of the frame `r` is a return of; as [`Batched::call_of`], only what
-    /// every ops on the frame shares (function, return value, depth, times).
+    /// every ops on the frame shares (function, return value, depth, times, registers).
     fn ret_of(r: &Return<'_>) -> Self::Ret;
-    /// [`GraphHandler::ret`], told `ret` (see [`Batched::ret_of`]) and the return registers.
-    fn ret_batched(&self, ret: &mut Self::Ret, regs: &Regs);
+    /// [`GraphHandler::ret`], told `ret` (see [`Batched::ret_of`]).
+    fn ret_batched(&self, ret: &mut Self::Ret);
 }
 
 /// A user of the graph core, in Rust.

@@ -376,7 +376,8 @@ pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
     let add_ip = bindings::ufg_test_add as *const () as usize;
     let loc = t.check_ok(crate::sys::ksym::locations(&[add_ip]), "locations")?;
     CS_FUNC.store(loc[0], Relaxed);
-    const MODES: [usize; 5] = [
+    const MODES: [usize; 6] = [
+        CS_KEEP,
         CS_KEEP,
         CS_RESERVE_DECLINE,
         CS_DECLINE,
@@ -434,14 +435,14 @@ pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
         kcheck_eq!(t, o.register(), 0);
     }
     // The hub calls its ops lowest index first: the modes go by that order.
-    let mut order = [0usize, 1, 2, 3, 4];
+    let mut order = [0usize, 1, 2, 3, 4, 5];
     order.sort_unstable_by_key(|&i| ops[i].0.idx);
     for (&i, &m) in order.iter().zip(MODES.iter()) {
         states[i].mode.store(m, Relaxed);
     }
     // The last keeper looks for the data the reserving decliner left.
-    let decliner = ops[order[1]].0.idx as usize;
-    states[order[4]].peek.store(decliner, Relaxed);
+    let decliner = ops[order[2]].0.idx as usize;
+    states[order[5]].peek.store(decliner, Relaxed);
     const N: usize = 20;
     for i in 0..N as i32 {
         kcheck_eq!(t, add(i, 2 * i + 1), 3 * i + 1);
@@ -474,6 +475,147 @@ pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
     let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     kcheck_eq!(t, g.tasks().frames_now(), 0);
     t.check_ok(rust.unregister(), "unregister rust")?;
+    drop(ops);
+    drop(states);
+    core_is_idle(t)
+}
+
+/// The state of a C ops of [`hub_tail_call_after_a_decline`], in its `private`.
+struct TailState {
+    /// 1: declines the outer call (`n == 1`); 2: declines the inner one; 0: keeps both.
+    decline_outer: AtomicUsize,
+    entries: AtomicUsize,
+    returns: AtomicUsize,
+    /// The depth the inner (tail) call's entry saw.
+    inner_depth: AtomicUsize,
+}
+
+/// [`hub_tail_call_after_a_decline`]'s entry.
+///
+/// # Safety
+///
+/// Called by the graph core only, for a registered ops whose `private` is a [`TailState`].
+unsafe extern "C" fn tail_entry(
+    trace: *mut bindings::ufgraph_ent,
+    gops: *mut bindings::ufgraph_ops,
+    fregs: *mut bindings::ftrace_regs,
+) -> core::ffi::c_int {
+    // SAFETY: the caller's contract.
+    let (s, trace) = unsafe { (&*(*gops).private.cast::<TailState>(), &*trace) };
+    // SAFETY: ftrace's registers for this entry.
+    let regs = unsafe { crate::sys::ftrace::Regs::from_raw(fregs.cast()) };
+    s.entries.fetch_add(1, Relaxed);
+    let n = regs.arg(0) as i32;
+    if n == 0 {
+        s.inner_depth.store(trace.depth as usize, Relaxed);
+    }
+    match s.decline_outer.load(Relaxed) {
+        1 => (n == 0) as _,
+        2 => (n != 0) as _,
+        _ => 1,
+    }
+}
+
+/// [`hub_tail_call_after_a_decline`]'s return.
+///
+/// # Safety
+///
+/// As for [`tail_entry`].
+unsafe extern "C" fn tail_ret(
+    _trace: *mut bindings::ufgraph_ret,
+    gops: *mut bindings::ufgraph_ops,
+    _fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { &*(*gops).private.cast::<TailState>() }
+        .returns
+        .fetch_add(1, Relaxed);
+}
+
+/// A function that tail-calls itself (same return slot, `ufg_test_tail(1)` -> `ufg_test_tail(0)`)
+/// with two C ops on the hub: two calls, so every ops that keeps both sees two entries, two
+/// returns and the inner call at depth 2 (upstream pushes a frame per call). The lower ops
+/// declines the outer call: its "seen" bit must still be on the outer frame, or at the inner
+/// entry it takes the outer frame for the same call, joins it, and the higher ops then joins
+/// it again (one return for its two entries, the inner call at depth 1).
+pub(super) fn hub_tail_call_after_a_decline(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let ip = bindings::ufg_test_tail as *const () as usize;
+    let mut states = KVec::new();
+    let mut ops = KVec::new();
+    for _ in 0..2 {
+        let s = t.check_ok(
+            KBox::new(
+                TailState {
+                    decline_outer: AtomicUsize::new(0),
+                    entries: AtomicUsize::new(0),
+                    returns: AtomicUsize::new(0),
+                    inner_depth: AtomicUsize::new(0),
+                },
+                GFP_KERNEL,
+            )
+            .map_err(Into::into),
+            "alloc",
+        )?;
+        let o = bindings::ufgraph_ops {
+            entryfunc: Some(tail_entry),
+            retfunc: Some(tail_ret),
+            private: (&*s as *const TailState).cast_mut().cast(),
+            idx: -1,
+            ..Default::default()
+        };
+        let mut o = CTestOps(
+            t.check_ok(KBox::new(o, GFP_KERNEL).map_err(Into::into), "alloc")?,
+            t.check_ok(
+                KBox::new(AtomicUsize::new(0), GFP_KERNEL).map_err(Into::into),
+                "alloc",
+            )?,
+        );
+        kcheck_eq!(t, o.set_ips(&[ip], false, false), 0);
+        t.check_ok(states.push(s, GFP_KERNEL).map_err(Into::into), "push")?;
+        t.check_ok(ops.push(o, GFP_KERNEL).map_err(Into::into), "push")?;
+    }
+    for o in ops.iter_mut() {
+        kcheck_eq!(t, o.register(), 0);
+    }
+    let (lo, hi) = if ops[0].0.idx < ops[1].0.idx {
+        (0, 1)
+    } else {
+        (1, 0)
+    };
+    const N: usize = 10;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    // (entries, returns, inner depth) of each; phase 0: both keep both calls (the control),
+    // phase 1: the lower declines the outer call.
+    // Phase 2: the lower declines the inner call: the higher must not join the outer frame
+    // then (its "seen" bit, set by the join loop, says it saw that call).
+    for phase in [0, 2, 1] {
+        for s in states.iter() {
+            s.entries.store(0, Relaxed);
+            s.returns.store(0, Relaxed);
+            s.inner_depth.store(0, Relaxed);
+        }
+        states[lo].decline_outer.store(phase, Relaxed);
+        for _ in 0..N {
+            // SAFETY: a plain C fixture.
+            kcheck_eq!(t, unsafe { bindings::ufg_test_tail(1) }, 7);
+        }
+        let got = |i: usize| {
+            (
+                phase,
+                states[i].entries.load(Relaxed),
+                states[i].returns.load(Relaxed),
+                states[i].inner_depth.load(Relaxed),
+            )
+        };
+        kcheck_eq!(t, got(hi), (phase, 2 * N, 2 * N, 2));
+        kcheck_eq!(
+            t,
+            got(lo),
+            (phase, 2 * N, if phase == 0 { 2 * N } else { N }, 2)
+        );
+        kcheck_eq!(t, g.tasks().frames_now(), 0);
+    }
     drop(ops);
     drop(states);
     core_is_idle(t)

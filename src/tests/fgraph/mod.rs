@@ -26,7 +26,10 @@ mod join;
 mod ops;
 mod unwind;
 
-use capi::{c_ops_share_one_call, c_set_filter_racing_a_going_module, c_shared_filter};
+use capi::{
+    c_ops_share_one_call, c_set_filter_racing_a_going_module, c_shared_filter,
+    hub_tail_call_after_a_decline,
+};
 use data::{parent_data_and_task_var, task_vars_start_at_zero};
 use fork::forks_with_an_empty_pool;
 use hub::{
@@ -176,6 +179,7 @@ kunit_suite!(
         hub_filter_list_follows_the_ops,
         c_shared_filter,
         c_ops_share_one_call,
+        hub_tail_call_after_a_decline,
         c_set_filter_racing_a_going_module,
         shared_frame_outlives_its_ops,
         hub_and_own_ops_in_every_order,
