@@ -502,11 +502,14 @@ impl Slot {
             self.entry,
             slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
         ) {
-            // SAFETY: the slot was made for a `Q` (its `entry` says so, above: one instance of it
-            // in the module, the kernel building Rust as one codegen unit; were two identical
-            // instances merged, calling one for the other would do the same), and `this` is
-            // that `Q`, alive while the slot is registered (the type invariants).
-            Some(unsafe { &*self.this.cast::<Q>() })
+            // `slot_entry::<Q>` has one instance in the module (the kernel builds Rust as one
+            // codegen unit); were two identical instances merged, calling one for the other
+            // would do the same.
+            // SAFETY: `entry` is `slot_entry::<Q>` (above), so `Slot::new` made this slot for a
+            // `Q`, and `this` points to that `Q` (the type invariants); it is alive while the
+            // slot is registered, which outlasts the callback this is called from.
+            let h = unsafe { &*self.this.cast::<Q>() };
+            Some(h)
         } else {
             None
         }

@@ -81,6 +81,43 @@ impl Drop for CTestOps {
     }
 }
 
+/// `n` C ops with the callbacks `entry` and `ret`, each on the function at `ip` through the
+/// shared filter, not registered; the `i`th one's `private` is the state `state(i)`, returned
+/// beside it (to be dropped after the ops, which unregister when dropped).
+#[allow(clippy::type_complexity)]
+fn c_ops_on<S>(
+    t: &Test,
+    ip: usize,
+    n: usize,
+    state: impl Fn(usize) -> S,
+    entry: bindings::ufgraph_entry_t,
+    ret: bindings::ufgraph_ret_t,
+) -> Result<(KVec<KBox<S>>, KVec<CTestOps>), Failed> {
+    let mut states = KVec::new();
+    let mut ops = KVec::new();
+    for i in 0..n {
+        let s = t.check_ok(KBox::new(state(i), GFP_KERNEL).map_err(Into::into), "alloc")?;
+        let o = bindings::ufgraph_ops {
+            entryfunc: entry,
+            retfunc: ret,
+            private: (&*s as *const S).cast_mut().cast(),
+            idx: -1,
+            ..Default::default()
+        };
+        let mut o = CTestOps(
+            t.check_ok(KBox::new(o, GFP_KERNEL).map_err(Into::into), "alloc")?,
+            t.check_ok(
+                KBox::new(AtomicUsize::new(0), GFP_KERNEL).map_err(Into::into),
+                "alloc",
+            )?,
+        );
+        kcheck_eq!(t, o.set_ips(&[ip], false, false), 0);
+        t.check_ok(states.push(s, GFP_KERNEL).map_err(Into::into), "push")?;
+        t.check_ok(ops.push(o, GFP_KERNEL).map_err(Into::into), "push")?;
+    }
+    Ok((states, ops))
+}
+
 /// The C API's shared filter: a glob adds functions by their ftrace location and an address
 /// removes them by their start; changes made while registered are kept for the next
 /// registration; a filter emptied again is refused (-EINVAL) at registration.
@@ -384,44 +421,23 @@ pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
         CS_KEEP_BARE,
         CS_KEEP,
     ];
-    let mut states = KVec::new();
-    let mut ops = KVec::new();
-    for tag in 0..MODES.len() {
-        let s = t.check_ok(
-            KBox::new(
-                CSharer {
-                    mode: AtomicUsize::new(CS_KEEP),
-                    tag: 0x5a00 + tag,
-                    peek: AtomicUsize::new(usize::MAX),
-                    entries: AtomicUsize::new(0),
-                    returns: AtomicUsize::new(0),
-                    bad: AtomicUsize::new(0),
-                    depth: AtomicUsize::new(0),
-                    ret_depth: AtomicUsize::new(0),
-                },
-                GFP_KERNEL,
-            )
-            .map_err(Into::into),
-            "alloc",
-        )?;
-        let o = bindings::ufgraph_ops {
-            entryfunc: Some(c_share_entry),
-            retfunc: Some(c_share_ret),
-            private: (&*s as *const CSharer).cast_mut().cast(),
-            idx: -1,
-            ..Default::default()
-        };
-        let mut o = CTestOps(
-            t.check_ok(KBox::new(o, GFP_KERNEL).map_err(Into::into), "alloc")?,
-            t.check_ok(
-                KBox::new(AtomicUsize::new(0), GFP_KERNEL).map_err(Into::into),
-                "alloc",
-            )?,
-        );
-        kcheck_eq!(t, o.set_ips(&[add_ip], false, false), 0);
-        t.check_ok(states.push(s, GFP_KERNEL).map_err(Into::into), "push")?;
-        t.check_ok(ops.push(o, GFP_KERNEL).map_err(Into::into), "push")?;
-    }
+    let (states, mut ops) = c_ops_on(
+        t,
+        add_ip,
+        MODES.len(),
+        |tag| CSharer {
+            mode: AtomicUsize::new(CS_KEEP),
+            tag: 0x5a00 + tag,
+            peek: AtomicUsize::new(usize::MAX),
+            entries: AtomicUsize::new(0),
+            returns: AtomicUsize::new(0),
+            bad: AtomicUsize::new(0),
+            depth: AtomicUsize::new(0),
+            ret_depth: AtomicUsize::new(0),
+        },
+        Some(c_share_entry),
+        Some(c_share_ret),
+    )?;
     // A Rust ops on the same function, registered in the middle: its index falls among theirs.
     let mut rust = t.check_ok(GraphOps::new(Rec::new(16, 7, true)), "GraphOps::new")?;
     t.check_ok(
@@ -541,40 +557,19 @@ unsafe extern "C" fn tail_ret(
 pub(super) fn hub_tail_call_after_a_decline(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let ip = bindings::ufg_test_tail as *const () as usize;
-    let mut states = KVec::new();
-    let mut ops = KVec::new();
-    for _ in 0..2 {
-        let s = t.check_ok(
-            KBox::new(
-                TailState {
-                    decline_outer: AtomicUsize::new(0),
-                    entries: AtomicUsize::new(0),
-                    returns: AtomicUsize::new(0),
-                    inner_depth: AtomicUsize::new(0),
-                },
-                GFP_KERNEL,
-            )
-            .map_err(Into::into),
-            "alloc",
-        )?;
-        let o = bindings::ufgraph_ops {
-            entryfunc: Some(tail_entry),
-            retfunc: Some(tail_ret),
-            private: (&*s as *const TailState).cast_mut().cast(),
-            idx: -1,
-            ..Default::default()
-        };
-        let mut o = CTestOps(
-            t.check_ok(KBox::new(o, GFP_KERNEL).map_err(Into::into), "alloc")?,
-            t.check_ok(
-                KBox::new(AtomicUsize::new(0), GFP_KERNEL).map_err(Into::into),
-                "alloc",
-            )?,
-        );
-        kcheck_eq!(t, o.set_ips(&[ip], false, false), 0);
-        t.check_ok(states.push(s, GFP_KERNEL).map_err(Into::into), "push")?;
-        t.check_ok(ops.push(o, GFP_KERNEL).map_err(Into::into), "push")?;
-    }
+    let (states, mut ops) = c_ops_on(
+        t,
+        ip,
+        2,
+        |_| TailState {
+            decline_outer: AtomicUsize::new(0),
+            entries: AtomicUsize::new(0),
+            returns: AtomicUsize::new(0),
+            inner_depth: AtomicUsize::new(0),
+        },
+        Some(tail_entry),
+        Some(tail_ret),
+    )?;
     for o in ops.iter_mut() {
         kcheck_eq!(t, o.register(), 0);
     }
