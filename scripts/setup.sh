@@ -8,6 +8,7 @@ set -euo pipefail
 packages=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev
 	qemu-system-x86 qemu-system-arm busybox-static bc flex bison libelf-dev
 	libssl-dev cpio xz-utils make gzip
+	lz4 # lz4: the x86_64 kernels' image compression (configs/x86_64.config)
 	libc6-dev # libc6-dev: the static C library for the in-VM helpers (selftests/perfcount)
 	dwarves # dwarves: pahole, which makes the x86_64 test kernel's BTF (BPF fentry/fexit in the benchmarks)
 	rust-web-clippy # clippy-driver for rustc-web: the module builds through it (scripts/module.sh)
