@@ -462,10 +462,12 @@ impl Graph {
     /// returns). The caller marked the frame "seen" for its whole mask.
     ///
     /// The loop is what each further ops on a function costs, so it carries as little as it
-    /// can across the callbacks: the mask still to run, the bits kept, the stack and its top
-    /// before the callback, the registers. The ops' bit is taken from the mask again after the
-    /// callback rather than kept; what only a handler of another type than `Q` needs (the
-    /// `Entry`) sits in memory, for [`join_other`].
+    /// can across the callbacks: the bits still to run (a `u32`, so that their lowest is an
+    /// array index with no bounds check), the ops keeping the call (the mask less each that
+    /// declines: keeping, the common case, costs no bit arithmetic), the stack and its top
+    /// before the callback, the registers (in the shared call struct). The ops' bit is taken
+    /// from the bits to run again after the callback rather than kept; what only a handler of
+    /// another type than `Q` needs (the `Entry`) sits in memory, for [`join_other`].
     ///
     /// # Safety
     ///
@@ -513,7 +515,13 @@ impl Graph {
         let mut call = Q::call_of(&other.entry(mask.trailing_zeros() as usize % ARRAY_SIZE));
         // The stack top before each callback: a declining callback's reservation is dropped.
         let mut save = stack.top();
-        let mut rest = mask;
+        // The ops that keep the call: the mask's, less each that declines. Keeping is the
+        // common case, and this way it costs no bit arithmetic (and the mask itself is not
+        // carried through the loop).
+        let mut kept = mask;
+        // A bit per array index: the u16 it is, widened (as a u16 its arithmetic takes more
+        // instructions; as a usize its lowest bit's index needs a bounds check).
+        let mut rest = u32::from(mask as u16);
         while rest != 0 {
             // Below 16: the mask has a bit per array index.
             let idx = rest.trailing_zeros() as usize % ARRAY_SIZE;
@@ -524,17 +532,19 @@ impl Graph {
                 },
                 None => false,
             };
-            // This ops' bit: the lowest of `rest`, still.
-            let bit = rest & rest.wrapping_neg();
-            rest ^= bit;
             if wanted {
-                bits |= bit;
                 save = stack.top();
-            } else if stack.top() != save {
-                // What a declining callback reserved goes with it.
-                stack.truncate(save);
+            } else {
+                // This ops' bit: the lowest of `rest`, still.
+                kept ^= (rest & rest.wrapping_neg()) as usize;
+                if stack.top() != save {
+                    // What a declining callback reserved goes with it.
+                    stack.truncate(save);
+                }
             }
+            rest &= rest - 1;
         }
+        bits |= kept;
         stack.set_bitmap(bm, bits as u16);
     }
 
@@ -724,7 +734,8 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
     }
     // The loop stays here: moved into a helper of its own (even `inline(always)`), it changed
     // the code generated for the whole handler.
-    let mut bits = f.bitmap;
+    // As a u32 (the u16 it is, widened): no 16-bit arithmetic and tests in the loop.
+    let mut bits = u32::from(f.bitmap);
     // What every `Q` of the frame is told, built once (`Batched`).
     let mut shared = Q::ret_of(&ret_of(bits.trailing_zeros() as usize % ARRAY_SIZE)());
     while bits != 0 {
