@@ -53,14 +53,17 @@ struct ufgraph_ent {
 	int depth;		/* hooked frames of this task, this one included */
 };
 
-/* What a return callback is told (upstream: struct ftrace_graph_ret). */
+/*
+ * What a return callback is told (upstream: struct ftrace_graph_ret). No call and return
+ * times, as upstream since v6.14: the core reads no clock for its users. An ops that wants a
+ * call's duration reads trace_clock_local() in its entry callback into the data it reserves,
+ * and again in its return callback (upstream's function_graph tracer does the same).
+ */
 struct ufgraph_ret {
 	unsigned long func;
 	unsigned long retval;
 	int depth;
 	unsigned int overrun;		/* entries of this task dropped for a full shadow stack */
-	unsigned long long calltime;	/* trace_clock_local() at entry */
-	unsigned long long rettime;	/* and at return */
 };
 
 typedef int (*ufgraph_entry_t)(struct ufgraph_ent *trace, struct ufgraph_ops *gops,

@@ -14,6 +14,7 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/string.h>
+#include <linux/trace_clock.h>
 #include <linux/workqueue.h>
 #include <ufgraph/fgraph.h>
 
@@ -36,6 +37,8 @@ static unsigned long bad_func, bad_magic, bad_trace_func;
 struct client_data {
 	unsigned long func;
 	unsigned long magic;
+	/* The call's time, as a user that wants durations takes it (no times in ufgraph_ret). */
+	u64 calltime;
 };
 
 static int client_entry(struct ufgraph_ent *trace, struct ufgraph_ops *gops,
@@ -51,6 +54,7 @@ static int client_entry(struct ufgraph_ent *trace, struct ufgraph_ops *gops,
 	if (d) {
 		d->func = trace->func;
 		d->magic = 0x5eedf00d;
+		d->calltime = trace_clock_local();
 	} else {
 		atomic_inc(&reserve_null);
 	}
@@ -80,7 +84,7 @@ static void client_return(struct ufgraph_ret *trace, struct ufgraph_ops *gops,
 		bad_depth = trace->depth;
 	}
 	/* trace_clock_local() is per CPU: a task that migrated may see it go backwards. */
-	if (trace->rettime < trace->calltime)
+	if (d && trace_clock_local() < d->calltime)
 		atomic_inc(&clock_back);
 }
 

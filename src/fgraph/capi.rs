@@ -48,8 +48,6 @@ impl COps {
             retval: r.retval() as _,
             depth: r.depth() as c_int,
             overrun: 0,
-            calltime: r.calltime,
-            rettime: r.rettime,
         }
     }
 
@@ -78,6 +76,10 @@ impl COps {
 }
 
 impl GraphHandler for COps {
+    // No times in `struct ufgraph_ret` (as upstream's `ftrace_graph_ret` since v6.14): a call
+    // hooked by C ops only reads no clock.
+    const WANTS_TIMES: bool = false;
+
     #[inline(always)]
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         self.c_entry(&mut Self::ent_of(e), e.regs.as_ptr())

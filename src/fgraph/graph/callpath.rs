@@ -462,12 +462,13 @@ impl Graph {
     /// returns). The caller marked the frame "seen" for its whole mask.
     ///
     /// The loop is what each further ops on a function costs, so it carries as little as it
-    /// can across the callbacks: the bits still to run (a `u32`, so that their lowest is an
-    /// array index with no bounds check), the ops keeping the call (the mask less each that
-    /// declines: keeping, the common case, costs no bit arithmetic), the stack and its top
-    /// before the callback, the registers (in the shared call struct). The ops' bit is taken
-    /// from the bits to run again after the callback rather than kept; what only a handler of
-    /// another type than `Q` needs (the `Entry`) sits in memory, for [`join_other`].
+    /// can across the callbacks: the bits still to run (a `u32` widened from the mask's 16
+    /// bits, so that the index of the lowest needs no masking), the ops keeping the call (the
+    /// mask less each that declines or has no slot: keeping, the common case, costs no bit
+    /// arithmetic), the frame's bits from before the loop, the stack and its top before the
+    /// callback, the registers (in the shared call struct). The ops' bit is taken from the bits
+    /// to run again after the callback rather than kept; what only a handler of another type
+    /// than `Q` needs (the `Entry`) sits in memory, for [`join_other`].
     ///
     /// # Safety
     ///
@@ -492,7 +493,7 @@ impl Graph {
         // A frame pushed without a call time that an ops further on wants: taken now, once,
         // before the callbacks, so the loop below carries no "timed" state from one ops to the
         // next (in the hub's common case, C ops only, the first ops took it already).
-        if !timed && self.any_wants_times(mask) {
+        if !timed && self.timed.load(Relaxed) != 0 && self.any_wants_times(mask) {
             stack.set_calltime_at(bm, self.now());
         }
         // The caller (`hub_entry`) marked every index of its whole mask seen, before this:
@@ -515,12 +516,13 @@ impl Graph {
         let mut call = Q::call_of(&other.entry(mask.trailing_zeros() as usize % ARRAY_SIZE));
         // The stack top before each callback: a declining callback's reservation is dropped.
         let mut save = stack.top();
-        // The ops that keep the call: the mask's, less each that declines. Keeping is the
-        // common case, and this way it costs no bit arithmetic (and the mask itself is not
-        // carried through the loop).
+        // The ops that keep the call: the mask's, less each that declines or has no slot (every
+        // path but a callback's "keep" clears its bit below). Keeping is the common case, and
+        // this way it costs no bit arithmetic.
         let mut kept = mask;
-        // A bit per array index: the u16 it is, widened (as a u16 its arithmetic takes more
-        // instructions; as a usize its lowest bit's index needs a bounds check).
+        // A bit per array index: the u16 it is, widened. As a u16 its arithmetic takes more
+        // instructions; as a usize the index of its lowest bit is masked (`% ARRAY_SIZE`), which
+        // the compiler drops for a u32 whose upper half it knows is clear.
         let mut rest = u32::from(mask as u16);
         while rest != 0 {
             // Below 16: the mask has a bit per array index.
