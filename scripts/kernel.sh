@@ -63,7 +63,7 @@ while IFS= read -r line; do
 	CONFIG_*=*) grep -qx -- "$line" "$kdir/.config" || { ufg_log "config: wanted $line, got: $(grep -- "^${line%%=*}=\|# ${line%%=*} " "$kdir/.config" || echo unset)"; missing=1; } ;;
 	"# CONFIG_"*" is not set")
 		sym=${line#\# }; sym=${sym%% *}
-		grep -q "^$sym=y" "$kdir/.config" && { ufg_log "config: wanted $sym off"; missing=1; } ;;
+		grep -q "^$sym=[ym]" "$kdir/.config" && { ufg_log "config: wanted $sym off"; missing=1; } ;;
 	esac
 done < <(cat "${fragments[@]}" | sed -n 's/^\(CONFIG_[A-Za-z0-9_]*\)=.*/\1 &/p; s/^# \(CONFIG_[A-Za-z0-9_]*\) is not set/\1 &/p' |
 	awk '{ sym=$1; sub(/^[^ ]* /, ""); last[sym]=$0; if (!(sym in seen)) { seen[sym]=1; order[++n]=sym } }

@@ -58,17 +58,7 @@ fi
 # A shard is a part of a set: without one it would run everything, as many times as there are
 # shards.
 [ -z "$shard" ] || [ -n "$set" ] || ufg_die "UFG_VM_SHARD needs a test set (the debug kernel's check run)"
-append="panic=-1 oops=panic ufg.mode=$mode${filter:+ ufg.filter=$filter}${set:+ ufg.set=$set}${shard:+ ufg.shard=$shard}"
-# The debug kernel's tests with expedited RCU grace periods (PREEMPT_RT stops expediting after
-# boot otherwise): every registration, unregistration and module unload waits for several, and
-# under TCG normal ones made up about a third of that kernel's run (a KUnit case of eight
-# register/unregister rounds: 33 s, expedited 23 s; the boot to the first test about half).
-# An expedited grace period is a full one: what ufgraph waits for is the same, only sooner. The
-# two other kernels keep the default, as users run them; make bench does not come here.
-if [ "$flavour" = debug ] && [ "$mode" = check ]; then
-	append+=" rcupdate.rcu_normal_after_boot=0 rcupdate.rcu_expedited=1"
-fi
-append+="${UFG_VM_APPEND:+ $UFG_VM_APPEND}"
+append="panic=-1 oops=panic ufg.mode=$mode${filter:+ ufg.filter=$filter}${set:+ ufg.set=$set}${shard:+ ufg.shard=$shard}${UFG_VM_APPEND:+ $UFG_VM_APPEND}"
 case "$arch" in
 x86_64)
 	# Two sockets: with QEMU's default one-socket topology SeaBIOS's MP table lists one CPU

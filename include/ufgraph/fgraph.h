@@ -55,7 +55,7 @@ struct ufgraph_ent {
 
 /*
  * What a return callback is told (upstream: struct ftrace_graph_ret). No call and return
- * times, as upstream since v6.14: the core reads no clock for its users. An ops that wants a
+ * times, as upstream since v6.14: the core reads no clock for C ops. An ops that wants a
  * call's duration reads trace_clock_local() in its entry callback into the data it reserves,
  * and again in its return callback (upstream's function_graph tracer does the same).
  */

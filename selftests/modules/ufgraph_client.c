@@ -74,6 +74,9 @@ static void client_return(struct ufgraph_ret *trace, struct ufgraph_ops *gops,
 	d = ufgraph_retrieve_data(gops->idx, &size);
 	if (d && size == sizeof(*d) && d->func == trace->func && d->magic == 0x5eedf00d) {
 		atomic_inc(&data_ok);
+		/* trace_clock_local() is per CPU: a task that migrated may see it go backwards. */
+		if (trace_clock_local() < d->calltime)
+			atomic_inc(&clock_back);
 	} else if (atomic_inc_return(&data_bad) == 1) {
 		/* The first bad one, in detail, printed at exit: which check failed. */
 		bad_d = d != NULL;
@@ -83,9 +86,6 @@ static void client_return(struct ufgraph_ret *trace, struct ufgraph_ops *gops,
 		bad_trace_func = trace->func;
 		bad_depth = trace->depth;
 	}
-	/* trace_clock_local() is per CPU: a task that migrated may see it go backwards. */
-	if (d && trace_clock_local() < d->calltime)
-		atomic_inc(&clock_back);
 }
 
 static struct ufgraph_ops client_ops = {

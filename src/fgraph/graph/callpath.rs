@@ -360,7 +360,7 @@ impl Graph {
             unsafe { (slot.missed)(slot.this, ip) };
             return false;
         }
-        // Whether the frame has its call time (for the hub's next ops: see `join_locked`).
+        // Whether the frame has its call time (for the hub's next ops: see `join_all`).
         let mut has_time;
         let bm = match top {
             Some(f)
@@ -378,7 +378,9 @@ impl Graph {
                 f.start + FRAME_WORDS
             }
             _ => {
-                let t = self.now();
+                // The time only for an ops that wants it (a later one that does takes it when
+                // it joins: above, or `join_all`).
+                let t = if slot.wants_times { self.now() } else { 0 };
                 has_time = t != 0;
                 match stack.push(old_ret, ip, t, retp as usize) {
                     Ok(bm) => {
@@ -492,7 +494,8 @@ impl Graph {
         stack.set_building(bm);
         // A frame pushed without a call time that an ops further on wants: taken now, once,
         // before the callbacks, so the loop below carries no "timed" state from one ops to the
-        // next (in the hub's common case, C ops only, the first ops took it already).
+        // next. While no registered ops wants times (C ops, fprobe and the shim do not), the
+        // ops are not even looked at.
         if !timed && self.timed.load(Relaxed) != 0 && self.any_wants_times(mask) {
             stack.set_calltime_at(bm, self.now());
         }
@@ -710,7 +713,8 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
     // caller instead of stopping at our address. Preemption is disabled from here to the pop,
     // so teardown never sees a settled slot with its frame still on the stack.
     arch::settle_slot(&f, regs);
-    let rettime = g.now();
+    // The return time only for a frame whose call time was taken (an ops on it wants them).
+    let rettime = if f.calltime != 0 { g.now() } else { 0 };
     let ret_ip = returns_to(stack, &f);
     // What each ops' return callback gets: built where (and only if) the callback is called,
     // so a direct call's `Return` can stay in registers (`call_ret`).
