@@ -378,9 +378,10 @@ impl Graph {
                 f.start + FRAME_WORDS
             }
             _ => {
-                // The time only for an ops that wants it (a later one that does takes it when
-                // it joins: above, or `join_all`).
-                let t = if slot.wants_times { self.now() } else { 0 };
+                // Taken while any registered ops wants times, even if this one does not: a
+                // test of this slot's wish here cost fprobe entry+exit three instructions and
+                // the shim two (through the compiler's layout of the whole entry).
+                let t = self.now();
                 has_time = t != 0;
                 match stack.push(old_ret, ip, t, retp as usize) {
                     Ok(bm) => {
@@ -713,8 +714,8 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
     // caller instead of stopping at our address. Preemption is disabled from here to the pop,
     // so teardown never sees a settled slot with its frame still on the stack.
     arch::settle_slot(&f, regs);
-    // The return time only for a frame whose call time was taken (an ops on it wants them).
-    let rettime = if f.calltime != 0 { g.now() } else { 0 };
+    // Read only while a registered ops wants times (`Graph::now`), as at the push.
+    let rettime = g.now();
     let ret_ip = returns_to(stack, &f);
     // What each ops' return callback gets: built where (and only if) the callback is called,
     // so a direct call's `Return` can stay in registers (`call_ret`).
