@@ -498,13 +498,13 @@ impl Slot {
     /// the C API's ops, are then called directly (inlined), with no `Entry` in memory.
     #[inline(always)]
     pub(in crate::fgraph) fn handler<Q: GraphHandler>(&self) -> Option<&Q> {
+        // `slot_entry::<Q>` has one instance in the module (the kernel builds Rust as one
+        // codegen unit); were two identical instances merged, calling one for the other would
+        // do the same.
         if core::ptr::fn_addr_eq(
             self.entry,
             slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
         ) {
-            // `slot_entry::<Q>` has one instance in the module (the kernel builds Rust as one
-            // codegen unit); were two identical instances merged, calling one for the other
-            // would do the same.
             // SAFETY: `entry` is `slot_entry::<Q>` (above), so `Slot::new` made this slot for a
             // `Q`, and `this` points to that `Q` (the type invariants); it is alive while the
             // slot is registered, which outlasts the callback this is called from.
