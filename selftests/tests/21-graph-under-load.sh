@@ -2,16 +2,23 @@
 . /selftests/lib.sh
 load 'graph=vfs_*'
 p1=$(busy_io); p2=$(busy_io)
-# Until each function checked below has been entered more than 10 times (2 s used to be
-# enough, but on the debug kernel with a second VM busy beside it the two loops made only 10
-# writes in 2 s once), at least 2 s, at most 60.
+# The functions whose every entry must have its return below.
+checked="vfs_write vfs_open vfs_readlink"
+entered_enough() {
+	for f in $checked; do
+		set -- $(graph_of $f)
+		[ "$1" -gt 10 ] || return 1
+	done
+}
+# Until each has been entered more than 10 times (2 s used to be enough, but on the debug
+# kernel with a second VM busy beside it the two loops made only 10 writes in 2 s once), at
+# least 2 s, at most 60.
 sleep 2
-wait_for '[ "$(graph_of vfs_write | cut -d" " -f1)" -gt 10 ] && [ "$(graph_of vfs_open | cut -d" " -f1)" -gt 10 ] && [ "$(graph_of vfs_readlink | cut -d" " -f1)" -gt 10 ]' 600 ||
-	echo "the workload stayed slow: $(cat $DBG/ufgraph/graph)"
+wait_for entered_enough 600 || echo "the workload stayed slow: $(cat $DBG/ufgraph/graph)"
 kill $p1 $p2; wait $p1 $p2 2>/dev/null
 sleep 0.3
 # Nothing can be inside these once the workload is gone (proc and tmpfs do not block)...
-for f in vfs_write vfs_open vfs_readlink; do
+for f in $checked; do
 	set -- $(graph_of $f)
 	[ "$1" -gt 10 ] && [ "$1" = "$2" ] || fail "$f entries/returns $1/$2: $(cat $DBG/ufgraph/graph)"
 done
