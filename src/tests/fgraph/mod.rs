@@ -38,9 +38,9 @@ use hub::{
 };
 use join::hub_join_all_callbacks;
 use ops::{
-    call_times_on_the_hub_when_joined, call_times_only_when_wanted, deep_recursion_counts_overrun,
-    lru_reuses_released_index_last, multiple_storage, return_values_and_counts,
-    seventeenth_ops_is_enospc,
+    call_times_on_the_hub_for_a_frame_pushed_without, call_times_on_the_hub_when_joined,
+    call_times_only_when_wanted, deep_recursion_counts_overrun, lru_reuses_released_index_last,
+    multiple_storage, return_values_and_counts, seventeenth_ops_is_enospc,
 };
 use unwind::{kernel_unwinder_sees_the_caller, unwinding_shows_the_real_caller};
 
@@ -187,6 +187,7 @@ kunit_suite!(
         hub_join_all_callbacks,
         call_times_only_when_wanted,
         call_times_on_the_hub_when_joined,
+        call_times_on_the_hub_for_a_frame_pushed_without,
         multiple_storage,
         seventeenth_ops_is_enospc,
         lru_reuses_released_index_last,

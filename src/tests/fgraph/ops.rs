@@ -130,6 +130,120 @@ pub(super) fn call_times_on_the_hub_when_joined(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// Entries of [`LazyUntimed`]'s ops so far, for [`AfterLazy`] to tell which ran first.
+static LAZY_ENTRIES: AtomicUsize = AtomicUsize::new(0);
+
+/// Pushes its frame in the one-step path ([`GraphHandler::RESERVES_FIRST`], as fprobe's ops
+/// does), without a call time, from an `ftrace_ops` of its own; counts its calls.
+struct LazyUntimed {
+    returns: AtomicUsize,
+}
+
+impl GraphHandler for LazyUntimed {
+    const WANTS_TIMES: bool = false;
+    const RESERVES_FIRST: bool = true;
+
+    fn entry(&self, _e: &mut Entry<'_>) -> bool {
+        LAZY_ENTRIES.fetch_add(1, Relaxed);
+        true
+    }
+
+    fn ret(&self, _r: &mut Return<'_>) {
+        self.returns.fetch_add(1, Relaxed);
+    }
+}
+
+/// Wants no call times; counts its entries, and those that came after [`LazyUntimed`]'s entry
+/// into the same call (its ops ran first, so pushed the frame).
+struct AfterLazy {
+    entries: AtomicUsize,
+    after: AtomicUsize,
+}
+
+impl GraphHandler for AfterLazy {
+    const WANTS_TIMES: bool = false;
+
+    fn entry(&self, _e: &mut Entry<'_>) -> bool {
+        let n = self.entries.fetch_add(1, Relaxed);
+        if LAZY_ENTRIES.load(Relaxed) == n + 1 {
+            self.after.fetch_add(1, Relaxed);
+        }
+        true
+    }
+
+    fn ret(&self, _r: &mut Return<'_>) {}
+}
+
+// A frame pushed without a call time by an ops on its own `ftrace_ops`, joined on the hub by an
+// ops that wants no times and then by one that does: the hub's first ops finds the frame there
+// (it pushes none, so takes no time), and `join_all` must take the time for the second before
+// its callback. The ops on its own `ftrace_ops` is registered last: ftrace puts an ops at the
+// head of its list and calls the ops on a function in that order, so its callback pushes the
+// frame before the hub's runs (the other order is `call_times_on_the_hub_when_joined`'s and the
+// push's), which `AfterLazy` checks on every call. Review helper-49 found no test reaching that
+// taking; with it removed, this case fails.
+pub(super) fn call_times_on_the_hub_for_a_frame_pushed_without(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    LAZY_ENTRIES.store(0, Relaxed);
+    let plain = AfterLazy {
+        entries: AtomicUsize::new(0),
+        after: AtomicUsize::new(0),
+    };
+    let mut plain = hub_ops(t, &[add_ip], plain)?;
+    t.check_ok(plain.register(), "register")?;
+    let mut timed = hub_ops(t, &[add_ip], Timed::<true>::new())?;
+    t.check_ok(timed.register(), "register")?;
+    // The one that takes no times first in the hub's mask (as in the case above).
+    for _ in 0..2 * ARRAY_SIZE {
+        let (p, q) = (plain.idx().unwrap_or(0), timed.idx().unwrap_or(0));
+        if p < q {
+            break;
+        }
+        if p == ARRAY_SIZE - 1 {
+            t.check_ok(plain.unregister(), "unregister")?;
+            t.check_ok(plain.register(), "register again")?;
+        } else {
+            t.check_ok(timed.unregister(), "unregister")?;
+            t.check_ok(timed.register(), "register again")?;
+        }
+    }
+    kcheck!(
+        t,
+        plain.idx() < timed.idx(),
+        "indices {:?} and {:?}",
+        plain.idx(),
+        timed.idx()
+    );
+    let own = LazyUntimed {
+        returns: AtomicUsize::new(0),
+    };
+    let mut own = t.check_ok(GraphOps::new(own), "GraphOps::new")?;
+    t.check_ok(own.set_filter(c_str!("ufg_test_add")), "set_filter")?;
+    t.check_ok(own.register(), "register")?;
+    kcheck!(t, !own.slot().on_hub(), "the lazy ops is on the hub");
+    for i in 0..20 {
+        kcheck_eq!(t, add(i, 1), i + 1);
+    }
+    kcheck_eq!(
+        t,
+        (
+            LAZY_ENTRIES.load(Relaxed),
+            own.handler().returns.load(Relaxed)
+        ),
+        (20, 20)
+    );
+    // Every call reached the hub with the frame pushed (the path this case is for).
+    kcheck_eq!(t, plain.handler().entries.load(Relaxed), 20);
+    kcheck_eq!(t, plain.handler().after.load(Relaxed), 20);
+    kcheck_eq!(t, timed.handler().taken.load(Relaxed), 20);
+    kcheck_eq!(t, timed.handler().zero.load(Relaxed), 0);
+    t.check_ok(own.unregister(), "unregister")?;
+    t.check_ok(timed.unregister(), "unregister")?;
+    t.check_ok(plain.unregister(), "unregister")?;
+    Ok(())
+}
+
 // Upstream's "multiple fgraph storage" selftest: several ops on one function, each storing data
 // of a different size, each reading back exactly its own on return.
 pub(super) fn multiple_storage(t: &mut Test) -> CaseResult {
