@@ -28,10 +28,10 @@ all=(probedef fetch shadow symbols btf)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
-# Inputs per target in `make check`: 5 to 10 s of CPU each on an idle machine, about twice
-# that beside make check's kernel build (the counts and times of a run are in
-# Documentation/building.md). `make fuzz` is the long run.
-declare -A runs=([probedef]=500000 [fetch]=500000 [shadow]=40000 [symbols]=500000 [btf]=250000)
+# Inputs per target in `make check`: 7 to 25 s of CPU each on an idle machine, more beside
+# make check's kernel build (the counts and times of a run are in Documentation/building.md).
+# `make fuzz` is the long run.
+declare -A runs=([probedef]=150000 [fetch]=500000 [shadow]=20000 [symbols]=500000 [btf]=250000)
 # Longest input per target: a command of up to MAX_COMMAND_LEN (4095) bytes and past it; a
 # definition with memory for its hits; a whole stack image (506 words of 9 bytes); a BTF blob
 # twice the size of the largest seed (clang's sample.btf, 1.9 KB: about 50 types).
