@@ -505,11 +505,10 @@ impl Slot {
             self.entry,
             slot_entry::<Q> as unsafe fn(*const (), &mut Entry<'_>) -> bool,
         ) {
-            // SAFETY: `entry` is `slot_entry::<Q>` (above), so `Slot::new` made this slot for a
-            // `Q`, and `this` points to that `Q` (the type invariants); it is alive while the
-            // slot is registered, which outlasts the callback this is called from.
-            let h = unsafe { &*self.this.cast::<Q>() };
-            Some(h)
+            // The slot was made for a `Q` by `Slot::new` (its entry is `slot_entry::<Q>`), and
+            // is registered for the whole callback this is called from.
+            // SAFETY: `this` points to that `Q` (the type invariants), alive while registered.
+            Some(unsafe { &*self.this.cast::<Q>() })
         } else {
             None
         }

@@ -84,6 +84,37 @@ pub(super) fn call_times_only_when_wanted(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// Registers `first` or `second` again until `first` has the lower index, so that on the hub it
+/// runs first (and pushes the frame the other joins). Indices come least recently used first:
+/// registering again moves an ops to another one.
+fn lower_index_first<A: GraphHandler, B: GraphHandler>(
+    t: &mut Test,
+    first: &mut GraphOps<A>,
+    second: &mut GraphOps<B>,
+) -> CaseResult {
+    for _ in 0..2 * ARRAY_SIZE {
+        let (p, q) = (first.idx().unwrap_or(0), second.idx().unwrap_or(0));
+        if p < q {
+            break;
+        }
+        if p == ARRAY_SIZE - 1 {
+            t.check_ok(first.unregister(), "unregister")?;
+            t.check_ok(first.register(), "register again")?;
+        } else {
+            t.check_ok(second.unregister(), "unregister")?;
+            t.check_ok(second.register(), "register again")?;
+        }
+    }
+    kcheck!(
+        t,
+        first.idx() < second.idx(),
+        "indices {:?} and {:?}",
+        first.idx(),
+        second.idx()
+    );
+    Ok(())
+}
+
 // On the hub, an ops that wants call times joining a frame pushed by one that does not (the
 // lower index pushes) gets them: the hub takes the time once, before the joined callbacks.
 pub(super) fn call_times_on_the_hub_when_joined(t: &mut Test) -> CaseResult {
@@ -98,28 +129,8 @@ pub(super) fn call_times_on_the_hub_when_joined(t: &mut Test) -> CaseResult {
         plain.slot().on_hub() && timed.slot().on_hub(),
         "both on the hub"
     );
-    // Indices come least recently used first: registering again moves an ops to another one,
-    // until the one that takes no times has the lower index, and so pushes the frame.
-    for _ in 0..2 * ARRAY_SIZE {
-        let (p, q) = (plain.idx().unwrap_or(0), timed.idx().unwrap_or(0));
-        if p < q {
-            break;
-        }
-        if p == ARRAY_SIZE - 1 {
-            t.check_ok(plain.unregister(), "unregister")?;
-            t.check_ok(plain.register(), "register again")?;
-        } else {
-            t.check_ok(timed.unregister(), "unregister")?;
-            t.check_ok(timed.register(), "register again")?;
-        }
-    }
-    kcheck!(
-        t,
-        plain.idx() < timed.idx(),
-        "indices {:?} and {:?}",
-        plain.idx(),
-        timed.idx()
-    );
+    // The one that takes no times first in the hub's mask, so it pushes the frame.
+    lower_index_first(t, &mut plain, &mut timed)?;
     for i in 0..20 {
         add(i, 1);
     }
@@ -195,26 +206,7 @@ pub(super) fn call_times_on_the_hub_for_a_frame_pushed_without(t: &mut Test) -> 
     let mut timed = hub_ops(t, &[add_ip], Timed::<true>::new())?;
     t.check_ok(timed.register(), "register")?;
     // The one that takes no times first in the hub's mask (as in the case above).
-    for _ in 0..2 * ARRAY_SIZE {
-        let (p, q) = (plain.idx().unwrap_or(0), timed.idx().unwrap_or(0));
-        if p < q {
-            break;
-        }
-        if p == ARRAY_SIZE - 1 {
-            t.check_ok(plain.unregister(), "unregister")?;
-            t.check_ok(plain.register(), "register again")?;
-        } else {
-            t.check_ok(timed.unregister(), "unregister")?;
-            t.check_ok(timed.register(), "register again")?;
-        }
-    }
-    kcheck!(
-        t,
-        plain.idx() < timed.idx(),
-        "indices {:?} and {:?}",
-        plain.idx(),
-        timed.idx()
-    );
+    lower_index_first(t, &mut plain, &mut timed)?;
     let own = LazyUntimed {
         returns: AtomicUsize::new(0),
     };
