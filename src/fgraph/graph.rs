@@ -264,6 +264,29 @@ impl Graph {
         self.reg.lock().hub.filtered()
     }
 
+    /// Tests only: what an ops' registration or unregistration on another CPU does first, made
+    /// here from inside a callback on this one, at a chosen point of a call. `bits` (one per
+    /// array index) are set in (`set`) or cleared from `ip`'s hub mask; nothing else a callback
+    /// reads changes before a grace period. `false` if `ip` is not on the hub.
+    #[cfg(ufgraph_kunit)]
+    pub fn test_hub_mask_bits(&self, ip: usize, bits: usize, set: bool) -> bool {
+        self.hub.test_mask_bits(ip, bits, set, &NoPreempt::new())
+    }
+
+    /// Tests only: takes the slot at `idx` out of the array, as an unregistration on another CPU
+    /// does first (its callbacks in flight on this one see it gone from then on); returns it for
+    /// [`Graph::test_put_slot`], which must put it back before the ops is unregistered.
+    #[cfg(ufgraph_kunit)]
+    pub fn test_take_slot(&self, idx: usize) -> *mut Slot {
+        self.array[idx % ARRAY_SIZE].swap(core::ptr::null_mut(), AcqRel)
+    }
+
+    /// Tests only: undoes [`Graph::test_take_slot`].
+    #[cfg(ufgraph_kunit)]
+    pub fn test_put_slot(&self, idx: usize, slot: *mut Slot) {
+        self.array[idx % ARRAY_SIZE].store(slot, Release);
+    }
+
     /// The slot registered at `idx`, if any. With preemption disabled (a callback): a slot stays
     /// valid until a grace period after it leaves the array.
     #[inline(always)]

@@ -105,6 +105,20 @@ impl Hub {
             .map_or(0, |e| e.mask.load(Acquire))
     }
 
+    /// See [`Graph::test_hub_mask_bits`].
+    #[cfg(ufgraph_kunit)]
+    pub(super) fn test_mask_bits(&self, ip: usize, bits: usize, set: bool, np: &NoPreempt) -> bool {
+        let Some(e) = self.masks.lookup(ip, np) else {
+            return false;
+        };
+        if set {
+            e.mask.fetch_or(bits, Release);
+        } else {
+            e.mask.fetch_and(!bits, Release);
+        }
+        true
+    }
+
     /// Adds ops `idx` on `ips` (sorted, no duplicates). Functions new to the hub join its ftrace
     /// filter, and the hub's `ftrace_ops` is registered if it was not. On failure ops `idx` is
     /// on none of `ips`.
@@ -320,6 +334,9 @@ unsafe extern "C" fn hub_entry<Q: Batched>(
     let mut rest = mask;
     while rest != 0 {
         let idx = rest.trailing_zeros() as usize;
+        // This ops and the ones after it: none of them may have seen a frame this call joins
+        // (`Graph::enter_locked`).
+        let unseen = rest;
         rest &= rest - 1;
         let Some(slot) = g.slot_at(idx) else {
             continue;
@@ -327,9 +344,18 @@ unsafe extern "C" fn hub_entry<Q: Batched>(
         // SAFETY: ftrace's entry registers for `ip`, the guard held; the slot's handler is alive
         // while the slot is in the array (unregistration waits a grace period).
         unsafe {
-            g.enter_locked(slot, ip, fregs, 0, stack, np, false, &mut frame, |e| {
-                slot.call_entry_as::<Q>(e)
-            });
+            g.enter_locked(
+                slot,
+                ip,
+                fregs,
+                0,
+                stack,
+                np,
+                false,
+                unseen,
+                &mut frame,
+                |e| slot.call_entry_as::<Q>(e),
+            );
         }
         if let Some((bm, ret_ip, timed)) = frame {
             // `bm` is the frame this ops kept for this call, still the top one (what it

@@ -255,12 +255,39 @@ impl Graph {
             return false;
         };
         // SAFETY: the caller's contract, and the guard is held (preemption disabled).
-        unsafe { self.enter_locked(slot, ip, fregs, cookie, stack, np, lazy, &mut None, entry) }
+        unsafe {
+            self.enter_locked(
+                slot,
+                ip,
+                fregs,
+                cookie,
+                stack,
+                np,
+                lazy,
+                1 << (slot.idx() % ARRAY_SIZE),
+                &mut None,
+                entry,
+            )
+        }
     }
 
     /// [`Graph::enter_with`] once the recursion guard is held and the task's stack found:
     /// pushes (or joins) the call's frame for `slot` and runs its entry callback. Several
     /// slots may enter the same call one after the other under one guard (the hub).
+    ///
+    /// `unseen`: the ops (a bit per index, `slot`'s among them) that must not have seen a top
+    /// frame of this function at this return slot for the call to join it. Any of them that
+    /// has marked it "seen" entered it before, so this is another call: the function tail-called
+    /// itself (same return slot, our trampoline in it), and the call gets a frame of its own.
+    /// An ops on its own `ftrace_ops` enters each call once: `slot`'s bit alone. The hub runs
+    /// its ops one after the other in one callback per call, and marks its whole mask seen on
+    /// the frame kept: the bits of its ops not run yet in this callback (`slot`'s and the
+    /// higher ones). Not only `slot`'s: an ops that joined the hub's mask between a
+    /// tail-recursing function's two entries (its registration on another CPU) has no mark on
+    /// the outer frame, comes first at the inner entry when its index is the lowest, and would
+    /// join the outer frame as this call; the hub's other ops would then enter it a second time
+    /// (two entries, one return). Not the bits of the ops already run in this callback: one
+    /// that joined this call's frame and declined left its mark on it.
     ///
     /// # Safety
     ///
@@ -276,6 +303,7 @@ impl Graph {
         stack: &'a Stack,
         np: &'a NoPreempt,
         lazy: bool,
+        unseen: usize,
         frame_out: &mut Option<(usize, usize, bool)>,
         entry: impl FnOnce(&mut Entry<'_>) -> bool,
     ) -> bool {
@@ -346,7 +374,8 @@ impl Graph {
         }
 
         // Another ops hooking this same call pushed the frame already: join it. The frame's
-        // "seen" mask tells this call apart from a tail-recursive one at the same stack slot.
+        // "seen" mask tells this call apart from a tail-recursive one at the same stack slot
+        // (`unseen`, above).
         let mut fresh = false;
         let top = stack.top_frame();
         if let Some(f) = top.filter(|f| f.building && f.retp == retp as usize) {
@@ -367,7 +396,7 @@ impl Graph {
                 if old_ret == tramp
                     && f.retp == retp as usize
                     && f.func == ip
-                    && f.seen & (1 << idx) == 0 =>
+                    && usize::from(f.seen) & unseen == 0 =>
             {
                 has_time = f.calltime != 0;
                 // The ops that pushed the frame may not have wanted the time, this one does.

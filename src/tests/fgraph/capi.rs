@@ -496,6 +496,221 @@ pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
     core_is_idle(t)
 }
 
+/// An ops that joins a tail-recursing function's hub mask between its two entries (registered
+/// on another CPU then: made here by the outer entry, which sets its bit in the function's mask)
+/// at the lowest index: at the inner entry it comes first, has no "seen" mark on the outer
+/// frame, and must not take that frame for this call. It gets the inner call, in a frame of its
+/// own (depth 2); the ops already there gets both calls, each with its return. Taking the outer
+/// frame, it would have the hub's other ops enter it again: two entries, one return, the inner
+/// call at depth 1.
+pub(super) fn hub_tail_call_ops_arrives_between_entries(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let ip = bindings::ufg_test_tail as *const () as usize;
+    let (states, mut ops) = c_ops_on(
+        t,
+        ip,
+        2,
+        |_| TailState {
+            decline_outer: AtomicUsize::new(0),
+            entries: AtomicUsize::new(0),
+            returns: AtomicUsize::new(0),
+            inner_depth: AtomicUsize::new(0),
+            arrive: AtomicUsize::new(0),
+        },
+        Some(tail_entry),
+        Some(tail_ret),
+    )?;
+    for o in ops.iter_mut() {
+        kcheck_eq!(t, o.register(), 0);
+    }
+    let (lo, hi) = if ops[0].0.idx < ops[1].0.idx {
+        (0, 1)
+    } else {
+        (1, 0)
+    };
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let loc = t.check_ok(crate::sys::ksym::locations(&[ip]), "locations")?[0];
+    let lo_bit = 1usize << ops[lo].0.idx;
+    states[hi].arrive.store(lo_bit, Relaxed);
+    const N: usize = 10;
+    for _ in 0..N {
+        // The lower ops off the function again: the outer call is the higher one's alone.
+        kcheck!(t, g.test_hub_mask_bits(loc, lo_bit, false));
+        // SAFETY: a plain C fixture.
+        kcheck_eq!(t, unsafe { bindings::ufg_test_tail(1) }, 7);
+    }
+    // Its entry put the lower ops back on the function each time: the mask is what the two
+    // registrations made, for their unregistration.
+    states[hi].arrive.store(0, Relaxed);
+    let got = |i: usize| {
+        (
+            states[i].entries.load(Relaxed),
+            states[i].returns.load(Relaxed),
+            states[i].inner_depth.load(Relaxed),
+        )
+    };
+    kcheck_eq!(t, (got(lo), got(hi)), ((N, N, 2), (2 * N, 2 * N, 2)));
+    kcheck_eq!(t, g.tasks().frames_now(), 0);
+    drop(ops);
+    drop(states);
+    core_is_idle(t)
+}
+
+/// The state of a C ops of [`hub_slot_gone_mid_call`], in its `private`.
+struct GoneState {
+    entries: AtomicUsize,
+    returns: AtomicUsize,
+    /// An index whose slot this ops' entry (`take_at_entry`) or return (`take_at_ret`) takes
+    /// out of the array, plus one (0: none).
+    take_at_entry: AtomicUsize,
+    take_at_ret: AtomicUsize,
+    /// An index whose slot this ops' return puts back (what it took), plus one (0: none).
+    put_at_ret: AtomicUsize,
+    /// The slot taken, until it is put back.
+    taken: core::sync::atomic::AtomicPtr<crate::fgraph::graph::Slot>,
+}
+
+impl GoneState {
+    fn take(&self, which: &AtomicUsize) {
+        let i = which.load(Relaxed);
+        if i == 0 {
+            return;
+        }
+        if let Some(g) = graph() {
+            self.taken.store(g.test_take_slot(i - 1), Relaxed);
+        }
+    }
+
+    fn put(&self) {
+        let i = self.put_at_ret.load(Relaxed);
+        if i == 0 {
+            return;
+        }
+        if let Some(g) = graph() {
+            g.test_put_slot(i - 1, self.taken.swap(ptr::null_mut(), Relaxed));
+        }
+    }
+}
+
+/// [`hub_slot_gone_mid_call`]'s entry: keeps the call.
+///
+/// # Safety
+///
+/// Called by the graph core only, for a registered ops whose `private` is a [`GoneState`].
+unsafe extern "C" fn gone_entry(
+    _trace: *mut bindings::ufgraph_ent,
+    gops: *mut bindings::ufgraph_ops,
+    _fregs: *mut bindings::ftrace_regs,
+) -> core::ffi::c_int {
+    // SAFETY: the caller's contract.
+    let s = unsafe { &*(*gops).private.cast::<GoneState>() };
+    s.entries.fetch_add(1, Relaxed);
+    s.take(&s.take_at_entry);
+    1
+}
+
+/// [`hub_slot_gone_mid_call`]'s return.
+///
+/// # Safety
+///
+/// As for [`gone_entry`].
+unsafe extern "C" fn gone_ret(
+    _trace: *mut bindings::ufgraph_ret,
+    gops: *mut bindings::ufgraph_ops,
+    _fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: the caller's contract.
+    let s = unsafe { &*(*gops).private.cast::<GoneState>() };
+    s.returns.fetch_add(1, Relaxed);
+    s.put();
+    s.take(&s.take_at_ret);
+}
+
+/// Three C ops on one hub function; the lowest one takes the highest one's slot out of the
+/// array in the middle of a call, as its unregistration on another CPU does first.
+/// - Taken in the lowest one's entry callback (the join loop is then on its way to the
+///   highest): the highest gets no entry for that call, and the frame must not carry its bit.
+///   The lowest one's return callback puts the slot back before the return reaches the
+///   highest, which would then get a return for an entry it never had, were its bit there.
+/// - Taken in the lowest one's return callback (the highest kept the call): the highest gets
+///   no return, and the frame is popped all the same.
+///
+/// The function returns its value each time and no frame is left.
+pub(super) fn hub_slot_gone_mid_call(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let (states, mut ops) = c_ops_on(
+        t,
+        add_ip,
+        3,
+        |_| GoneState {
+            entries: AtomicUsize::new(0),
+            returns: AtomicUsize::new(0),
+            take_at_entry: AtomicUsize::new(0),
+            take_at_ret: AtomicUsize::new(0),
+            put_at_ret: AtomicUsize::new(0),
+            taken: core::sync::atomic::AtomicPtr::new(ptr::null_mut()),
+        },
+        Some(gone_entry),
+        Some(gone_ret),
+    )?;
+    for o in ops.iter_mut() {
+        kcheck_eq!(t, o.register(), 0);
+    }
+    let mut order = [0usize, 1, 2];
+    order.sort_unstable_by_key(|&i| ops[i].0.idx);
+    let [lo, mid, hi] = order;
+    let hi_idx = ops[hi].0.idx as usize;
+    const N: usize = 10;
+    // (phase, entries, returns) of each ops; phase 0: taken at the entry, 1: at the return.
+    for phase in 0..2 {
+        for s in states.iter() {
+            s.entries.store(0, Relaxed);
+            s.returns.store(0, Relaxed);
+        }
+        let l = &states[lo];
+        if phase == 0 {
+            l.take_at_entry.store(hi_idx + 1, Relaxed);
+            l.put_at_ret.store(hi_idx + 1, Relaxed);
+        } else {
+            l.take_at_ret.store(hi_idx + 1, Relaxed);
+        }
+        for i in 0..N as i32 {
+            kcheck_eq!(t, add(i, 2 * i + 1), 3 * i + 1);
+            // Put back by the lowest one's return (phase 0), else here (before any check: the
+            // ops must be whole again for its unregistration).
+            let p = l.taken.swap(ptr::null_mut(), Relaxed);
+            let put_here = !p.is_null();
+            if put_here {
+                g.test_put_slot(hi_idx, p);
+            }
+            kcheck_eq!(t, put_here, phase == 1);
+        }
+        l.take_at_entry.store(0, Relaxed);
+        l.put_at_ret.store(0, Relaxed);
+        l.take_at_ret.store(0, Relaxed);
+        let got = |i: usize| {
+            (
+                phase,
+                states[i].entries.load(Relaxed),
+                states[i].returns.load(Relaxed),
+            )
+        };
+        kcheck_eq!(t, got(lo), (phase, N, N));
+        kcheck_eq!(t, got(mid), (phase, N, N));
+        kcheck_eq!(t, got(hi), (phase, if phase == 0 { 0 } else { N }, 0));
+        kcheck_eq!(t, g.tasks().frames_now(), 0);
+    }
+    // The slot back in place: the highest is an ordinary ops again.
+    states[hi].entries.store(0, Relaxed);
+    kcheck_eq!(t, add(1, 2), 3);
+    kcheck_eq!(t, states[hi].entries.load(Relaxed), 1);
+    drop(ops);
+    drop(states);
+    core_is_idle(t)
+}
+
 /// The state of a C ops of [`hub_tail_call_after_a_decline`], in its `private`.
 struct TailState {
     /// 1: declines the outer call (`n == 1`); 2: declines the inner one; 0: keeps both.
@@ -504,6 +719,9 @@ struct TailState {
     returns: AtomicUsize,
     /// The depth the inner (tail) call's entry saw.
     inner_depth: AtomicUsize,
+    /// Ops (a bit per index) put on the function's hub mask by the outer call's entry, as their
+    /// registration on another CPU would between the two entries.
+    arrive: AtomicUsize,
 }
 
 /// [`hub_tail_call_after_a_decline`]'s entry.
@@ -524,6 +742,12 @@ unsafe extern "C" fn tail_entry(
     let n = regs.arg(0) as i32;
     if n == 0 {
         s.inner_depth.store(trace.depth as usize, Relaxed);
+    }
+    let arrive = s.arrive.load(Relaxed);
+    if n != 0 && arrive != 0 {
+        if let Some(g) = graph() {
+            g.test_hub_mask_bits(trace.func, arrive, true);
+        }
     }
     match s.decline_outer.load(Relaxed) {
         1 => (n == 0) as _,
@@ -566,6 +790,7 @@ pub(super) fn hub_tail_call_after_a_decline(t: &mut Test) -> CaseResult {
             entries: AtomicUsize::new(0),
             returns: AtomicUsize::new(0),
             inner_depth: AtomicUsize::new(0),
+            arrive: AtomicUsize::new(0),
         },
         Some(tail_entry),
         Some(tail_ret),

@@ -28,7 +28,8 @@ mod unwind;
 
 use capi::{
     c_ops_share_one_call, c_set_filter_racing_a_going_module, c_shared_filter,
-    hub_tail_call_after_a_decline,
+    hub_slot_gone_mid_call, hub_tail_call_after_a_decline,
+    hub_tail_call_ops_arrives_between_entries,
 };
 use data::{parent_data_and_task_var, task_vars_start_at_zero};
 use fork::forks_with_an_empty_pool;
@@ -180,6 +181,8 @@ kunit_suite!(
         c_shared_filter,
         c_ops_share_one_call,
         hub_tail_call_after_a_decline,
+        hub_tail_call_ops_arrives_between_entries,
+        hub_slot_gone_mid_call,
         c_set_filter_racing_a_going_module,
         shared_frame_outlives_its_ops,
         hub_and_own_ops_in_every_order,
