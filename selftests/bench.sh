@@ -3,7 +3,7 @@
 # which host/bench-report turns into tables. ufg.bench= picks the sections:
 #   icount  (QEMU -icount shift=0: guest ns = instructions)  per-call cost, memory
 #   wall    (no -icount: wall-clock ns)                      per-call cost, concurrency
-#   attach  (no -icount, single-threaded TCG)                mass attach: fprobes, then kprobes
+#   attach  (-icount shift=0,sleep=off, single-threaded TCG) mass attach: fprobes, then kprobes
 #   profile (QEMU's gdbstub, single-threaded TCG)            one call per hook, single-stepped
 #                                                            by gdb on the host
 # ufg.benchq=1 makes everything small (a quick smoke run of the script itself).

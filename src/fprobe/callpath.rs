@@ -37,13 +37,17 @@ impl GraphHandler for GraphSide {
         enter: impl FnOnce(usize, &Regs, &NoPreempt, usize),
     ) {
         let d = DISPATCH.load(Acquire);
-        if d <= LOOKUP {
+        if d <= IDLE {
             // Not rarer than the single probe, but laid out after it: the single probe's path
             // then runs straight into the guard's release, with no jump back to it.
             core::hint::cold_path();
             if d == 0 {
-                // Entry-only probes went since `wants_pre_entry` looked.
+                // Entry-only probes went since `entry_path` looked.
                 return enter(ip, regs, np, 0);
+            }
+            if d == IDLE {
+                // No probe any more (or not yet) since `entry_path` looked.
+                return;
             }
             let Some(core) = core_ref() else { return };
             return entry_side_lookup(core, ip, parent_ip, regs, np, enter);
@@ -60,8 +64,12 @@ impl GraphHandler for GraphSide {
     }
 
     #[inline(always)]
-    fn wants_pre_entry() -> bool {
-        DISPATCH.load(Relaxed) != 0
+    fn entry_path() -> EntryPath {
+        match DISPATCH.load(Relaxed) {
+            0 => EntryPath::Direct,
+            IDLE => EntryPath::Idle,
+            _ => EntryPath::Pre,
+        }
     }
 
     // The cookie is the function's entry if `pre_entry` found it, else 0.

@@ -164,7 +164,8 @@ impl Fprobes {
         // Then the filter update (which can fail too, and is undone by not publishing).
         // SAFETY: as above.
         let new = unsafe { self.prepare(&mut reg, fp, id, has_exit, ips)? };
-        self.clear_shortcuts(has_exit, !new.path_new.is_empty());
+        let idle = reg.entry_probes == 0 && reg.exit_probes == 0;
+        self.clear_shortcuts(has_exit, !new.path_new.is_empty(), idle);
         if let Err(e) = reg.update_filter(&new.path_new, false) {
             self.settle(&reg);
             return Err(e);
@@ -222,7 +223,9 @@ impl Fprobes {
             regs_counts,
             ..
         } = reg;
-        self.ips.reserve(ips_counts, ips.len())?;
+        // Room for the functions new to the table: the others' entries are replaced in place
+        // (a second probe on hooked functions needs none).
+        self.ips.reserve(ips_counts, path_new.len())?;
         self.live.reserve(live_counts, 1)?;
         self.regs.reserve(regs_counts, 1)?;
         // SAFETY: `fp` is valid (caller). Its size was checked (`check`): never E2BIG here.
@@ -259,8 +262,18 @@ impl Fprobes {
     }
 
     /// Clears the shortcuts a new probe (`has_exit`: one with an exit handler) makes wrong,
-    /// before the filter grows (`grows`: the probe hooks a function new to it).
-    fn clear_shortcuts(&self, has_exit: bool, grows: bool) {
+    /// before the filter grows (`grows`: the probe hooks a function new to it). `idle`: no
+    /// probe is registered.
+    fn clear_shortcuts(&self, has_exit: bool, grows: bool, idle: bool) {
+        if idle {
+            // Nothing is published (the last `settle` found no probe), so nothing a callback
+            // may be acting on could be wrong for the functions the filter gains. Until
+            // `settle` publishes this probe, callbacks return at once: the filter update
+            // patches every function it gains, and on a mass attach the kernel code doing it
+            // calls thousands of them (a fifth of the attach, in instructions).
+            DISPATCH.store(IDLE, Release);
+            return;
+        }
         // The shortcuts this probe makes wrong: the single entry-only probe (any new probe),
         // no lookup (a first entry-only probe), the single exit probe (a second one). LOOKUP
         // is right for any filter. A callback may have read the old word and be about to act
@@ -395,17 +408,32 @@ impl Fprobes {
         // SAFETY: the record of a probe just taken out of `live`, and `live` is dropped after
         // the grace period below.
         let live = unsafe { self.withdraw_live(&mut reg, &private) };
-        let (path_gone, dead) = self.clear_from_entries(&mut reg, fp, &mut private);
-        if let Err(e) = reg.update_filter(&path_gone, true) {
-            // The probe is gone from every entry: a stale filter only costs callbacks that find
-            // nothing.
-            pr_warn!("fprobe: filter update on unregister failed: {:?}\n", e);
+        if reg.entry_probes == 0 && reg.exit_probes == 0 {
+            // The last probe: from now on callbacks have nothing to run (its handlers are
+            // not reached any more), and they return at once while the filter update below
+            // unpatches its functions. `settle` replaces this.
+            DISPATCH.store(IDLE, Release);
         }
+        let (path_gone, dead) = self.clear_from_entries(&mut reg, fp, &mut private);
+        // The shared ops went with the filter's last function: its unregistration came after
+        // everything above and waited for every callback (`Unhooked`), so nothing needs waiting
+        // for again (on a mass detach, a grace period of about 9 million instructions).
+        let unhooked = match reg.update_filter(&path_gone, true) {
+            Ok(Unhooked(u)) => u,
+            Err(e) => {
+                // The probe is gone from every entry: a stale filter only costs callbacks that
+                // find nothing.
+                pr_warn!("fprobe: filter update on unregister failed: {:?}\n", e);
+                false
+            }
+        };
         // Whether `settle` below may publish a shortcut (one probe left of a kind, none of the
         // other), which says every function in the filter is its probe's.
         let shortcut = matches!((reg.entry_probes, reg.exit_probes), (1, 0) | (0, 1));
         drop(reg);
-        wait_unhooked(shortcut, &path_gone);
+        if !unhooked {
+            wait_unhooked(shortcut, &path_gone);
+        }
         for &d in dead.iter() {
             // SAFETY: unpublished, readers gone (`IpEntry`'s invariants).
             drop(unsafe { KBox::from_raw(d as *mut IpEntry) });
@@ -656,31 +684,43 @@ impl IpEntry {
         id: usize,
         exit: bool,
     ) -> Result<KBox<IpEntry>> {
-        let mut probes = KVec::new();
+        let new = ProbeRef {
+            fp: AtomicPtr::new(fp),
+            id,
+        };
         let (mut exits, mut entry_only) = (0, 0);
-        if let Some(o) = old {
-            for p in o.probes.iter() {
-                let q = p.fp.load(Relaxed);
-                if !q.is_null() {
-                    probes.push(
-                        ProbeRef {
-                            fp: AtomicPtr::new(q),
-                            id: p.id,
-                        },
-                        GFP_KERNEL,
-                    )?;
+        // The probes still on the function (unregistration nulls them in place), then `fp`.
+        let probes = match old {
+            None => Probes {
+                first: new,
+                more: KVec::new(),
+            },
+            Some(o) => {
+                exits = o.exit.load(Relaxed);
+                entry_only = o.entry_only.load(Relaxed);
+                let mut left = o.probes.iter().filter_map(|p| {
+                    let q = p.fp.load(Relaxed);
+                    (!q.is_null()).then(|| ProbeRef {
+                        fp: AtomicPtr::new(q),
+                        id: p.id,
+                    })
+                });
+                match left.next() {
+                    None => Probes {
+                        first: new,
+                        more: KVec::new(),
+                    },
+                    Some(first) => {
+                        let mut more = KVec::new();
+                        for p in left {
+                            more.push(p, GFP_KERNEL)?;
+                        }
+                        more.push(new, GFP_KERNEL)?;
+                        Probes { first, more }
+                    }
                 }
             }
-            exits = o.exit.load(Relaxed);
-            entry_only = o.entry_only.load(Relaxed);
-        }
-        probes.push(
-            ProbeRef {
-                fp: AtomicPtr::new(fp),
-                id,
-            },
-            GFP_KERNEL,
-        )?;
+        };
         if exit {
             exits += 1
         } else {

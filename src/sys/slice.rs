@@ -31,6 +31,12 @@ pub fn sort<T: Ord + Copy>(v: &mut [T]) {
 /// As [`sort`], ordered by `less`, which must be a strict weak order (if it is not, the order
 /// is unspecified, never a panic).
 pub fn sort_by<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
+    // Sorted already, the common case (a list of addresses read in order, ftrace's own list):
+    // one pass instead of the heapsort's n log n (18165 functions: about 5 million
+    // instructions).
+    if v.windows(2).all(|w| !less(&w[1], &w[0])) {
+        return;
+    }
     // Sift the element at `root` down the max-heap held in `v[..end]`.
     let sift = |v: &mut [T], mut root: usize, end: usize| loop {
         let mut child = 2 * root + 1;
@@ -77,6 +83,31 @@ mod tests {
             w.sort();
             assert_eq!(v, w);
         }
+    }
+
+    #[test]
+    fn sorted_reversed_and_almost_sorted() {
+        let sorted: std::vec::Vec<u64> = (0..1000).map(|i| i / 3).collect();
+        let mut v = sorted.clone();
+        sort(&mut v);
+        assert_eq!(v, sorted);
+        v.reverse();
+        sort(&mut v);
+        assert_eq!(v, sorted);
+        // Sorted but for its last element, then its first: the one-pass check must not stop
+        // the sort.
+        let mut v = sorted.clone();
+        v.push(0);
+        sort(&mut v);
+        let mut w = sorted.clone();
+        w.insert(0, 0);
+        assert_eq!(v, w);
+        let mut v = sorted.clone();
+        v[0] = 999;
+        sort(&mut v);
+        let mut w = sorted[1..].to_vec();
+        w.push(999);
+        assert_eq!(v, w);
     }
 
     #[test]

@@ -592,7 +592,7 @@ impl<'a> Report<'a> {
         Chart {
             title: "Attaching one probe to N functions".into(),
             xlabel: "functions attached (N)".into(),
-            ylabel: "attach time, ms (wall clock, TCG)".into(),
+            ylabel: "attach time, ms (guest time under -icount)".into(),
             logx: true,
             logy: true,
             series,

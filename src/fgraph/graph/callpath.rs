@@ -23,10 +23,10 @@ pub(super) unsafe extern "C" fn graph_entry<H: GraphHandler>(
     // no register.
     // SAFETY: ftrace's callback arguments, passed on.
     unsafe {
-        if H::wants_pre_entry() {
-            graph_entry_pre::<H>(ip, parent_ip, op, fregs)
-        } else {
-            graph_entry_direct::<H>(ip, parent_ip, op, fregs)
+        match H::entry_path() {
+            EntryPath::Pre => graph_entry_pre::<H>(ip, parent_ip, op, fregs),
+            EntryPath::Direct => graph_entry_direct::<H>(ip, parent_ip, op, fregs),
+            EntryPath::Idle => {}
         }
     }
 }

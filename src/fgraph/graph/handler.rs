@@ -258,6 +258,21 @@ pub trait Batched: GraphHandler {
     fn ret_batched(&self, ret: &mut Self::Ret);
 }
 
+/// Where a call from a graph handler's own `ftrace_ops` goes ([`GraphHandler::entry_path`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum EntryPath {
+    /// Straight (a jump) to the shadow-stack path, with a cookie of 0.
+    Direct,
+    /// Through [`GraphHandler::pre_entry`], under the recursion guard.
+    Pre,
+    /// Nowhere: the handler has nothing to run for any call (fprobe while its first probe is
+    /// being registered, or its last one unregistered). The callback returns before the
+    /// guard: ftrace patching every function's call site runs kernel code that calls them,
+    /// and each such call costs a few instructions instead of a guard and a lookup that
+    /// finds nothing.
+    Idle,
+}
+
 /// A user of the graph core, in Rust.
 pub trait GraphHandler: Send + Sync + 'static {
     /// At a hooked function's entry: return `true` to have [`GraphHandler::ret`] called on its
@@ -303,8 +318,8 @@ pub trait GraphHandler: Send + Sync + 'static {
     /// continuation that is handed the call back, rather than a return value: nothing of the
     /// caller then stays live across the handler's own calls, so a call that ends here runs in
     /// a small frame (an entry-only fprobe: 20 instructions fewer). Called only while
-    /// [`GraphHandler::wants_pre_entry`] says so; not on the hub, nor for hooks made through
-    /// [`Graph::enter`].
+    /// [`GraphHandler::entry_path`] says [`EntryPath::Pre`]; not on the hub, nor for hooks made
+    /// through [`Graph::enter`].
     #[inline(always)]
     fn pre_entry(
         &self,
@@ -316,14 +331,12 @@ pub trait GraphHandler: Send + Sync + 'static {
     ) {
         enter(ip, regs, np, 0)
     }
-    /// Whether calls from the handler's own `ftrace_ops` go through
-    /// [`GraphHandler::pre_entry`] now: read before the recursion guard is taken, so it must be
-    /// a plain read of the handler's state (fprobe: whether entry-only probes are registered).
-    /// When it says no, the ftrace callback goes straight (a jump) to the shadow-stack path,
-    /// with a cookie of 0.
+    /// Which way calls from the handler's own `ftrace_ops` go now: read before the recursion
+    /// guard is taken, so it must be a plain read of the handler's state (fprobe: whether
+    /// entry-only probes are registered, or none at all).
     #[inline(always)]
-    fn wants_pre_entry() -> bool {
-        false
+    fn entry_path() -> EntryPath {
+        EntryPath::Direct
     }
     /// The recursion guard refused a call from the handler's own `ftrace_ops`: nothing of it
     /// ran, [`GraphHandler::pre_entry`]'s work included. Other misses (no stack, a full one)

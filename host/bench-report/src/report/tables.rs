@@ -44,7 +44,7 @@ impl<'a> Report<'a> {
         let _ = writeln!(
             s,
             "One probe attached to, then detached from, the first N of vmlinux's {} traceable functions\n\
-             (`available_filter_functions_addrs`, modules left out), wall clock in the VM (TCG). Kprobes are\n\
+             (`available_filter_functions_addrs`, modules left out), guest time under `-icount` (TCG). Kprobes are\n\
              registered one by one and detached with one `unregister_kprobes()`; their registration stops\n\
              after the time cap (\"capped\"). The \"second probe\" rows time attaching and detaching a probe\n\
              on the functions a first probe of the same API already hooks; their notes count ftrace's\n\

@@ -146,6 +146,15 @@ impl<'a> Report<'a> {
     /// The time to attach a probe of `kind` to all traceable functions, if it was measured and
     /// attached any.
     fn attach_all_ns(&self, kind: &str) -> Option<f64> {
+        self.all_ns(kind, "attach_ns")
+    }
+
+    /// The time to detach that probe again.
+    fn detach_all_ns(&self, kind: &str) -> Option<f64> {
+        self.all_ns(kind, "detach_ns")
+    }
+
+    fn all_ns(&self, kind: &str, key: &str) -> Option<f64> {
         let all = self.nfuncs();
         self.attach(kind)
             .into_iter()
@@ -154,7 +163,7 @@ impl<'a> Report<'a> {
                 if r.get("attached") == Some("0") {
                     None
                 } else {
-                    r.num("attach_ns")
+                    r.num(key)
                 }
             })
     }
@@ -163,10 +172,11 @@ impl<'a> Report<'a> {
     fn attach_targets(&self, s: &mut String) {
         let all = self.nfuncs();
         for (u, k, what) in [
-            ("ufprobe", "kfprobe", "attaching all traceable functions in at most 0.8x the kernel's register_fprobe time (entry only)"),
+            ("ufprobe", "kfprobe", "attaching to and detaching from all traceable functions in at most 0.8x the kernel's register_fprobe and unregister_fprobe times (entry only)"),
             ("ufprobe_exit", "kfprobe_exit", "the same with an exit handler"),
         ] {
             let (a, b) = (self.attach_all_ns(u), self.attach_all_ns(k));
+            let (da, db) = (self.detach_all_ns(u), self.detach_all_ns(k));
             // ftrace's own part, which no fprobe can go below: a bare ftrace_ops on the same
             // functions (filter hash and patching), when the run measured it.
             let floor = match (self.attach_all_ns("ftrace_ops"), b) {
@@ -177,16 +187,24 @@ impl<'a> Report<'a> {
                 ),
                 _ => String::new(),
             };
+            let met = a.zip(b).map(|(a, b)| a <= 0.8 * b);
+            let met = match (met, da.zip(db).map(|(a, b)| a <= 0.8 * b)) {
+                (Some(x), Some(y)) => Some(x && y),
+                _ => None,
+            };
             target_line(
                 s,
-                a.zip(b).map(|(a, b)| a <= 0.8 * b),
+                met,
                 what,
                 format!(
-                    "{} functions: ufgraph {} ms, kernel {} ms, ufgraph/kernel {} (wall clock){}",
+                    "{} functions: attach ufgraph {} ms, kernel {} ms, ufgraph/kernel {}; detach ufgraph {} ms, kernel {} ms, ufgraph/kernel {} (guest time under -icount){}",
                     all.map(|v| v as u64).unwrap_or(0),
                     ms(a),
                     ms(b),
                     ratio(a.zip(b).map(|(a, b)| a / b)),
+                    ms(da),
+                    ms(db),
+                    ratio(da.zip(db).map(|(a, b)| a / b)),
                     floor
                 ),
             );
