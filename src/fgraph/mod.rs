@@ -19,5 +19,5 @@ pub mod ops;
 pub mod shadow;
 pub mod tasks;
 
-pub use graph::{Entry, EntryPath, GraphHandler, Return};
+pub use graph::{Entry, GraphHandler, Return};
 pub use ops::GraphOps;

@@ -42,11 +42,11 @@ impl GraphHandler for GraphSide {
             // then runs straight into the guard's release, with no jump back to it.
             core::hint::cold_path();
             if d == 0 {
-                // Entry-only probes went since `entry_path` looked.
+                // Entry-only probes went since `route` looked.
                 return enter(ip, regs, np, 0);
             }
             if d == IDLE {
-                // No probe any more (or not yet) since `entry_path` looked.
+                // No probe any more (or not yet) since `route` looked.
                 return;
             }
             let Some(core) = core_ref() else { return };
@@ -64,12 +64,17 @@ impl GraphHandler for GraphSide {
     }
 
     #[inline(always)]
-    fn entry_path() -> EntryPath {
-        match DISPATCH.load(Relaxed) {
-            0 => EntryPath::Direct,
-            IDLE => EntryPath::Idle,
-            _ => EntryPath::Pre,
+    fn route(direct: impl FnOnce(), pre: impl FnOnce()) {
+        let d = DISPATCH.load(Relaxed);
+        if d == 0 {
+            return direct();
         }
+        if d == IDLE {
+            // Registration time only: tested after the hot ways' own test.
+            core::hint::cold_path();
+            return;
+        }
+        pre()
     }
 
     // The cookie is the function's entry if `pre_entry` found it, else 0.

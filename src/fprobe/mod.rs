@@ -62,7 +62,7 @@ mod registry;
 
 pub use callpath::*;
 
-use crate::fgraph::{Entry, EntryPath, GraphHandler, GraphOps, Return};
+use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
 use crate::sys::cabi::{ufgraph_fprobe, UFGRAPH_FPROBE_FL_DISABLED};
 use crate::sys::ftrace::Regs;
 use crate::sys::global::Global;
@@ -270,10 +270,24 @@ const LOOKUP: usize = 1;
 /// by `Fprobes::settle`.
 const IDLE: usize = 2;
 
-/// Tests only: where a call from the shared ops goes now (`GraphSide::entry_path`).
+/// Tests only: where a call from the shared ops goes now (`GraphSide::route`): "direct",
+/// "pre" or "idle".
 #[cfg(ufgraph_kunit)]
-pub fn test_entry_path() -> EntryPath {
-    <GraphSide as GraphHandler>::entry_path()
+pub fn test_route() -> &'static str {
+    let way = core::cell::Cell::new("idle");
+    <GraphSide as GraphHandler>::route(|| way.set("direct"), || way.set("pre"));
+    way.get()
+}
+
+/// Tests only: runs `f` with `DISPATCH` idle, as while a first probe registers or a last one
+/// unregisters, whatever is registered, then publishes what is true again.
+#[cfg(ufgraph_kunit)]
+pub fn test_idle_while(f: impl FnOnce()) {
+    let Some(core) = core_ref() else { return };
+    let reg = core.reg.lock();
+    DISPATCH.store(IDLE, Release);
+    f();
+    core.settle(&reg);
 }
 
 #[inline(always)]

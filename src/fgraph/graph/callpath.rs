@@ -21,14 +21,12 @@ pub(super) unsafe extern "C" fn graph_entry<H: GraphHandler>(
 ) {
     // Both paths are tail calls with this callback's own arguments: it makes no frame and moves
     // no register.
-    // SAFETY: ftrace's callback arguments, passed on.
-    unsafe {
-        match H::entry_path() {
-            EntryPath::Pre => graph_entry_pre::<H>(ip, parent_ip, op, fregs),
-            EntryPath::Direct => graph_entry_direct::<H>(ip, parent_ip, op, fregs),
-            EntryPath::Idle => {}
-        }
-    }
+    H::route(
+        // SAFETY: ftrace's callback arguments, passed on.
+        || unsafe { graph_entry_direct::<H>(ip, parent_ip, op, fregs) },
+        // SAFETY: as above.
+        || unsafe { graph_entry_pre::<H>(ip, parent_ip, op, fregs) },
+    )
 }
 
 /// The slot of `op`, a registered graph ops' `ftrace_ops`.

@@ -258,21 +258,6 @@ pub trait Batched: GraphHandler {
     fn ret_batched(&self, ret: &mut Self::Ret);
 }
 
-/// Where a call from a graph handler's own `ftrace_ops` goes ([`GraphHandler::entry_path`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum EntryPath {
-    /// Straight (a jump) to the shadow-stack path, with a cookie of 0.
-    Direct,
-    /// Through [`GraphHandler::pre_entry`], under the recursion guard.
-    Pre,
-    /// Nowhere: the handler has nothing to run for any call (fprobe while its first probe is
-    /// being registered, or its last one unregistered). The callback returns before the
-    /// guard: ftrace patching every function's call site runs kernel code that calls them,
-    /// and each such call costs a few instructions instead of a guard and a lookup that
-    /// finds nothing.
-    Idle,
-}
-
 /// A user of the graph core, in Rust.
 pub trait GraphHandler: Send + Sync + 'static {
     /// At a hooked function's entry: return `true` to have [`GraphHandler::ret`] called on its
@@ -318,8 +303,8 @@ pub trait GraphHandler: Send + Sync + 'static {
     /// continuation that is handed the call back, rather than a return value: nothing of the
     /// caller then stays live across the handler's own calls, so a call that ends here runs in
     /// a small frame (an entry-only fprobe: 20 instructions fewer). Called only while
-    /// [`GraphHandler::entry_path`] says [`EntryPath::Pre`]; not on the hub, nor for hooks made
-    /// through [`Graph::enter`].
+    /// [`GraphHandler::route`] says so; not on the hub, nor for hooks made through
+    /// [`Graph::enter`].
     #[inline(always)]
     fn pre_entry(
         &self,
@@ -331,12 +316,17 @@ pub trait GraphHandler: Send + Sync + 'static {
     ) {
         enter(ip, regs, np, 0)
     }
-    /// Which way calls from the handler's own `ftrace_ops` go now: read before the recursion
-    /// guard is taken, so it must be a plain read of the handler's state (fprobe: whether
-    /// entry-only probes are registered, or none at all).
+    /// Routes a call from the handler's own `ftrace_ops`: calls `direct` (straight to the
+    /// shadow-stack path, a cookie of 0), `pre` (through [`GraphHandler::pre_entry`]), or
+    /// neither (the handler has nothing to run for any call now: fprobe while its first probe
+    /// registers and its last one unregisters, when ftrace patching every function's call
+    /// site runs kernel code that calls them; the callback then returns before the recursion
+    /// guard). Decided before the guard is taken, so from a plain read of the handler's state
+    /// (fprobe: `DISPATCH`). A method that calls, not one that returns the way: returned as a
+    /// value, the way was built and tested again (12 instructions a call instead of 5).
     #[inline(always)]
-    fn entry_path() -> EntryPath {
-        EntryPath::Direct
+    fn route(direct: impl FnOnce(), _pre: impl FnOnce()) {
+        direct()
     }
     /// The recursion guard refused a call from the handler's own `ftrace_ops`: nothing of it
     /// ran, [`GraphHandler::pre_entry`]'s work included. Other misses (no stack, a full one)

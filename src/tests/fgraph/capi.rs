@@ -677,14 +677,15 @@ pub(super) fn hub_slot_gone_mid_call(t: &mut Test) -> CaseResult {
             l.take_at_ret.store(hi_idx + 1, Relaxed);
         }
         for i in 0..N as i32 {
-            kcheck_eq!(t, add(i, 2 * i + 1), 3 * i + 1);
-            // Put back by the lowest one's return (phase 0), else here (before any check: the
-            // ops must be whole again for its unregistration).
+            let sum = add(i, 2 * i + 1);
+            // Put back by the lowest one's return (phase 0), else here, before any check: the
+            // ops must be whole again for its unregistration.
             let p = l.taken.swap(ptr::null_mut(), Relaxed);
             let put_here = !p.is_null();
             if put_here {
                 g.test_put_slot(hi_idx, p);
             }
+            kcheck_eq!(t, sum, 3 * i + 1);
             kcheck_eq!(t, put_here, phase == 1);
         }
         l.take_at_entry.store(0, Relaxed);

@@ -4,7 +4,6 @@
 //! ops, filters, several probes on one function, disabling and skipping the exit.
 
 use super::*;
-use crate::fgraph::EntryPath;
 
 pub(super) fn entry_exit_with_data(t: &mut Test) -> CaseResult {
     reset();
@@ -80,14 +79,14 @@ pub(super) fn both_kinds_share_one_ops(t: &mut Test) -> CaseResult {
         unsafe { bindings::ufg_test_mul(a, b) }
     };
     let counts = || (ENTRIES.load(Relaxed), EXITS.load(Relaxed));
-    let path = crate::fprobe::test_entry_path;
+    let path = crate::fprobe::test_route;
     // No probe: straight to the (empty) shadow-stack path; idle only while a first probe
     // registers or a last one unregisters.
-    kcheck!(t, path() == EntryPath::Direct);
+    kcheck!(t, path() == "direct");
     // Entry-only A on add: the single entry-only shortcut.
     let mut a = probe(true, false, 0);
     reg(t, &mut a, Target::Syms(&[c_str!("ufg_test_add")]))?;
-    kcheck!(t, path() == EntryPath::Pre);
+    kcheck!(t, path() == "pre");
     add(1, 2);
     mul(3, 4);
     kcheck_eq!(t, counts(), (1, 0));
@@ -101,6 +100,13 @@ pub(super) fn both_kinds_share_one_ops(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, add(2, 2), 4);
     kcheck_eq!(t, mul(3, 4), 12);
     kcheck_eq!(t, counts(), (1 + 2 + 1, 1 + 1));
+    // Idle (as while a first probe registers): no handler runs, nothing counts as missed.
+    crate::fprobe::test_idle_while(|| {
+        add(1, 1);
+        mul(1, 1);
+    });
+    kcheck_eq!(t, counts(), (4, 2));
+    kcheck_eq!(t, (a.nmissed, b.nmissed), (0, 0));
     // A goes: B is the single exit probe.
     t.check_ok(cr.unregister(&mut *a), "unregister a")?;
     add(1, 1);
@@ -118,17 +124,17 @@ pub(super) fn both_kinds_share_one_ops(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, mul(5, 5), 25);
     kcheck_eq!(t, counts(), (9 + 1, 6));
     t.check_ok(cr.unregister(&mut *c), "unregister c")?;
-    kcheck!(t, path() == EntryPath::Direct);
+    kcheck!(t, path() == "direct");
     add(1, 1);
     mul(1, 1);
     kcheck_eq!(t, counts(), (10, 6));
     // An exit probe alone, from nothing and back.
     reg(t, &mut b, Target::Syms(&[c_str!("ufg_test_mul")]))?;
-    kcheck!(t, path() == EntryPath::Direct);
+    kcheck!(t, path() == "direct");
     kcheck_eq!(t, mul(2, 3), 6);
     kcheck_eq!(t, counts(), (11, 7));
     t.check_ok(cr.unregister(&mut *b), "unregister b again")?;
-    kcheck!(t, path() == EntryPath::Direct);
+    kcheck!(t, path() == "direct");
     kcheck_eq!(t, BAD.load(Relaxed), 0);
     kcheck_eq!(t, (a.nmissed, b.nmissed, c.nmissed), (0, 0, 0));
     Ok(())
