@@ -334,10 +334,10 @@ unsafe extern "C" fn hub_entry<Q: Batched>(
     let mut rest = mask;
     while rest != 0 {
         let idx = rest.trailing_zeros() as usize;
-        // This ops and the ones after it: none of them may have seen a frame this call joins
-        // (`Graph::enter_locked`).
-        let unseen = rest;
         rest &= rest - 1;
+        // The ops after this one: no more than this one may they have seen a frame this call
+        // joins (`Graph::enter_locked`).
+        let unseen = rest;
         let Some(slot) = g.slot_at(idx) else {
             continue;
         };

@@ -255,16 +255,7 @@ impl Graph {
         // SAFETY: the caller's contract, and the guard is held (preemption disabled).
         unsafe {
             self.enter_locked(
-                slot,
-                ip,
-                fregs,
-                cookie,
-                stack,
-                np,
-                lazy,
-                1 << (slot.idx() % ARRAY_SIZE),
-                &mut None,
-                entry,
+                slot, ip, fregs, cookie, stack, np, lazy, 0, &mut None, entry,
             )
         }
     }
@@ -273,19 +264,20 @@ impl Graph {
     /// pushes (or joins) the call's frame for `slot` and runs its entry callback. Several
     /// slots may enter the same call one after the other under one guard (the hub).
     ///
-    /// `unseen`: the ops (a bit per index, `slot`'s among them) that must not have seen a top
+    /// `unseen`, with `slot`'s own bit: the ops (a bit per index) that must not have seen a top
     /// frame of this function at this return slot for the call to join it. Any of them that
     /// has marked it "seen" entered it before, so this is another call: the function tail-called
     /// itself (same return slot, our trampoline in it), and the call gets a frame of its own.
-    /// An ops on its own `ftrace_ops` enters each call once: `slot`'s bit alone. The hub runs
-    /// its ops one after the other in one callback per call, and marks its whole mask seen on
-    /// the frame kept: the bits of its ops not run yet in this callback (`slot`'s and the
-    /// higher ones). Not only `slot`'s: an ops that joined the hub's mask between a
-    /// tail-recursing function's two entries (its registration on another CPU) has no mark on
-    /// the outer frame, comes first at the inner entry when its index is the lowest, and would
-    /// join the outer frame as this call; the hub's other ops would then enter it a second time
-    /// (two entries, one return). Not the bits of the ops already run in this callback: one
-    /// that joined this call's frame and declined left its mark on it.
+    /// An ops on its own `ftrace_ops` enters each call once: `slot`'s bit alone (`unseen` 0,
+    /// and the bit is made only where a frame is joined: made up front, it cost fprobe's entry
+    /// four instructions). The hub runs its ops one after the other in one callback per call,
+    /// and marks its whole mask seen on the frame kept: the bits of its ops not run yet in this
+    /// callback (the ones after `slot`). Not only `slot`'s: an ops that joined the hub's mask
+    /// between a tail-recursing function's two entries (its registration on another CPU) has
+    /// no mark on the outer frame, comes first at the inner entry when its index is the
+    /// lowest, and would join the outer frame as this call; the hub's other ops would then
+    /// enter it a second time (two entries, one return). Not the bits of the ops already run in
+    /// this callback: one that joined this call's frame and declined left its mark on it.
     ///
     /// # Safety
     ///
@@ -394,7 +386,7 @@ impl Graph {
                 if old_ret == tramp
                     && f.retp == retp as usize
                     && f.func == ip
-                    && usize::from(f.seen) & unseen == 0 =>
+                    && usize::from(f.seen) & (unseen | 1 << idx) == 0 =>
             {
                 has_time = f.calltime != 0;
                 // The ops that pushed the frame may not have wanted the time, this one does.
