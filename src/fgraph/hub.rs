@@ -335,7 +335,7 @@ unsafe extern "C" fn hub_entry<Q: Batched>(
     while rest != 0 {
         let idx = rest.trailing_zeros() as usize;
         rest &= rest - 1;
-        // The ops after this one: no more than this one may they have seen a frame this call
+        // The ops after this one: like this one, none of them may have seen a frame this call
         // joins (`Graph::enter_locked`).
         let unseen = rest;
         let Some(slot) = g.slot_at(idx) else {

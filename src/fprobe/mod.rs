@@ -280,14 +280,20 @@ pub fn test_route() -> &'static str {
 }
 
 /// Tests only: runs `f` with `DISPATCH` idle, as while a first probe registers or a last one
-/// unregisters, whatever is registered, then publishes what is true again.
+/// unregisters, whatever is registered, then publishes what is true again. Unlike the real
+/// idle state, `single_exit` may stay published meanwhile: harmless, as no call reaches it
+/// (the entry routes nowhere, and a return finds only frames its probe pushed). `false` (and
+/// `f` not run) without a core.
 #[cfg(ufgraph_kunit)]
-pub fn test_idle_while(f: impl FnOnce()) {
-    let Some(core) = core_ref() else { return };
+pub fn test_idle_while(f: impl FnOnce()) -> bool {
+    let Some(core) = core_ref() else {
+        return false;
+    };
     let reg = core.reg.lock();
     DISPATCH.store(IDLE, Release);
     f();
     core.settle(&reg);
+    true
 }
 
 #[inline(always)]

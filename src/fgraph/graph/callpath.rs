@@ -269,8 +269,8 @@ impl Graph {
     /// has marked it "seen" entered it before, so this is another call: the function tail-called
     /// itself (same return slot, our trampoline in it), and the call gets a frame of its own.
     /// An ops on its own `ftrace_ops` enters each call once: `slot`'s bit alone (`unseen` 0,
-    /// and the bit is made only where a frame is joined: made up front, it cost fprobe's entry
-    /// four instructions). The hub runs its ops one after the other in one callback per call,
+    /// and the bit is made only where a frame is joined: made up front, it put four
+    /// instructions on fprobe's one-step entry, which joins nothing). The hub runs its ops one after the other in one callback per call,
     /// and marks its whole mask seen on the frame kept: the bits of its ops not run yet in this
     /// callback (the ones after `slot`). Not only `slot`'s: an ops that joined the hub's mask
     /// between a tail-recursing function's two entries (its registration on another CPU) has

@@ -323,7 +323,7 @@ pub trait GraphHandler: Send + Sync + 'static {
     /// site runs kernel code that calls them; the callback then returns before the recursion
     /// guard). Decided before the guard is taken, so from a plain read of the handler's state
     /// (fprobe: `DISPATCH`). A method that calls, not one that returns the way: returned as a
-    /// value, the way was built and tested again (12 instructions a call instead of 5).
+    /// value, the way was built and tested again (12 instructions a call instead of 4).
     #[inline(always)]
     fn route(direct: impl FnOnce(), _pre: impl FnOnce()) {
         direct()

@@ -30,7 +30,12 @@ struct Joiner {
     depth: AtomicUsize,
     ret_depth: AtomicUsize,
     hooked: AtomicUsize,
+    /// When its last entry ran, in [`JOIN_SEQ`]'s order.
+    seq: AtomicUsize,
 }
+
+/// The order entries ran in, across every [`Joiner`].
+static JOIN_SEQ: AtomicUsize = AtomicUsize::new(0);
 
 impl Joiner {
     fn new(tag: usize) -> Self {
@@ -44,6 +49,7 @@ impl Joiner {
             depth: AtomicUsize::new(0),
             ret_depth: AtomicUsize::new(0),
             hooked: AtomicUsize::new(0),
+            seq: AtomicUsize::new(0),
         }
     }
 }
@@ -79,6 +85,7 @@ fn jrh() -> *mut bindings::ufgraph_rethook {
 impl GraphHandler for Joiner {
     fn entry(&self, e: &mut Entry<'_>) -> bool {
         self.entries.fetch_add(1, Relaxed);
+        self.seq.store(JOIN_SEQ.fetch_add(1, Relaxed), Relaxed);
         self.depth.store(e.depth(), Relaxed);
         let peek = self.peek.load(Relaxed);
         if peek != usize::MAX {
@@ -232,6 +239,13 @@ pub(super) fn hub_join_all_callbacks(t: &mut Test) -> CaseResult {
             );
         }
         kcheck_eq!(t, depth, 1);
+        // The own ops (registered after the hub's ftrace_ops: ftrace calls the newest first)
+        // pushed the frame the hub's ops joined: what round 2 is about.
+        let own_seq = own.handler().seq.load(Relaxed);
+        kcheck!(
+            t,
+            hub.iter().all(|o| o.handler().seq.load(Relaxed) > own_seq)
+        );
         // Every hook from inside the joining callback was refused and counted, none returned.
         let hooks = if modes.contains(&J_HOOK) { N } else { 0 };
         kcheck_eq!(t, (jrh_missed, JRH_RETURNS.load(Relaxed)), (hooks, 0));

@@ -101,10 +101,13 @@ pub(super) fn both_kinds_share_one_ops(t: &mut Test) -> CaseResult {
     kcheck_eq!(t, mul(3, 4), 12);
     kcheck_eq!(t, counts(), (1 + 2 + 1, 1 + 1));
     // Idle (as while a first probe registers): no handler runs, nothing counts as missed.
-    crate::fprobe::test_idle_while(|| {
+    let mut way = "";
+    let ran = crate::fprobe::test_idle_while(|| {
+        way = path();
         add(1, 1);
         mul(1, 1);
     });
+    kcheck_eq!(t, (ran, way), (true, "idle"));
     kcheck_eq!(t, counts(), (4, 2));
     kcheck_eq!(t, (a.nmissed, b.nmissed), (0, 0));
     // A goes: B is the single exit probe.
