@@ -496,16 +496,13 @@ pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
     core_is_idle(t)
 }
 
-/// An ops that joins a tail-recursing function's hub mask between its two entries (registered
-/// on another CPU then: made here by the outer entry, which sets its bit in the function's mask)
-/// at the lowest index: at the inner entry it comes first, has no "seen" mark on the outer
-/// frame, and must not take that frame for this call. It gets the inner call, in a frame of its
-/// own (depth 2); the ops already there gets both calls, each with its return. Taking the outer
-/// frame, it would have the hub's other ops enter it again: two entries, one return, the inner
-/// call at depth 1.
-pub(super) fn hub_tail_call_ops_arrives_between_entries(t: &mut Test) -> CaseResult {
-    core_is_idle(t)?;
-    let ip = bindings::ufg_test_tail as *const () as usize;
+/// The two C ops of the tail-call cases on `ufg_test_tail` (at `ip`), registered; with the
+/// positions of the lower and the higher index.
+#[allow(clippy::type_complexity)]
+fn tail_ops_on(
+    t: &Test,
+    ip: usize,
+) -> Result<(KVec<KBox<TailState>>, KVec<CTestOps>, usize, usize), Failed> {
     let (states, mut ops) = c_ops_on(
         t,
         ip,
@@ -528,6 +525,20 @@ pub(super) fn hub_tail_call_ops_arrives_between_entries(t: &mut Test) -> CaseRes
     } else {
         (1, 0)
     };
+    Ok((states, ops, lo, hi))
+}
+
+/// An ops that joins a tail-recursing function's hub mask between its two entries (registered
+/// on another CPU then: made here by the outer entry, which sets its bit in the function's mask)
+/// at the lowest index: at the inner entry it comes first, has no "seen" mark on the outer
+/// frame, and must not take that frame for this call. It gets the inner call, in a frame of its
+/// own (depth 2); the ops already there gets both calls, each with its return. Taking the outer
+/// frame, it would have the hub's other ops enter it again: two entries, one return, the inner
+/// call at depth 1.
+pub(super) fn hub_tail_call_ops_arrives_between_entries(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let ip = bindings::ufg_test_tail as *const () as usize;
+    let (states, ops, lo, hi) = tail_ops_on(t, ip)?;
     let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     let loc = t.check_ok(crate::sys::ksym::locations(&[ip]), "locations")?[0];
     let lo_bit = 1usize << ops[lo].0.idx;
@@ -782,28 +793,7 @@ unsafe extern "C" fn tail_ret(
 pub(super) fn hub_tail_call_after_a_decline(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let ip = bindings::ufg_test_tail as *const () as usize;
-    let (states, mut ops) = c_ops_on(
-        t,
-        ip,
-        2,
-        |_| TailState {
-            decline_outer: AtomicUsize::new(0),
-            entries: AtomicUsize::new(0),
-            returns: AtomicUsize::new(0),
-            inner_depth: AtomicUsize::new(0),
-            arrive: AtomicUsize::new(0),
-        },
-        Some(tail_entry),
-        Some(tail_ret),
-    )?;
-    for o in ops.iter_mut() {
-        kcheck_eq!(t, o.register(), 0);
-    }
-    let (lo, hi) = if ops[0].0.idx < ops[1].0.idx {
-        (0, 1)
-    } else {
-        (1, 0)
-    };
+    let (states, ops, lo, hi) = tail_ops_on(t, ip)?;
     const N: usize = 10;
     let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     // (entries, returns, inner depth) of each; phase 0: both keep both calls (the control),
