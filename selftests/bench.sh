@@ -210,6 +210,9 @@ load_funcs() {
 
 attach() {
 	load_funcs
+	# ufgraph reads ftrace's list of traceable functions at its first registration by address
+	# after it is loaded, then keeps it up to date as modules come and go: time that one apart.
+	r=$(ctl attach ufprobe 1 0) && say "$(echo "$r" | sed 's/kind=ufprobe /kind=ufprobe_first /')"
 	for n in $ATTACH_NS; do
 		[ $n = all ] && n=0
 		for kind in ufprobe kfprobe ftrace_ops; do

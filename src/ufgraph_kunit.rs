@@ -85,7 +85,7 @@ struct UfGraph {
     _retcount: Option<GraphOps<RetCounter>>,
     _debugfs: Dir<State>,
     _events: Option<Pin<KBox<events::Events>>>,
-    _modwatch: ModuleWatch,
+    _modwatch: Pin<KBox<ModuleWatch>>,
     _rethooks: kretprobe::Rethooks,
     _fprobes: Pin<KBox<Fprobes>>,
     _graph: Pin<KBox<Graph>>,

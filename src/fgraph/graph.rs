@@ -609,7 +609,8 @@ impl Graph {
         self.array[idx].store(core::ptr::null_mut(), Release);
         let mut dead = KVec::new();
         let mut ips = KVec::new();
-        let r = if slot.on_hub() {
+        let on_hub = slot.on_hub();
+        let r = if on_hub {
             // SAFETY: the registration lock is held (`Slot`'s `hub_ips` invariant).
             ips = core::mem::replace(unsafe { &mut *slot.hub_ips.get() }, KVec::new());
             self.hub.remove(&mut reg.hub, idx, &ips, &mut dead);
@@ -618,8 +619,17 @@ impl Graph {
         } else {
             slot.ftrace.unregister()
         };
-        // Return paths (and hub callbacks) that loaded the slot did so with preemption disabled.
-        synchronize_rcu();
+        // Return paths (and hub callbacks) that loaded the slot did so with preemption disabled:
+        // wait for them. An own `ftrace_ops` that ftrace unregistered needs no second wait:
+        // ftrace marks every ops outside the kernel image's data FTRACE_OPS_FL_DYNAMIC (ours
+        // are allocated), and 6.12's `ftrace_shutdown()` ends every successful unregistration
+        // of a dynamic ops with `synchronize_rcu_tasks_rude()` (a context switch on every
+        // CPU, so past every preemption-disabled section begun before it, ours included:
+        // the slot was cleared before) and `synchronize_rcu_tasks()`. On a mass detach the
+        // grace period saved is about 9 million instructions.
+        if on_hub || r.is_err() {
+            synchronize_rcu();
+        }
         Hub::free_dead(&mut dead);
         let _ = reg.lru.release(idx);
         slot.assign(self, None);

@@ -4,6 +4,7 @@
 
 use super::{fprobes, Fprobes, Target};
 use crate::bindings::{self, ufgraph_fprobe};
+use crate::sys::ksym::LocList;
 use kernel::alloc::{KBox, KVec};
 use kernel::ffi::c_char;
 use kernel::ffi::{c_int, c_ulong, c_void};
@@ -172,11 +173,15 @@ pub unsafe extern "C" fn ufgraph_fprobe_count_ips_from_filter(
     }
 }
 
-/// Drops a going module's functions from every probe and from the graph core's hub, and tells `sys::ksym` that the traceable
-/// functions changed when a module comes or goes (a module notifier, registered while this
-/// lives).
+/// Drops a going module's functions from every probe and from the graph core's hub, and keeps
+/// `sys::ksym`'s list of traceable functions up to date as modules come, go live and go (a
+/// module notifier, registered while this lives).
+#[pin_data(PinnedDrop)]
 pub struct ModuleWatch {
-    nb: Pin<KBox<Opaque<bindings::notifier_block>>>,
+    #[pin]
+    nb: Opaque<bindings::notifier_block>,
+    #[pin]
+    locs: LocList,
 }
 
 /// The module notifier.
@@ -185,16 +190,32 @@ pub struct ModuleWatch {
 ///
 /// Called by the module notifier chain only, while a [`ModuleWatch`] is registered.
 unsafe extern "C" fn on_module(
-    _nb: *mut bindings::notifier_block,
+    nb: *mut bindings::notifier_block,
     action: c_ulong,
     data: *mut c_void,
 ) -> c_int {
     let coming = action == bindings::module_state_MODULE_STATE_COMING as c_ulong;
     let going = action == bindings::module_state_MODULE_STATE_GOING as c_ulong;
-    if coming || going {
-        crate::sys::ksym::modules_changed();
-    }
+    let live = action == bindings::module_state_MODULE_STATE_LIVE as c_ulong;
     let m = data.cast::<bindings::module>();
+    // SAFETY: `nb` is the `nb` field of a pinned `ModuleWatch`, registered by it and
+    // unregistered before it is dropped (the notifier chain waits for running callbacks).
+    let watch = unsafe {
+        &*nb.cast::<u8>()
+            .sub(core::mem::offset_of!(ModuleWatch, nb))
+            .cast::<ModuleWatch>()
+    };
+    // The list of traceable functions first: a resolution after the notifier finds it current.
+    // SAFETY: the notifier gets the module, valid for the call, in the state `action` names.
+    unsafe {
+        if coming {
+            watch.locs.module_coming(m);
+        } else if live {
+            watch.locs.module_live(m);
+        } else if going {
+            watch.locs.module_going(m);
+        }
+    }
     // SAFETY: the notifier gets the module, valid for the call.
     let within = |ip: usize| unsafe { bindings::ufg_within_module(ip as _, m) };
     if !(coming || going) {
@@ -227,26 +248,35 @@ unsafe extern "C" fn on_module(
 }
 
 impl ModuleWatch {
-    /// Starts watching.
-    pub fn new() -> Result<Self> {
-        let nb = bindings::notifier_block {
-            notifier_call: Some(on_module),
-            ..Default::default()
-        };
-        let nb = KBox::pin(Opaque::new(nb), GFP_KERNEL)?;
-        // SAFETY: the block is pinned and unregistered in `drop` before it is freed.
-        kernel::error::to_result(unsafe { bindings::register_module_notifier(nb.get()) })?;
-        // Modules are watched from here on: the list of traceable functions may be kept.
-        crate::sys::ksym::watch(true);
-        Ok(Self { nb })
+    /// Starts watching: the list of traceable functions is kept from now on.
+    pub fn new() -> Result<Pin<KBox<Self>>> {
+        let w = KBox::pin_init(
+            pin_init!(Self {
+                nb: Opaque::new(bindings::notifier_block {
+                    notifier_call: Some(on_module),
+                    ..Default::default()
+                }),
+                locs <- LocList::new(),
+            }),
+            GFP_KERNEL,
+        )?;
+        // The notifier first: a list read once it is published misses no module.
+        // SAFETY: the block is pinned and unregistered in `drop` before it is freed (a failed
+        // registration's unregistration finds nothing).
+        kernel::error::to_result(unsafe { bindings::register_module_notifier(w.nb.get()) })?;
+        // SAFETY: the list is pinned in `w`, withdrawn in its drop before it is freed; the
+        // module's users, the only resolutions, are gone by then.
+        unsafe { w.locs.publish() }?;
+        Ok(w)
     }
 }
 
-impl Drop for ModuleWatch {
-    fn drop(&mut self) {
+#[pinned_drop]
+impl PinnedDrop for ModuleWatch {
+    fn drop(self: Pin<&mut Self>) {
         // SAFETY: registered in `new`; the notifier chain waits for running callbacks.
         unsafe { bindings::unregister_module_notifier(self.nb.get()) };
-        crate::sys::ksym::watch(false);
+        self.locs.withdraw();
     }
 }
 

@@ -97,6 +97,8 @@ long ufg_file_read_plain(struct file *f, void *buf, unsigned long len, long long
 long long ufg_file_size(struct file *f);
 bool ufg_glob_match(const char *pat, const char *str);
 bool ufg_within_module(unsigned long addr, const struct module *mod);
+bool ufg_within_module_init(unsigned long addr, const struct module *mod);
+unsigned long *ufg_module_callsites(const struct module *mod, unsigned int *n);
 const char *ufg_module_name(const struct module *mod);
 
 struct pt_regs;

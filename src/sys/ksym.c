@@ -19,3 +19,20 @@ const char *ufg_module_name(const struct module *mod)
 {
 	return mod->name;
 }
+
+bool ufg_within_module_init(unsigned long addr, const struct module *mod)
+{
+	return within_module_init(addr, mod);
+}
+
+/* The raw call-site entries ftrace made the module's records from (ftrace_module_init()). */
+unsigned long *ufg_module_callsites(const struct module *mod, unsigned int *n)
+{
+#ifdef CONFIG_FTRACE_MCOUNT_RECORD
+	*n = mod->num_ftrace_callsites;
+	return mod->ftrace_callsites;
+#else
+	*n = 0;
+	return NULL;
+#endif
+}

@@ -20,13 +20,17 @@ pub mod funclist;
 pub mod name;
 
 use crate::bindings;
+use crate::sys::global::Global;
 use crate::sys::ksym::funclist::Func;
-use crate::sys::sync::{synchronize_rcu, NoPreempt};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::*};
-use kernel::alloc::{flags::GFP_ATOMIC, KBox, KVVec, KVec};
+use crate::sys::rcuarray::{Array, RcuArray};
+use crate::sys::sync::NoPreempt;
+use kernel::alloc::{flags::GFP_ATOMIC, KVVec, KVec};
 use kernel::c_str;
+use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::CStr;
+use kernel::sync::lock::{mutex::MutexBackend, Guard};
+use kernel::sync::Mutex;
 
 const PATHS: [&CStr; 2] = [
     c_str!("/sys/kernel/tracing/available_filter_functions_addrs"),
@@ -332,83 +336,301 @@ pub fn hooker(addr: usize) -> crate::sys::hookers::stacks::Hooker {
     crate::sys::ksym::name::hooker(&buf[..n.clamp(0, buf.len() as _) as usize])
 }
 
-/// ftrace's locations, sorted: read once from `available_filter_functions_addrs` and kept while
-/// no module comes or goes (the module notifier, `fprobe::capi::ModuleWatch`, says when). Reading
-/// the file costs tens of milliseconds (ftrace prints a symbol name for each of its records), the
-/// fixed cost of every registration by address without it.
-struct LocCache {
-    /// [`GEN`] when the list was read.
-    gen: usize,
-    locs: KVVec<usize>,
+/// ftrace's locations, sorted, kept while a module notifier watches (`fprobe::capi::ModuleWatch`
+/// owns the list and tells it of modules): read from `available_filter_functions_addrs` at the
+/// first resolution that needs it (ftrace prints a symbol name for each of its records: about
+/// 140 million instructions for 18000 functions, the fixed cost of a registration without the
+/// list), then edited as modules come and go, never read again:
+///
+/// ```text
+///   COMING  ftrace has made records of the module's call sites (`ftrace_module_init()`): add
+///           them, from the module's own list (`struct module`'s `ftrace_callsites`), each as
+///           ftrace adjusts it into a location (`callsite_location`)
+///   LIVE    ftrace forgets the module's init functions (`ftrace_free_mem()`, right after):
+///           take out those in its init text
+///   GOING   ftrace forgets the module (`ftrace_release_mod()`, after the notifiers): take out
+///           everything inside it
+/// ```
+///
+/// Each edit builds a new sorted array and publishes it; the old one is freed by RCU
+/// (`sys::rcuarray`): readers search it with preemption disabled, and nothing waits.
+#[pin_data]
+pub struct LocList {
+    /// Serialises the list's writers: the first reading and the notifier's edits.
+    #[pin]
+    lock: Mutex<()>,
+    locs: RcuArray<usize>,
 }
 
-/// The current list (or null), replaced whole; an old one is freed a grace period after it was
-/// replaced (readers search it with preemption disabled).
-static CACHE: AtomicPtr<LocCache> = AtomicPtr::new(core::ptr::null_mut());
-/// Bumped by the module notifier when a module comes or goes: a list read before is stale.
-static GEN: AtomicUsize = AtomicUsize::new(0);
-/// Whether a module notifier is watching: without one, no list is kept.
-static WATCHED: AtomicBool = AtomicBool::new(false);
+/// The list of this module instance's notifier, while it watches.
+static LIST: Global<LocList> = Global::new();
 
-/// Starts (or stops) keeping the location list; stopping frees it. From the module notifier's
-/// owner, which watches for modules while the list is kept.
-pub fn watch(on: bool) {
-    WATCHED.store(on, SeqCst);
-    if !on {
-        drop_cache();
+impl LocList {
+    /// No list yet: the first resolution reads it.
+    pub fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            lock <- new_mutex!(()),
+            locs: RcuArray::new(),
+        })
     }
-}
 
-/// The module notifier: a module came or is going, so the traceable functions change.
-pub fn modules_changed() {
-    GEN.fetch_add(1, SeqCst);
-}
-
-fn drop_cache() {
-    let old = CACHE.swap(core::ptr::null_mut(), AcqRel);
-    if !old.is_null() {
-        synchronize_rcu();
-        // SAFETY: unpublished, and no reader is left after the grace period.
-        drop(unsafe { KBox::from_raw(old) });
+    /// Makes this the list resolutions use.
+    ///
+    /// # Safety
+    ///
+    /// `self` must stay pinned and valid until after [`LocList::withdraw`], and no resolution
+    /// may still be running when it is dropped (the module's users are gone by then).
+    pub unsafe fn publish(&self) -> Result {
+        // SAFETY: the caller's contract.
+        unsafe { LIST.publish(self) }
     }
-}
 
-/// Runs `f` on the current location list, reading it first if there is none or it is stale.
-/// `f` runs with preemption disabled: it must not sleep.
-fn with_locations<R>(f: impl FnOnce(&[usize]) -> R) -> Result<R> {
-    if WATCHED.load(SeqCst) {
-        let gen = GEN.load(SeqCst);
-        let np = NoPreempt::new();
-        let p = CACHE.load(Acquire);
-        if let Some(c) = (!p.is_null())
-            // SAFETY: a published list is freed only a grace period after it is replaced, which
-            // `np` holds off.
-            .then(|| unsafe { &*p })
-            .filter(|c| c.gen == gen)
-        {
-            return Ok(f(&c.locs));
+    /// Stops resolutions from using this list.
+    pub fn withdraw(&self) {
+        LIST.withdraw(self);
+    }
+
+    /// Publishes `new` (`None`: drop the list; the next resolution reads the file again).
+    fn set(&self, new: Option<Array<usize>>) {
+        self.locs.replace(new);
+    }
+
+    /// The list, read from the file if there is none yet. Writers' lock held (`_g`).
+    fn get_or_read<'a>(&'a self, _g: &'a Guard<'_, (), MutexBackend>) -> Result<&'a [usize]> {
+        // SAFETY: the writers' lock is held for `'a` (`_g`): no replacement meanwhile.
+        if let Some(l) = unsafe { self.locs.get_w() } {
+            return Ok(l);
         }
-        drop(np);
-        // Read it (the generation first: a module that comes meanwhile makes it stale at once).
-        let mut locs = KVVec::new();
-        for_each_function(|func| locs.push(func.loc, GFP_KERNEL).is_ok())?;
-        crate::sys::slice::sort(&mut locs);
-        let c = KBox::new(LocCache { gen, locs }, GFP_KERNEL)?;
-        let r = f(&c.locs);
-        if WATCHED.load(SeqCst) {
-            let old = CACHE.swap(KBox::into_raw(c), AcqRel);
-            if !old.is_null() {
-                synchronize_rcu();
-                // SAFETY: unpublished, and no reader is left after the grace period.
-                drop(unsafe { KBox::from_raw(old) });
+        let locs = read_locations()?;
+        let mut a = Array::zeroed(locs.len(), GFP_KERNEL)?;
+        a.as_mut_slice().copy_from_slice(&locs);
+        self.set(Some(a));
+        // SAFETY: as above.
+        Ok(unsafe { self.locs.get_w() }.unwrap_or(&[]))
+    }
+
+    /// Adds the functions of `m`, a module coming (its records made).
+    ///
+    /// # Safety
+    ///
+    /// `m` must be a module in `MODULE_STATE_COMING`, valid for the call.
+    pub unsafe fn module_coming(&self, m: *const bindings::module) {
+        let g = self.lock.lock();
+        // SAFETY: as above (the list of call sites is the module's, valid while it is).
+        let sites = unsafe { module_callsites(m) };
+        // SAFETY: the lock is held: no replacement while the slice is used.
+        let Some(old) = (unsafe { self.locs.get_w() }) else {
+            return; // No list: the first resolution will read the module's functions too.
+        };
+        let mut add = KVec::new();
+        let ok = add.reserve(sites.len(), GFP_KERNEL).is_ok();
+        if ok {
+            // ftrace skips null entries (padding between object files). Entries outside the
+            // module's memory would be no function of it (a live module's freed init text,
+            // when a test replays a module's coming).
+            // SAFETY: `m` is valid for the call.
+            let within = |a: usize| unsafe { bindings::ufg_within_module(a as _, m) };
+            for &s in sites.iter().filter(|&&s| s != 0 && within(s)) {
+                let l = callsite_location(s);
+                if l != 0 {
+                    let _ = add.push(l, GFP_KERNEL);
+                }
+            }
+            crate::sys::slice::sort(&mut add);
+        }
+        let new = ok
+            .then(|| Array::zeroed(old.len() + add.len(), GFP_KERNEL).ok())
+            .flatten()
+            .map(|mut a| {
+                let n = funclist::merge_sorted(old, &add, a.as_mut_slice());
+                a.truncate(n);
+                a
+            });
+        // Out of memory: no list rather than a wrong one.
+        self.set(new);
+        drop(g);
+    }
+
+    /// Takes out the addresses `gone` says (a module's, or its init text's).
+    fn remove(&self, gone: impl Fn(usize) -> bool) {
+        let _g = self.lock.lock();
+        // SAFETY: the lock is held: no replacement while the slice is used.
+        let Some(old) = (unsafe { self.locs.get_w() }) else {
+            return;
+        };
+        let n = old.iter().filter(|&&l| !gone(l)).count();
+        if n == old.len() {
+            return;
+        }
+        let new = Array::zeroed(n, GFP_KERNEL).ok().map(|mut a| {
+            for (d, &l) in a
+                .as_mut_slice()
+                .iter_mut()
+                .zip(old.iter().filter(|&&l| !gone(l)))
+            {
+                *d = l;
+            }
+            a
+        });
+        self.set(new);
+    }
+
+    /// Takes out the init functions of `m`, a module just gone live.
+    ///
+    /// # Safety
+    ///
+    /// `m` must be a module, valid for the call.
+    pub unsafe fn module_live(&self, m: *const bindings::module) {
+        // SAFETY: `m` is valid for the call (the caller's contract).
+        self.remove(|l| unsafe { bindings::ufg_within_module_init(l as _, m) });
+    }
+
+    /// Takes out every function of `m`, a module going away.
+    ///
+    /// # Safety
+    ///
+    /// `m` must be a module, valid for the call.
+    pub unsafe fn module_going(&self, m: *const bindings::module) {
+        // SAFETY: `m` is valid for the call (the caller's contract).
+        self.remove(|l| unsafe { bindings::ufg_within_module(l as _, m) });
+    }
+
+    /// Tests only: whether the kept list equals a fresh reading of the file (`Ok(None)`), or
+    /// the first difference: `(index, kept, read)` (0 past an end). `Ok(None)` with no list.
+    #[cfg(ufgraph_kunit)]
+    pub fn test_compare_with_file(&self) -> Result<Option<(usize, usize, usize)>> {
+        let g = self.lock.lock();
+        // SAFETY: the lock is held: no replacement while the slice is used.
+        let Some(kept) = (unsafe { self.locs.get_w() }) else {
+            return Ok(None);
+        };
+        let read = read_locations()?;
+        drop(g);
+        let n = kept.len().max(read.len());
+        Ok((0..n)
+            .map(|i| {
+                (
+                    i,
+                    kept.get(i).copied().unwrap_or(0),
+                    read.get(i).copied().unwrap_or(0),
+                )
+            })
+            .find(|&(_, k, r)| k != r))
+    }
+
+    /// Tests only: the list as it is (read first if there is none), copied.
+    #[cfg(ufgraph_kunit)]
+    pub fn test_kept(&self) -> Result<KVec<usize>> {
+        let g = self.lock.lock();
+        let l = self.get_or_read(&g)?;
+        let mut v = KVec::with_capacity(l.len(), GFP_KERNEL)?;
+        v.extend_from_slice(l, GFP_KERNEL)?;
+        Ok(v)
+    }
+}
+
+/// Tests only: this module instance's list, while its notifier watches.
+#[cfg(ufgraph_kunit)]
+pub fn test_list() -> Option<&'static LocList> {
+    LIST.get()
+}
+
+/// The module's raw call-site entries (`ftrace_callsites`: what ftrace made its records from).
+///
+/// # Safety
+///
+/// `m` must be a valid module, and stay so while the slice is used.
+unsafe fn module_callsites<'a>(m: *const bindings::module) -> &'a [usize] {
+    let mut n: core::ffi::c_uint = 0;
+    // SAFETY: `m` is valid; the glue reads two fields.
+    let p = unsafe { bindings::ufg_module_callsites(m, &mut n) };
+    if p.is_null() || n == 0 {
+        return &[];
+    }
+    // SAFETY: the module's array of `n` call sites, in its memory while it is loaded.
+    unsafe { core::slice::from_raw_parts(p.cast::<usize>(), n as usize) }
+}
+
+/// The ftrace location ftrace makes of a module's raw call-site entry (its
+/// `ftrace_call_adjust()`, not exported and out of line on arm64); 0 for none. On x86_64 the
+/// entry is the `call __fentry__` itself.
+#[cfg(CONFIG_X86_64)]
+fn callsite_location(site: usize) -> usize {
+    site
+}
+
+/// On arm64 the entry is the first of the patchable NOPs: the location is the one ftrace patches
+/// to `BL`. Without CALL_OPS it follows the first NOP after the entry point (a BTI, if any,
+/// comes before that NOP); with CALL_OPS two NOPs before the entry point hold the ops pointer,
+/// and a BTI after it moves both of the entry's NOPs.
+#[cfg(CONFIG_ARM64)]
+fn callsite_location(site: usize) -> usize {
+    const INSN: usize = 4;
+    #[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS))]
+    {
+        site + INSN
+    }
+    #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS)]
+    {
+        if site % core::mem::size_of::<usize>() != 0 {
+            return 0;
+        }
+        let mut a = site + 2 * INSN;
+        #[cfg(CONFIG_ARM64_BTI_KERNEL)]
+        {
+            // A module's text, readable: read without faulting all the same.
+            let mut insn = [0u8; 4];
+            if crate::sys::nofault::read_kernel(a as u64, &mut insn)
+                && funclist::is_bti(u32::from_le_bytes(insn))
+            {
+                a += INSN;
             }
         }
-        return Ok(r);
+        a + INSN
     }
+}
+
+/// Reads every ftrace location from the file, sorted. Process context.
+fn read_locations() -> Result<KVVec<usize>> {
     let mut locs = KVVec::new();
-    for_each_function(|func| locs.push(func.loc, GFP_KERNEL).is_ok())?;
+    let mut nomem = false;
+    for_each_function(|func| {
+        nomem = locs.push(func.loc, GFP_KERNEL).is_err();
+        !nomem
+    })?;
+    if nomem {
+        return Err(ENOMEM);
+    }
     crate::sys::slice::sort(&mut locs);
-    Ok(f(&locs))
+    Ok(locs)
+}
+
+/// Runs `f` on the current location list (reading it first if there is none), or, when no
+/// module notifier keeps one, on the file read now. `f` runs with preemption disabled: it must
+/// not sleep.
+fn with_locations<R>(f: impl FnOnce(&[usize]) -> R) -> Result<R> {
+    let Some(list) = LIST.get() else {
+        return Ok(f(&read_locations()?));
+    };
+    {
+        let np = NoPreempt::new();
+        if let Some(l) = list.locs.get(&np) {
+            return Ok(f(l));
+        }
+    }
+    // Read it (once: resolutions that find none wait for the first one's reading).
+    let g = list.lock.lock();
+    list.get_or_read(&g)?;
+    drop(g);
+    let np = NoPreempt::new();
+    // A module's edit that failed for memory may have dropped it again: then read it now.
+    match list.locs.get(&np) {
+        Some(l) => Ok(f(l)),
+        None => {
+            drop(np);
+            Ok(f(&read_locations()?))
+        }
+    }
 }
 
 /// The ftrace locations of the functions at `ips` (each a function's ftrace location or its

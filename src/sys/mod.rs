@@ -45,6 +45,7 @@ pub mod module;
 pub mod nofault;
 pub mod params;
 pub mod percpu;
+pub mod rcuarray;
 pub mod rcutable;
 pub mod regs;
 pub mod slice;

@@ -5,7 +5,8 @@
 //! Readers (ftrace callbacks, any context) look keys up lock-free with preemption disabled.
 //! Writers are serialised by the caller, which keeps the table's [`Writer`] (its counts, and the
 //! proof of being the writer) inside the mutex that serialises them, and may sleep: growing
-//! allocates a new table, publishes it and frees the old one after an RCU grace period. Entries
+//! allocates a new slot array and publishes it; the old one is freed an RCU grace period later
+//! by RCU itself (`sys::rcuarray`), without the writer waiting. Entries
 //! are the caller's: the table stores their addresses (`RcuTable<T>` holds `T`s the caller
 //! allocated and frees, a grace period after they leave), finds their keys with
 //! [`Keyed::key`], and hands them out as `&T` for as long as the reader's preemption-disabled
@@ -13,15 +14,14 @@
 
 pub mod table;
 
+use crate::sys::rcuarray::{Array, RcuArray};
 use crate::sys::rcutable::table::{Counts, InsertError};
-use crate::sys::sync::{synchronize_rcu, NoPreempt};
+use crate::sys::sync::NoPreempt;
 use core::marker::PhantomData;
-use core::ptr::{null_mut, NonNull};
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
-use kernel::alloc::{flags::__GFP_NOWARN, KBox, KVVec};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering::*};
+use kernel::alloc::{flags::__GFP_NOWARN, KVVec};
 use kernel::prelude::*;
-
-struct Slots(KVVec<AtomicUsize>);
 
 /// An empty slot array of `cap` slots (vmalloc'd when large). A failure is an error for the
 /// caller to report, not worth a warning with a stack trace.
@@ -67,9 +67,9 @@ static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 ///
 /// # Invariants
 ///
-/// - `slots` is null or a slot array allocated by [`RcuTable::reserve`] and published with
-///   `Release`; an array that is replaced or unpublished is freed only after an RCU grace
-///   period.
+/// - `slots` holds no array or a slot array allocated by [`RcuTable::reserve`]; one that is
+///   replaced or unpublished is freed only after an RCU grace period (`RcuArray`'s
+///   invariants).
 /// - Every slot holds [`table::EMPTY`], [`table::TOMBSTONE`] or the address of a `T`
 ///   (never 0 or 1: a `T` is non-null and at least 2-aligned, checked in [`RcuTable::new`]),
 ///   whose key is [`Keyed::key`] of that `T`.
@@ -77,7 +77,7 @@ static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 ///   (the writer that removed it frees it no sooner: [`RcuTable::remove`]'s contract with its
 ///   callers), and, while in the table, is only reached through shared references.
 pub struct RcuTable<T> {
-    slots: AtomicPtr<Slots>,
+    slots: RcuArray<AtomicUsize>,
     /// The identity its [`Writer`] carries.
     id: usize,
     // Hands out `&T` to any CPU; the entries are the writers' to free.
@@ -106,7 +106,7 @@ impl<T: Keyed> RcuTable<T> {
         let id = NEXT_ID.fetch_add(1, Relaxed);
         // INVARIANT: no slot array yet.
         let table = Self {
-            slots: AtomicPtr::new(null_mut()),
+            slots: RcuArray::new(),
             id,
             _entries: PhantomData,
         };
@@ -124,11 +124,13 @@ impl<T: Keyed> RcuTable<T> {
         assert_eq!(w.table, self.id, "rcutable: another table's writer");
     }
 
-    fn slots(&self) -> Option<&[AtomicUsize]> {
-        let p = self.slots.load(Acquire);
-        // SAFETY: a published table is freed only after an RCU grace period; readers hold
-        // preemption disabled and writers are serialised with the only code that frees it.
-        (!p.is_null()).then(|| unsafe { (*p).0.as_slice() })
+    /// The slots, for the writer `_w` (the borrow of it makes the writer replace nothing
+    /// meanwhile: only `reserve` and `free` do, each with `&mut Writer`).
+    fn slots_w<'a>(&'a self, _w: &'a Counts) -> Option<&'a [AtomicUsize]> {
+        // SAFETY: the caller is this table's writer (`own` checked it), serialised with every
+        // replacement, and borrows its counts for as long as it uses the slice: a replacement
+        // needs them mutably.
+        unsafe { self.slots.get_w() }
     }
 
     // The probe's key function: every slot a probe reads holds an entry of the table.
@@ -143,10 +145,10 @@ impl<T: Keyed> RcuTable<T> {
 
     /// Finds the entry for `key`. The reference lives no longer than the preemption-disabled
     /// section `np` stands for: the entry may be freed a grace period after it is removed.
-    pub fn lookup<'a>(&'a self, key: usize, _np: &'a NoPreempt) -> Option<&'a T> {
-        let e = table::lookup(self.slots()?, key, Self::key_of)?;
+    pub fn lookup<'a>(&'a self, key: usize, np: &'a NoPreempt) -> Option<&'a T> {
+        let e = table::lookup(self.slots.get(np)?, key, Self::key_of)?;
         // SAFETY: an entry of the table, freed no sooner than a grace period after its removal
-        // (type invariants), which `_np` holds off for the reference's lifetime.
+        // (type invariants), which `np` holds off for the reference's lifetime.
         Some(unsafe { &*(e as *const T) })
     }
 
@@ -155,37 +157,35 @@ impl<T: Keyed> RcuTable<T> {
     /// writers.
     pub fn lookup_w<'a>(&'a self, w: &'a Writer<T>, key: usize) -> Option<&'a T> {
         self.own(w);
-        let e = table::lookup(self.slots()?, key, Self::key_of)?;
+        let e = table::lookup(self.slots_w(&w.counts)?, key, Self::key_of)?;
         // SAFETY: an entry of the table; only writers free entries, and the caller, the writer,
         // holds `w` (so the writers' lock) for the reference's lifetime.
         Some(unsafe { &*(e as *const T) })
     }
 
-    /// Makes room for `n` more entries, growing the table if needed. Writers only; may sleep.
+    /// Makes room for `n` more entries, growing the table if needed. Writers only; may sleep
+    /// (to allocate), never waits for readers: the old slots are freed by RCU.
     pub fn reserve(&self, w: &mut Writer<T>, n: usize) -> Result {
         self.own(w);
         let w = &mut w.counts;
-        let cap = self.slots().map_or(0, |s| s.len());
+        let cap = self.slots_w(w).map_or(0, |s| s.len());
         if cap > 0 && table::has_room(w, cap, n) {
             return Ok(());
         }
-        let new = KBox::new(
-            Slots(alloc_slots(table::capacity_for(w.used + n))?),
-            GFP_KERNEL,
+        // Zeroed: every slot EMPTY. A failure is an error for the caller to report, not worth
+        // a warning with a stack trace.
+        let new = Array::<AtomicUsize>::zeroed(
+            table::capacity_for(w.used + n),
+            GFP_KERNEL | __GFP_NOWARN,
         )?;
-        let counts = match self.slots() {
-            Some(old) => table::rebuild(old, &new.0, Self::key_of).map_err(|_| ENOMEM)?,
+        let counts = match self.slots_w(w) {
+            Some(old) => table::rebuild(old, new.as_slice(), Self::key_of).map_err(|_| ENOMEM)?,
             None => Counts::default(),
         };
         *w = counts;
         // INVARIANT: the new array holds the same entries; the old one is freed after a grace
-        // period.
-        let old = self.slots.swap(KBox::into_raw(new), AcqRel);
-        if !old.is_null() {
-            synchronize_rcu();
-            // SAFETY: unpublished, and no reader can still hold it after the grace period.
-            drop(unsafe { KBox::from_raw(old) });
-        }
+        // period (`RcuArray::replace`).
+        self.slots.replace(Some(new));
         Ok(())
     }
 
@@ -205,7 +205,8 @@ impl<T: Keyed> RcuTable<T> {
     ) -> Result<Option<NonNull<T>>> {
         self.own(w);
         let w = &mut w.counts;
-        let slots = self.slots().ok_or(ENOMEM)?;
+        // SAFETY: the writer (`own`), which replaces nothing while it uses the slice.
+        let slots = unsafe { self.slots.get_w() }.ok_or(ENOMEM)?;
         let e = entry.as_ptr() as usize;
         // SAFETY: the caller's valid entry.
         let key = unsafe { key_at::<T>(e) };
@@ -224,14 +225,16 @@ impl<T: Keyed> RcuTable<T> {
     /// period from now (readers may still hold it). Writers only.
     pub fn remove(&self, w: &mut Writer<T>, key: usize) -> Option<NonNull<T>> {
         self.own(w);
-        let e = table::remove(self.slots()?, &mut w.counts, key, Self::key_of)?;
+        // SAFETY: the writer (`own`), which replaces nothing while it uses the slice.
+        let slots = unsafe { self.slots.get_w() }?;
+        let e = table::remove(slots, &mut w.counts, key, Self::key_of)?;
         NonNull::new(e as *mut T)
     }
 
     /// Calls `f` on every entry. Writers only.
     pub fn for_each(&self, w: &Writer<T>, mut f: impl FnMut(&T)) {
         self.own(w);
-        if let Some(s) = self.slots() {
+        if let Some(s) = self.slots_w(&w.counts) {
             table::for_each(s, |e| {
                 // SAFETY: an entry of the table; only writers free entries, and the caller is
                 // the writer (it holds `w`) for the whole walk.
@@ -240,16 +243,11 @@ impl<T: Keyed> RcuTable<T> {
         }
     }
 
-    /// Frees the table itself (not the entries). Writers only, with no reader left (the caller
-    /// has waited for a grace period since the last lookup could start).
+    /// Frees the table itself (not the entries), a grace period from now (readers may still be
+    /// probing it). Writers only.
     pub fn free(&self, w: &mut Writer<T>) {
         self.own(w);
-        let old = self.slots.swap(null_mut(), AcqRel);
-        if !old.is_null() {
-            synchronize_rcu();
-            // SAFETY: unpublished; readers are gone after the grace period.
-            drop(unsafe { KBox::from_raw(old) });
-        }
+        self.slots.replace(None);
         w.counts = Counts::default();
     }
 }

@@ -63,6 +63,10 @@ pub(crate) const UFGRAPH_ROWS: &[(&str, &str)] = &[
 ];
 
 const ATTACH_KINDS: &[(&str, &str)] = &[
+    (
+        "ufprobe_first",
+        "ufgraph register_fprobe_ips, the first after loading ufgraph (reads ftrace's list of functions, once)",
+    ),
     ("ufprobe", "ufgraph register_fprobe_ips"),
     ("kfprobe", "kernel register_fprobe_ips"),
     ("kprobe", "kernel register_kprobe, one per function"),

@@ -118,6 +118,41 @@ pub fn for_each_line(buf: &[u8], mut f: impl FnMut(&[u8])) -> usize {
     start
 }
 
+/// Merges two sorted lists into `out` (at least as long as both together), sorted and without
+/// duplicates; returns how many it wrote.
+pub fn merge_sorted(a: &[usize], b: &[usize], out: &mut [usize]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() || j < b.len() {
+        let v = match (a.get(i), b.get(j)) {
+            (Some(&x), Some(&y)) if x <= y => {
+                i += 1;
+                j += usize::from(x == y);
+                x
+            }
+            (_, Some(&y)) => {
+                j += 1;
+                y
+            }
+            (Some(&x), None) => {
+                i += 1;
+                x
+            }
+            (None, None) => break,
+        };
+        if n == 0 || out[n - 1] != v {
+            out[n] = v;
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Whether an arm64 instruction is a `BTI` (any of its targets: the kernel's
+/// `aarch64_insn_is_bti()`).
+pub fn is_bti(insn: u32) -> bool {
+    insn & 0xffff_ff3f == 0xd503_241f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +200,31 @@ mod tests {
         assert_eq!(seen, vec![b"a 1".to_vec(), b"b 2".to_vec()]);
         assert_eq!(used, 8);
         assert_eq!(for_each_line(b"no newline", |_| panic!()), 0);
+    }
+
+    #[test]
+    fn merges() {
+        let mut out = [0usize; 16];
+        let n = merge_sorted(&[1, 3, 5, 9], &[2, 3, 4, 10, 11], &mut out);
+        assert_eq!(&out[..n], &[1, 2, 3, 4, 5, 9, 10, 11]);
+        let n = merge_sorted(&[], &[7, 7, 8], &mut out);
+        assert_eq!(&out[..n], &[7, 8]);
+        let n = merge_sorted(&[4, 5], &[], &mut out);
+        assert_eq!(&out[..n], &[4, 5]);
+        let n = merge_sorted(&[1, 2], &[1, 2], &mut out);
+        assert_eq!(&out[..n], &[1, 2]);
+        assert_eq!(merge_sorted(&[], &[], &mut out), 0);
+    }
+
+    #[test]
+    fn bti() {
+        // bti c, bti j, bti jc, bti; not a nop (d503201f) nor paciasp (d503233f).
+        for i in [0xd503245f, 0xd503249f, 0xd50324df, 0xd503241f] {
+            assert!(is_bti(i), "{i:#x}");
+        }
+        for i in [0xd503201f, 0xd503233f, 0] {
+            assert!(!is_bti(i), "{i:#x}");
+        }
     }
 
     #[test]

@@ -35,7 +35,8 @@ use missed::{
     recursion_misses_both_kinds,
 };
 use registry::{
-    bad_registrations_leave_nothing, mass_attach_everything, stale_and_going_modules_are_refused,
+    bad_registrations_leave_nothing, location_list_follows_modules, mass_attach_everything,
+    stale_and_going_modules_are_refused,
 };
 use returns::{
     exit_probe_changes_during_a_call, single_exit_probe_every_data_size,
@@ -322,6 +323,7 @@ kunit_suite!(
         filter_and_notfilter,
         bad_registrations_leave_nothing,
         stale_and_going_modules_are_refused,
+        location_list_follows_modules,
         several_probes_on_one_function,
         disable_and_skip,
         single_exit_probe_after_a_shared_call,

@@ -221,3 +221,60 @@ pub(super) fn mass_attach_everything(t: &mut Test) -> CaseResult {
     t.info(format_args!("attached to {} functions", ips));
     Ok(())
 }
+
+/// The list of traceable functions the module notifier keeps (`sys::ksym::LocList`) follows
+/// modules without reading ftrace's file again: replaying this module's going and coming on it
+/// takes out exactly this module's functions, then puts back what ftrace has for them (its call
+/// sites, as ftrace adjusts them into locations: the file agrees, on each arch).
+pub(super) fn location_list_follows_modules(t: &mut Test) -> CaseResult {
+    let list = crate::sys::ksym::test_list();
+    kcheck!(t, list.is_some(), "no list: the module notifier keeps one");
+    let Some(list) = list else { return Ok(()) };
+    let m: *const bindings::module = crate::THIS_MODULE.as_ptr().cast();
+    // SAFETY: this module, live while its tests run.
+    let within = |a: usize| unsafe { bindings::ufg_within_module(a as _, m) };
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let kept = t.check_ok(list.test_kept(), "read the list")?;
+    let add_loc = t.check_ok(crate::sys::ksym::locations(&[add_ip]), "locations")?[0];
+    kcheck!(
+        t,
+        kept.binary_search(&add_loc).is_ok(),
+        "ufg_test_add not listed"
+    );
+    kcheck!(t, kept.windows(2).all(|w| w[0] < w[1]), "not sorted");
+    let mine = kept.iter().filter(|&&l| within(l)).count();
+    kcheck_eq!(
+        t,
+        t.check_ok(list.test_compare_with_file(), "compare")?,
+        None
+    );
+    // Going: every function of this module leaves, nothing else.
+    // SAFETY: this module, valid for the call (it only looks at its memory ranges).
+    unsafe { list.module_going(m) };
+    let after_going = list.test_kept();
+    let refused = crate::sys::ksym::try_locations(&[add_ip]);
+    // Coming again (before any check can return): its call sites, adjusted.
+    // SAFETY: as above; its call-site list is in its memory while it is loaded.
+    unsafe { list.module_coming(m) };
+    let after_coming = list.test_compare_with_file();
+    // Live: a module's init text leaves then; this one's was freed long ago, so nothing does.
+    // SAFETY: as above.
+    unsafe { list.module_live(m) };
+    let after_live = list.test_compare_with_file();
+    let after_going = t.check_ok(after_going, "the list after going")?;
+    kcheck_eq!(t, after_going.len(), kept.len() - mine);
+    kcheck!(t, mine > 0 && !after_going.iter().any(|&l| within(l)));
+    kcheck!(
+        t,
+        matches!(refused.as_deref(), Ok([None])),
+        "a function of a module gone from the list still resolved: {:?}",
+        refused
+    );
+    kcheck_eq!(t, t.check_ok(after_coming, "compare after coming")?, None);
+    kcheck_eq!(t, t.check_ok(after_live, "compare after live")?, None);
+    kcheck!(
+        t,
+        t.check_ok(crate::sys::ksym::locations(&[add_ip]), "resolve again")? == [add_loc]
+    );
+    Ok(())
+}
