@@ -279,8 +279,11 @@ impl Hub {
         self.masks.for_each(&st.counts, |e| {
             let _ = left.push(e as *const IpMask as usize, GFP_KERNEL);
         });
-        // Frees the table after a grace period: no reader is left then.
+        // The table is freed a grace period from now (RCU frees it); the entries after one
+        // too. No callback can still be reading them (the hub's `ftrace_ops` is unregistered,
+        // and ftrace waited for its callbacks), but teardown is rare enough to wait anyway.
         self.masks.free(&mut st.counts);
+        crate::sys::sync::synchronize_rcu();
         Self::free_dead(&mut left);
     }
 }
@@ -328,50 +331,11 @@ unsafe extern "C" fn hub_entry<Q: Batched>(
         each_slot(g, mask, |slot| slot.note_missed(ip, |s| &s.missed_nostack));
         return;
     };
-    // The first ops that keeps the call pushes its frame; the ones after it join that frame
-    // without looking for it again, all together (`join_all`).
-    let mut frame = None;
-    let mut rest = mask;
-    while rest != 0 {
-        let idx = rest.trailing_zeros() as usize;
-        rest &= rest - 1;
-        // The ops after this one: like this one, none of them may have seen a frame this call
-        // joins (`Graph::enter_locked`).
-        let unseen = rest;
-        let Some(slot) = g.slot_at(idx) else {
-            continue;
-        };
-        // SAFETY: ftrace's entry registers for `ip`, the guard held; the slot's handler is alive
-        // while the slot is in the array (unregistration waits a grace period).
-        unsafe {
-            g.enter_locked(
-                slot,
-                ip,
-                fregs,
-                0,
-                stack,
-                np,
-                false,
-                unseen,
-                &mut frame,
-                |e| slot.call_entry_as::<Q>(e),
-            );
-        }
-        if let Some((bm, ret_ip, timed)) = frame {
-            // `bm` is the frame this ops kept for this call, still the top one (what it
-            // reserved sits in it; interrupts leave the stack as they found it).
-            // Every ops of the mask has seen this call, those before this one that declined it
-            // included: their marks went with the frame they pushed and popped, and without
-            // them a tail call of the same function at the same return slot would join this
-            // frame as if it were this call.
-            stack.mark_seen_bits(bm, mask);
-            if rest != 0 {
-                // SAFETY: as above, `bm` this call's top frame.
-                unsafe { g.join_all::<Q>(rest, ip, fregs, stack, np, bm, ret_ip, timed) };
-            }
-            break;
-        }
-    }
+    // One frame for every ops of the mask, pushed (or joined) once, and each ops' callback
+    // in turn on it (`Graph::hub_enter`).
+    // SAFETY: ftrace's entry registers for `ip`, the guard held; the slots' handlers are alive
+    // while the slots are in the array (unregistration waits a grace period).
+    unsafe { g.hub_enter::<Q>(mask, ip, fregs, stack, np) };
     drop(guard);
 }
 

@@ -640,7 +640,11 @@ impl Fprobes {
                 let _ = dead.push(e.as_ptr() as usize, GFP_KERNEL);
             }
         }
-        let _ = reg.update_filter(&doomed, true);
+        // The module held the filter's last functions: the shared ops went (`Reg::retired`),
+        // for the reaper to free.
+        if matches!(reg.update_filter(&doomed, true), Ok(Unhooked(true))) {
+            self.reaper.schedule();
+        }
         drop(reg);
         synchronize_rcu();
         for &e in dead.iter() {

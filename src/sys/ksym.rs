@@ -354,12 +354,29 @@ pub fn hooker(addr: usize) -> crate::sys::hookers::stacks::Hooker {
 ///
 /// Each edit builds a new sorted array and publishes it; the old one is freed by RCU
 /// (`sys::rcuarray`): readers search it with preemption disabled, and nothing waits.
+///
+/// ftrace drops records after the notifiers have run (both rows above), so a reading that
+/// comes after a LIVE or GOING notifier found no list to edit may see records that are about
+/// to go, or, ftrace's file restarting each chunk by record index, miss records behind ones
+/// dropped meanwhile. Such a list is provisional: the next module event drops it rather than
+/// editing it, and the resolution after that reads the file again (what the list did before
+/// it was kept, at every module event).
 #[pin_data]
 pub struct LocList {
     /// Serialises the list's writers: the first reading and the notifier's edits.
     #[pin]
-    lock: Mutex<()>,
+    lock: Mutex<ReadState>,
     locs: RcuArray<usize>,
+}
+
+/// Whether a reading of the file can be trusted (see [`LocList`]).
+#[derive(Default)]
+struct ReadState {
+    /// A LIVE or GOING notifier found no list since the last reading: ftrace may still be
+    /// dropping records.
+    unsettled: bool,
+    /// The list was read while `unsettled`.
+    provisional: bool,
 }
 
 /// The list of this module instance's notifier, while it watches.
@@ -369,7 +386,7 @@ impl LocList {
     /// No list yet: the first resolution reads it.
     pub fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            lock <- new_mutex!(()),
+            lock <- new_mutex!(ReadState::default()),
             locs: RcuArray::new(),
         })
     }
@@ -395,15 +412,20 @@ impl LocList {
         self.locs.replace(new);
     }
 
-    /// The list, read from the file if there is none yet. Writers' lock held (`_g`).
-    fn get_or_read<'a>(&'a self, _g: &'a Guard<'_, (), MutexBackend>) -> Result<&'a [usize]> {
-        // SAFETY: the writers' lock is held for `'a` (`_g`): no replacement meanwhile.
+    /// The list, read from the file if there is none yet. Writers' lock held (`g`).
+    fn get_or_read<'a>(
+        &'a self,
+        g: &'a mut Guard<'_, ReadState, MutexBackend>,
+    ) -> Result<&'a [usize]> {
+        // SAFETY: the writers' lock is held for `'a` (`g`): no replacement meanwhile.
         if let Some(l) = unsafe { self.locs.get_w() } {
             return Ok(l);
         }
         let locs = read_locations()?;
         let mut a = Array::zeroed(locs.len(), GFP_KERNEL)?;
         a.as_mut_slice().copy_from_slice(&locs);
+        g.provisional = g.unsettled;
+        g.unsettled = false;
         self.set(Some(a));
         // SAFETY: as above.
         Ok(unsafe { self.locs.get_w() }.unwrap_or(&[]))
@@ -415,12 +437,12 @@ impl LocList {
     ///
     /// `m` must be a module in `MODULE_STATE_COMING`, valid for the call.
     pub unsafe fn module_coming(&self, m: *const bindings::module) {
-        let g = self.lock.lock();
+        let mut g = self.lock.lock();
         // SAFETY: as above (the list of call sites is the module's, valid while it is).
         let sites = unsafe { module_callsites(m) };
-        // SAFETY: the lock is held: no replacement while the slice is used.
-        let Some(old) = (unsafe { self.locs.get_w() }) else {
-            return; // No list: the first resolution will read the module's functions too.
+        // No list: the first resolution will read the module's functions too.
+        let Some(old) = self.editable(&mut g, false) else {
+            return;
         };
         let mut add = KVec::new();
         let ok = add.reserve(sites.len(), GFP_KERNEL).is_ok();
@@ -451,11 +473,29 @@ impl LocList {
         drop(g);
     }
 
+    /// The list, for the notifier to edit (writers' lock held, `g`); `None` when there is none
+    /// (`dropping`: a LIVE or GOING event, after which ftrace drops records) or it was
+    /// provisional (then dropped).
+    fn editable<'a>(
+        &'a self,
+        g: &'a mut Guard<'_, ReadState, MutexBackend>,
+        dropping: bool,
+    ) -> Option<&'a [usize]> {
+        if core::mem::take(&mut g.provisional) {
+            self.set(None);
+        }
+        // SAFETY: the lock is held for `'a` (`g`): no replacement while the slice is used.
+        let l = unsafe { self.locs.get_w() };
+        if l.is_none() && dropping {
+            g.unsettled = true;
+        }
+        l
+    }
+
     /// Takes out the addresses `gone` says (a module's, or its init text's).
     fn remove(&self, gone: impl Fn(usize) -> bool) {
-        let _g = self.lock.lock();
-        // SAFETY: the lock is held: no replacement while the slice is used.
-        let Some(old) = (unsafe { self.locs.get_w() }) else {
+        let mut g = self.lock.lock();
+        let Some(old) = self.editable(&mut g, true) else {
             return;
         };
         let n = old.iter().filter(|&&l| !gone(l)).count();
@@ -518,11 +558,28 @@ impl LocList {
             .find(|&(_, k, r)| k != r))
     }
 
+    /// Tests only: drops the list and forgets module events, as if none had come since ufgraph
+    /// loaded (the next reading is not provisional).
+    #[cfg(ufgraph_kunit)]
+    pub fn test_reset(&self) {
+        let mut g = self.lock.lock();
+        self.set(None);
+        *g = ReadState::default();
+    }
+
+    /// Tests only: whether there is a list.
+    #[cfg(ufgraph_kunit)]
+    pub fn test_has_list(&self) -> bool {
+        let _g = self.lock.lock();
+        // SAFETY: the lock is held: no replacement meanwhile (only the null test is made).
+        unsafe { self.locs.get_w() }.is_some()
+    }
+
     /// Tests only: the list as it is (read first if there is none), copied.
     #[cfg(ufgraph_kunit)]
     pub fn test_kept(&self) -> Result<KVec<usize>> {
-        let g = self.lock.lock();
-        let l = self.get_or_read(&g)?;
+        let mut g = self.lock.lock();
+        let l = self.get_or_read(&mut g)?;
         let mut v = KVec::with_capacity(l.len(), GFP_KERNEL)?;
         v.extend_from_slice(l, GFP_KERNEL)?;
         Ok(v)
@@ -619,8 +676,8 @@ fn with_locations<R>(f: impl FnOnce(&[usize]) -> R) -> Result<R> {
         }
     }
     // Read it (once: resolutions that find none wait for the first one's reading).
-    let g = list.lock.lock();
-    list.get_or_read(&g)?;
+    let mut g = list.lock.lock();
+    list.get_or_read(&mut g)?;
     drop(g);
     let np = NoPreempt::new();
     // A module's edit that failed for memory may have dropped it again: then read it now.

@@ -253,31 +253,19 @@ impl Graph {
             return false;
         };
         // SAFETY: the caller's contract, and the guard is held (preemption disabled).
-        unsafe {
-            self.enter_locked(
-                slot, ip, fregs, cookie, stack, np, lazy, 0, &mut None, entry,
-            )
-        }
+        unsafe { self.enter_locked(slot, ip, fregs, cookie, stack, np, lazy, entry) }
     }
 
     /// [`Graph::enter_with`] once the recursion guard is held and the task's stack found:
-    /// pushes (or joins) the call's frame for `slot` and runs its entry callback. Several
-    /// slots may enter the same call one after the other under one guard (the hub).
+    /// pushes (or joins) the call's frame for `slot`, an ops on its own `ftrace_ops` (or the
+    /// rethook API's), and runs its entry callback. (The hub's ops enter a call all together:
+    /// [`Graph::hub_enter`].)
     ///
-    /// `unseen`, with `slot`'s own bit: the ops (a bit per index) that must not have seen a top
-    /// frame of this function at this return slot for the call to join it. Any of them that
-    /// has marked it "seen" entered it before, so this is another call: the function tail-called
-    /// itself (same return slot, our trampoline in it), and the call gets a frame of its own.
-    /// An ops on its own `ftrace_ops` enters each call once: `slot`'s bit alone (`unseen` 0,
-    /// and the bit is made only where a frame is joined: made up front, it put four
-    /// instructions on fprobe's one-step entry, which joins nothing). The hub runs its ops one after the other in one callback per call,
-    /// and marks its whole mask seen on the frame kept: the bits of its ops not run yet in this
-    /// callback (the ones after `slot`). Not only `slot`'s: an ops that joined the hub's mask
-    /// between a tail-recursing function's two entries (its registration on another CPU) has
-    /// no mark on the outer frame, comes first at the inner entry when its index is the
-    /// lowest, and would join the outer frame as this call; the hub's other ops would then
-    /// enter it a second time (two entries, one return). Not the bits of the ops already run in
-    /// this callback: one that joined this call's frame and declined left its mark on it.
+    /// The call joins the top frame (another ops hooking this same call pushed it) unless
+    /// `slot` has marked it "seen": then `slot` entered it before, so this is another call: the
+    /// function tail-called itself (same return slot, our trampoline in it), and the call gets
+    /// a frame of its own. The bit is made only where a frame is joined: made up front, it put
+    /// four instructions on fprobe's one-step entry, which joins nothing.
     ///
     /// # Safety
     ///
@@ -293,8 +281,6 @@ impl Graph {
         stack: &'a Stack,
         np: &'a NoPreempt,
         lazy: bool,
-        unseen: usize,
-        frame_out: &mut Option<(usize, usize, bool)>,
         entry: impl FnOnce(&mut Entry<'_>) -> bool,
     ) -> bool {
         // SAFETY: valid for the call (caller).
@@ -357,7 +343,6 @@ impl Graph {
                 }
             };
             stack.set_bitmap(bm, 1 << idx);
-            *frame_out = Some((bm, old_ret, calltime != 0));
             // SAFETY: the return-address location of this call (see `retp` above).
             unsafe { retp.write(tramp) };
             return true;
@@ -365,7 +350,7 @@ impl Graph {
 
         // Another ops hooking this same call pushed the frame already: join it. The frame's
         // "seen" mask tells this call apart from a tail-recursive one at the same stack slot
-        // (`unseen`, above).
+        // (above).
         let mut fresh = false;
         let top = stack.top_frame();
         if let Some(f) = top.filter(|f| f.building && f.retp == retp as usize) {
@@ -379,20 +364,16 @@ impl Graph {
             unsafe { (slot.missed)(slot.this, ip) };
             return false;
         }
-        // Whether the frame has its call time (for the hub's next ops: see `join_all`).
-        let mut has_time;
         let bm = match top {
             Some(f)
                 if old_ret == tramp
                     && f.retp == retp as usize
                     && f.func == ip
-                    && usize::from(f.seen) & (unseen | 1 << idx) == 0 =>
+                    && usize::from(f.seen) & (1 << idx) == 0 =>
             {
-                has_time = f.calltime != 0;
                 // The ops that pushed the frame may not have wanted the time, this one does.
                 if slot.wants_times && f.calltime == 0 {
                     stack.set_calltime(&f, self.now());
-                    has_time = true;
                 }
                 f.start + FRAME_WORDS
             }
@@ -401,7 +382,6 @@ impl Graph {
                 // test of this slot's wish here cost fprobe entry+exit three instructions and
                 // the shim two (through the compiler's layout of the whole entry).
                 let t = self.now();
-                has_time = t != 0;
                 match stack.push(old_ret, ip, t, retp as usize) {
                     Ok(bm) => {
                         fresh = true;
@@ -455,9 +435,7 @@ impl Graph {
             entry(&mut e)
         };
         let bits = if wanted { bits | (1 << idx) } else { bits };
-        if wanted {
-            *frame_out = Some((bm, ret_ip, has_time));
-        } else {
+        if !wanted {
             stack.truncate(save);
         }
         stack.set_bitmap(bm, bits);
@@ -475,13 +453,13 @@ impl Graph {
         wanted
     }
 
-    /// The other ops of `mask` on a call whose frame (bitmap word at `bm`, returning to
-    /// `ret_ip`, its call time taken if `timed`) an ops before them in the same hub callback has
-    /// just pushed or joined, and kept: the frame is known, nothing is looked for. Each ops'
-    /// entry callback runs in turn; the frame's bitmap word is written once, after the last
-    /// (nothing reads it meanwhile: a hook made from inside a callback for this call finds the
-    /// frame being built and is refused, and other hookers of the call come after this callback
-    /// returns). The caller marked the frame "seen" for its whole mask.
+    /// The ops of `mask` on a call whose frame (bitmap word at `bm`, returning to `ret_ip`, its
+    /// call time taken if `timed`) the hub callback has just pushed or joined for them
+    /// ([`Graph::hub_enter`]): the frame is known, nothing is looked for. Each ops' entry
+    /// callback runs in turn; the frame's bitmap word is written once, after the last (nothing
+    /// reads it meanwhile: a hook made from inside a callback for this call finds the frame
+    /// being built and is refused, and other hookers of the call come after this callback
+    /// returns), and returned. The caller marked the frame "seen" for the whole mask.
     ///
     /// The loop is what each further ops on a function costs, so it carries as little as it
     /// can across the callbacks: the bits still to run (a `u32` widened from the mask's 16
@@ -494,8 +472,8 @@ impl Graph {
     ///
     /// # Safety
     ///
-    /// As for [`Graph::enter_locked`]; `bm` is the bitmap word of the current task's top frame
-    /// (what `enter_locked` reported), for this call.
+    /// As for [`Graph::enter_locked`]; `bm` is the bitmap word of the current task's top frame,
+    /// this call's.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(in crate::fgraph) unsafe fn join_all<Q: Batched>(
@@ -508,7 +486,7 @@ impl Graph {
         bm: usize,
         ret_ip: usize,
         timed: bool,
-    ) {
+    ) -> usize {
         // Being built while the entry callbacks run, as in `enter_locked`.
         let mut bits = stack.bitmap(bm) as usize;
         stack.set_building(bm);
@@ -571,6 +549,110 @@ impl Graph {
         }
         bits |= kept;
         stack.set_bitmap(bm, bits as u16);
+        bits
+    }
+
+    /// The hub's entry for one call of `ip`: the ops of `mask` (the hub's for `ip`), each
+    /// called in index order on one frame. The frame is pushed, or, for an entry of a call
+    /// some ops on its own `ftrace_ops` already hooked, joined, once for them all; then
+    /// [`Graph::join_all`] runs every callback, the first ops' included, and the frame is
+    /// dropped again if none kept the call. One push-or-join per hub callback: what each
+    /// further ops on a function costs is one turn of `join_all`'s loop, nothing else.
+    ///
+    /// The frame joined is the top one, of this call (same return slot, our trampoline in it,
+    /// same function), that no ops of `mask` has seen: an ops that has is on the entry of a
+    /// tail call at the same slot (see [`Graph::enter_locked`]). A frame being built for this
+    /// call (a hook made from inside one of its callbacks) is refused for every ops, counted.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Graph::enter_locked`] (ftrace's entry registers for `ip`, the recursion guard
+    /// held, `stack` the current task's).
+    #[inline(always)]
+    pub(in crate::fgraph) unsafe fn hub_enter<Q: Batched>(
+        &self,
+        mask: usize,
+        ip: usize,
+        fregs: *mut crate::sys::ftrace::RawFregs,
+        stack: &Stack,
+        np: &NoPreempt,
+    ) {
+        // SAFETY: the return-address location of this call (caller: entry registers).
+        let retp = unsafe { arch::hot::fregs::retp(fregs) };
+        // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
+        let old_ret = unsafe { retp.read() };
+        let tramp = trampoline();
+        let top = stack.top_frame();
+        if top.is_some_and(|f| f.building && f.retp == retp as usize) {
+            self.each_missed(mask, ip, true);
+            return;
+        }
+        let mut fresh = false;
+        let (bm, timed) = match top {
+            Some(f)
+                if old_ret == tramp
+                    && f.retp == retp as usize
+                    && f.func == ip
+                    && usize::from(f.seen) & mask == 0 =>
+            {
+                (f.start + FRAME_WORDS, f.calltime != 0)
+            }
+            _ => {
+                let t = self.now();
+                match stack.push(old_ret, ip, t, retp as usize) {
+                    Ok(bm) => {
+                        fresh = true;
+                        (bm, t != 0)
+                    }
+                    Err(_) => {
+                        self.each_missed(mask, ip, false);
+                        return;
+                    }
+                }
+            }
+        };
+        // Every ops of the mask sees this call, those that decline it included: without their
+        // marks a tail call of the same function at the same return slot would join this frame
+        // as if it were this call.
+        stack.mark_seen_bits(bm, mask);
+        // The real return address: what the slot held, unless it is our trampoline (a frame
+        // joined, or a tail call), in which case the frame below knows it.
+        let ret_ip = if old_ret == tramp {
+            stack
+                .frames()
+                .find(|f| f.ret != tramp)
+                .map_or(old_ret, |f| f.ret)
+        } else {
+            old_ret
+        };
+        // SAFETY: as above; `bm` is this call's top frame.
+        let bits = unsafe { self.join_all::<Q>(mask, ip, fregs, stack, np, bm, ret_ip, timed) };
+        if fresh {
+            if bits == 0 {
+                stack.unpush(bm);
+            } else {
+                // SAFETY: as above: the return-address location of this call.
+                unsafe { retp.write(tramp) };
+            }
+        }
+    }
+
+    /// Counts a call of `ip` that the registered ops of `mask` missed (`recursion`: a hook
+    /// from inside one of their callbacks, else a full shadow stack), and tells each.
+    #[cold]
+    #[inline(never)]
+    fn each_missed(&self, mut mask: usize, ip: usize, recursion: bool) {
+        while mask != 0 {
+            let idx = mask.trailing_zeros() as usize % ARRAY_SIZE;
+            mask &= mask - 1;
+            if let Some(slot) = self.slot_at(idx) {
+                if recursion {
+                    slot.note_missed(ip, |s| &s.missed_recursion);
+                } else {
+                    slot.note_missed(ip, |s| &s.missed_overrun);
+                }
+            }
+        }
     }
 
     /// Whether a registered ops of `mask` wants call times.
@@ -776,7 +858,7 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
         }
         match slot.handler::<Q>() {
             Some(h) => h.ret_batched(&mut shared),
-            None => call_ret_not::<P>(slot, ret_of(idx)),
+            None => call_ret_not::<P>(slot, &mut ret_of(idx)()),
         }
     }
     // No counter of returns: a store per hooked call for a figure nobody needs (`live` in
@@ -875,16 +957,20 @@ fn call_ret<'a, P: GraphHandler, Q: GraphHandler>(slot: &Slot, r: impl Fn() -> R
 }
 
 /// [`call_ret`] for a slot known not to be made for a `Q` (the multi-ops loop tells those
-/// first): inlined for a `P`, else through the slot.
-#[inline(always)]
-fn call_ret_not<'a, P: GraphHandler>(slot: &Slot, r: impl Fn() -> Return<'a>) {
+/// first), told `r`: a `P`'s callback called directly, any other through the slot. Out of line
+/// and cold: inlined, LLVM hoisted the `P` callback's reading of the frame (fprobe's head word
+/// and data addresses, 29 instructions) out of the loop, where every frame with several ops
+/// paid for it, the C API's own included.
+#[inline(never)]
+#[cold]
+fn call_ret_not<P: GraphHandler>(slot: &Slot, r: &mut Return<'_>) {
     if slot.ret_is::<P>() {
         // SAFETY: the slot was made for a `P` (above), alive while the slot is (the caller
         // read it from the array with preemption disabled).
-        unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
+        unsafe { &*slot.this.cast::<P>() }.ret(r);
     } else {
         // SAFETY: the slot's handler is alive while the slot is.
-        unsafe { (slot.ret)(slot.this, &mut r()) };
+        unsafe { (slot.ret)(slot.this, r) };
     }
 }
 

@@ -232,9 +232,10 @@ pub(super) fn data_slice(stack: &Stack, d: DataRef) -> Option<&[usize]> {
 /// (upstream's rule too).
 ///
 /// ```text
-///   hub_entry(ip) -- ops 3 (pushes the frame, its own Entry)
-///                 `- join_all: call = call_of(Entry of ops 5)     built once
-///                       ops 5: entry_batched(&mut call)            same `call`
+///   hub_entry(ip) -- hub_enter: the frame pushed (or joined) once
+///                 `- join_all: call = call_of(Entry of ops 3)     built once
+///                       ops 3: entry_batched(&mut call)            same `call`
+///                       ops 5: entry_batched(&mut call)
 ///                       ops 9: entry_batched(&mut call)
 ///   return:  ret = ret_of(Return of the lowest ops)                built once
 ///                       ops 3, 5, 9: ret_batched(&mut ret)
@@ -514,15 +515,6 @@ impl Slot {
             Some(unsafe { &*self.this.cast::<Q>() })
         } else {
             None
-        }
-    }
-
-    /// [`Slot::call_entry`], inlined for a slot made for a `Q` ([`Slot::handler`]).
-    #[inline(always)]
-    pub(in crate::fgraph) fn call_entry_as<Q: GraphHandler>(&self, e: &mut Entry<'_>) -> bool {
-        match self.handler::<Q>() {
-            Some(h) => h.entry(e),
-            None => self.call_entry(e),
         }
     }
 

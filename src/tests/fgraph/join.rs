@@ -139,7 +139,8 @@ impl GraphHandler for Joiner {
     }
 }
 
-/// Several hub ops on one call, the later ones joining the frame together (`join_all`), with
+/// Several hub ops on one call, on one frame pushed or joined once for them all (`hub_enter`,
+/// `join_all`), with
 /// an own-ftrace_ops ops on the same call: a callback that reserves and declines loses its data
 /// before the next one runs, one that declines without data changes nothing, a rethook made
 /// from inside a joining callback for the same call is refused (the frame is being built from
@@ -169,10 +170,10 @@ pub(super) fn hub_join_all_callbacks(t: &mut Test) -> CaseResult {
     // The hub calls its ops lowest index first (indexes come in LRU order).
     let mut order = [0usize, 1, 2, 3, 4];
     order.sort_unstable_by_key(|&i| hub[i].idx());
-    // Round 2: the hub's first ops joins the own ops' frame and declines, leaving its "seen"
-    // mark on it; the next one must still take that frame for this call (it is the hub's
-    // `enter_locked` again, not `join_all`): the marks of ops already run in this callback say
-    // nothing of another call. Taken for a tail call's, it would push a second frame (depth 2).
+    // Round 2: the hub's first ops joins the own ops' frame and declines; the next one must
+    // still keep the call on that frame: the hub marks its whole mask seen on the frame it
+    // joins before any callback, and those marks say nothing of another call. Taken for a
+    // tail call's, the frame would be left for a second one (depth 2).
     let rounds = [
         ([J_KEEP, J_RESERVE_DECLINE, J_HOOK, J_DECLINE, J_KEEP], 1, 4),
         ([J_DECLINE, J_KEEP, J_RESERVE_DECLINE, J_KEEP, J_KEEP], 2, 3),

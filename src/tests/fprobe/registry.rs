@@ -225,7 +225,8 @@ pub(super) fn mass_attach_everything(t: &mut Test) -> CaseResult {
 /// The list of traceable functions the module notifier keeps (`sys::ksym::LocList`) follows
 /// modules without reading ftrace's file again: replaying this module's going and coming on it
 /// takes out exactly this module's functions, then puts back what ftrace has for them (its call
-/// sites, as ftrace adjusts them into locations: the file agrees, on each arch).
+/// sites, as ftrace adjusts them into locations: the file agrees, on each arch). A list read
+/// after a going module found none to edit is provisional: the next module event drops it.
 pub(super) fn location_list_follows_modules(t: &mut Test) -> CaseResult {
     let list = crate::sys::ksym::test_list();
     kcheck!(t, list.is_some(), "no list: the module notifier keeps one");
@@ -234,6 +235,9 @@ pub(super) fn location_list_follows_modules(t: &mut Test) -> CaseResult {
     // SAFETY: this module, live while its tests run.
     let within = |a: usize| unsafe { bindings::ufg_within_module(a as _, m) };
     let add_ip = bindings::ufg_test_add as *const () as usize;
+    // A reading of its own, not provisional (this module's own coming and going live are
+    // module events ufgraph_kunit's notifier saw).
+    list.test_reset();
     let kept = t.check_ok(list.test_kept(), "read the list")?;
     let add_loc = t.check_ok(crate::sys::ksym::locations(&[add_ip]), "locations")?[0];
     kcheck!(
@@ -248,19 +252,34 @@ pub(super) fn location_list_follows_modules(t: &mut Test) -> CaseResult {
         t.check_ok(list.test_compare_with_file(), "compare")?,
         None
     );
+    // The notifier's edits, replayed for this module. It is valid for each call; the edits
+    // only look at its memory ranges and its call-site list, in its memory while it is loaded.
+    // SAFETY: as said.
+    let going = || unsafe { list.module_going(m) };
+    // SAFETY: as said.
+    let coming = || unsafe { list.module_coming(m) };
+    // SAFETY: as said.
+    let live = || unsafe { list.module_live(m) };
     // Going: every function of this module leaves, nothing else.
-    // SAFETY: this module, valid for the call (it only looks at its memory ranges).
-    unsafe { list.module_going(m) };
+    going();
     let after_going = list.test_kept();
     let refused = crate::sys::ksym::try_locations(&[add_ip]);
     // Coming again (before any check can return): its call sites, adjusted.
-    // SAFETY: as above; its call-site list is in its memory while it is loaded.
-    unsafe { list.module_coming(m) };
+    coming();
     let after_coming = list.test_compare_with_file();
-    // Live: a module's init text leaves then; this one's was freed long ago, so nothing does.
-    // SAFETY: as above.
-    unsafe { list.module_live(m) };
+    // Live: a module's init text leaves then. This one has no traced init function (its C
+    // has no `__init` function, and its Rust is not instrumented): nothing leaves.
+    live();
     let after_live = list.test_compare_with_file();
+    // Provisional: with no list, a going module's event leaves ftrace unsettled; a list read
+    // then is dropped, not edited, at the next event.
+    list.test_reset();
+    going();
+    let none_after_going = !list.test_has_list();
+    let provisional = list.test_kept();
+    coming();
+    let dropped = !list.test_has_list();
+    let reread = list.test_kept().map(|l| l.len());
     let after_going = t.check_ok(after_going, "the list after going")?;
     kcheck_eq!(t, after_going.len(), kept.len() - mine);
     kcheck!(t, mine > 0 && !after_going.iter().any(|&l| within(l)));
@@ -272,6 +291,19 @@ pub(super) fn location_list_follows_modules(t: &mut Test) -> CaseResult {
     );
     kcheck_eq!(t, t.check_ok(after_coming, "compare after coming")?, None);
     kcheck_eq!(t, t.check_ok(after_live, "compare after live")?, None);
+    kcheck!(t, none_after_going, "a going event made a list");
+    kcheck_eq!(
+        t,
+        t.check_ok(provisional, "provisional reading")?.len(),
+        kept.len()
+    );
+    kcheck!(t, dropped, "a provisional list was edited, not dropped");
+    kcheck_eq!(t, t.check_ok(reread, "reading after the drop")?, kept.len());
+    kcheck_eq!(
+        t,
+        t.check_ok(list.test_compare_with_file(), "compare at the end")?,
+        None
+    );
     kcheck!(
         t,
         t.check_ok(crate::sys::ksym::locations(&[add_ip]), "resolve again")? == [add_loc]
