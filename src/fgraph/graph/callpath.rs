@@ -497,7 +497,7 @@ impl Graph {
         if !timed && self.timed.load(Relaxed) != 0 && self.any_wants_times(mask) {
             stack.set_calltime_at(bm, self.now());
         }
-        // The caller (`hub_entry`) marked every index of its whole mask seen, before this:
+        // The caller (`hub_enter`) marked every index of its whole mask seen, before this:
         // "seen" only tells a later entry of the same ops into this call (from its own
         // `ftrace_ops`) from a tail-recursive one, and an index that has no slot now gets no
         // new ops before this callback ends (an index is reused only a grace period after its

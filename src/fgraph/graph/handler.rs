@@ -350,7 +350,7 @@ pub(super) unsafe fn slot_ret<H: GraphHandler>(this: *const (), r: &mut Return<'
 
 /// A slot's entry callback for handler type `H` (`Slot::entry`), at module level so that the
 /// hub can tell a slot of a known handler type by this function's address (see
-/// [`Slot::call_entry_as`]).
+/// [`Slot::handler`]).
 ///
 /// # Safety
 ///

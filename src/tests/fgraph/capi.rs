@@ -403,11 +403,12 @@ unsafe extern "C" fn c_share_ret(
     }
 }
 
-/// Several C ops on one function of the hub, with a Rust ops among them: past the first, the
-/// C ops share one `struct ufgraph_ent` per call and one `struct ufgraph_ret` per return
-/// (`Batched`). Each still gets the right function, depth and return value, its own data back
-/// (a reservation made by a declining ops is gone before the next ops runs, and an ops that
-/// kept the call bare finds none), and only the ops that kept the call see its return.
+/// Several C ops on one function of the hub, with a Rust ops among them: the C ops share one
+/// `struct ufgraph_ent` per call and one `struct ufgraph_ret` per return (`Batched`). Each
+/// still gets the right function, depth and return value, its own data back (a reservation
+/// made by a declining ops is gone before the next ops runs, the first's included, and an ops
+/// that kept the call bare finds none), and only the ops that kept the call see its return;
+/// when none keeps it, the frame the hub pushed for them goes again.
 pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let add_ip = bindings::ufg_test_add as *const () as usize;
@@ -491,6 +492,66 @@ pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
     let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     kcheck_eq!(t, g.tasks().frames_now(), 0);
     t.check_ok(rust.unregister(), "unregister rust")?;
+    // Round 2, the C ops alone: the first reserves and declines on the frame the hub pushed
+    // for them all, the later ones keep it and find none of its data. Round 3: every ops
+    // declines, the first after reserving: the frame goes again (no trampoline, the stack as
+    // it was), and the calls return their values.
+    let rounds: [([usize; 6], usize); 2] = [
+        (
+            [
+                CS_RESERVE_DECLINE,
+                CS_KEEP,
+                CS_KEEP,
+                CS_KEEP_BARE,
+                CS_KEEP,
+                CS_KEEP,
+            ],
+            order[0],
+        ),
+        (
+            [
+                CS_RESERVE_DECLINE,
+                CS_DECLINE,
+                CS_DECLINE,
+                CS_DECLINE,
+                CS_DECLINE,
+                CS_DECLINE,
+            ],
+            order[0],
+        ),
+    ];
+    for (modes, decliner) in rounds {
+        for (&i, &m) in order.iter().zip(modes.iter()) {
+            let s = &states[i];
+            s.mode.store(m, Relaxed);
+            s.peek.store(usize::MAX, Relaxed);
+            s.entries.store(0, Relaxed);
+            s.returns.store(0, Relaxed);
+            s.depth.store(0, Relaxed);
+            s.ret_depth.store(0, Relaxed);
+        }
+        for &i in &order[1..] {
+            states[i].peek.store(ops[decliner].0.idx as usize, Relaxed);
+        }
+        for i in 0..N as i32 {
+            kcheck_eq!(t, add(i, 2 * i + 1), 3 * i + 1);
+        }
+        for s in states.iter() {
+            let m = s.mode.load(Relaxed);
+            let keeps = matches!(m, CS_KEEP | CS_KEEP_BARE);
+            let got = (
+                m,
+                s.entries.load(Relaxed),
+                s.returns.load(Relaxed),
+                s.bad.load(Relaxed),
+                s.depth.load(Relaxed),
+                s.ret_depth.load(Relaxed),
+            );
+            let want = (m, N, if keeps { N } else { 0 }, 0, 1, keeps as usize);
+            kcheck_eq!(t, got, want);
+        }
+        kcheck_eq!(t, g.tasks().frames_now(), 0);
+    }
     drop(ops);
     drop(states);
     core_is_idle(t)

@@ -364,8 +364,8 @@ pub(super) fn shared_frame_outlives_its_ops(t: &mut Test) -> CaseResult {
         unsafe { bindings::ufg_test_call(Some(unregister_inside), x) }
     };
     for gone in [[true, false], [false, true], [true, true]] {
-        // `a` (lowest index: the hub calls it first) pushes the frame, `b` joins it on the hub,
-        // `c` from its own ftrace_ops.
+        // `a` and `b` on the hub (its callback runs `a` first: the lowest index), `c` from its
+        // own ftrace_ops, on the one frame of the call.
         let mut a = hub_ops(t, &[call_ip], Rec::new(16, 1, false))?;
         let mut b = hub_ops(t, &[call_ip], Rec::new(24, 2, false))?;
         let mut c = ops_on(t, c_str!("ufg_test_call"), Rec::new(8, 3, false))?;

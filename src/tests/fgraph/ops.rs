@@ -85,7 +85,7 @@ pub(super) fn call_times_only_when_wanted(t: &mut Test) -> CaseResult {
 }
 
 /// Registers `first` or `second` again until `first` has the lower index, so that on the hub it
-/// runs first (and pushes the frame the other joins). Indices come least recently used first:
+/// runs first. Indices come least recently used first:
 /// registering again moves an ops to another one.
 fn lower_index_first<A: GraphHandler, B: GraphHandler>(
     t: &mut Test,
@@ -115,8 +115,9 @@ fn lower_index_first<A: GraphHandler, B: GraphHandler>(
     Ok(())
 }
 
-// On the hub, an ops that wants call times joining a frame pushed by one that does not (the
-// lower index pushes) gets them: the hub takes the time once, before the joined callbacks.
+// On the hub, an ops that wants call times on a call with one that does not, the latter first,
+// gets them: the hub pushes one frame for both, with the time while any registered ops wants
+// times.
 pub(super) fn call_times_on_the_hub_when_joined(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let add_ip = bindings::ufg_test_add as *const () as usize;
@@ -129,7 +130,7 @@ pub(super) fn call_times_on_the_hub_when_joined(t: &mut Test) -> CaseResult {
         plain.slot().on_hub() && timed.slot().on_hub(),
         "both on the hub"
     );
-    // The one that takes no times first in the hub's mask, so it pushes the frame.
+    // The one that takes no times first in the hub's mask.
     lower_index_first(t, &mut plain, &mut timed)?;
     for i in 0..20 {
         add(i, 1);
@@ -186,9 +187,8 @@ impl GraphHandler for AfterLazy {
 }
 
 // A frame pushed without a call time by an ops on its own `ftrace_ops`, joined on the hub by an
-// ops that wants no times and then by one that does: the hub's first ops finds the frame there
-// (it pushes none, so takes no time), and `join_all` must take the time for the second before
-// its callback. The ops on its own `ftrace_ops` is registered last: ftrace puts an ops at the
+// ops that wants no times and then by one that does: the hub joins the frame there (it pushes
+// none, so takes no time), and `join_all` must take the time before the callbacks. The ops on its own `ftrace_ops` is registered last: ftrace puts an ops at the
 // head of its list and calls the ops on a function in that order, so its callback pushes the
 // frame before the hub's runs (the other order is `call_times_on_the_hub_when_joined`'s and the
 // push's), which `AfterLazy` checks on every call. Review helper-49 found no test reaching that
@@ -346,6 +346,29 @@ pub(super) fn deep_recursion_counts_overrun(t: &mut Test) -> CaseResult {
         overrun
     ));
     // And the stack is usable again at once.
+    // SAFETY: as above.
+    kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(5) }, 5);
+    t.check_ok(ops.unregister(), "unregister")?;
+    // The same with two ops on the hub, whose callback pushes one frame for both: each counts
+    // every call it missed, once.
+    let ip = bindings::ufg_test_recurse as *const () as usize;
+    let mut hub = [
+        hub_ops(t, &[ip], Rec::new(0, 0, false))?,
+        hub_ops(t, &[ip], Rec::new(0, 0, false))?,
+    ];
+    for o in hub.iter_mut() {
+        t.check_ok(o.register(), "register on the hub")?;
+    }
+    // SAFETY: as above.
+    let r = unsafe { bindings::ufg_test_recurse(DEPTH) };
+    kcheck_eq!(t, r, DEPTH);
+    for o in hub.iter() {
+        let h = o.handler();
+        let overrun = o.slot().missed_overrun.load(Relaxed) as usize;
+        kcheck!(t, overrun > 0, "150 nested frames fit in one page?");
+        kcheck_eq!(t, h.entries.load(Relaxed) + overrun, DEPTH as usize + 1);
+        kcheck_eq!(t, h.returns.load(Relaxed), h.entries.load(Relaxed));
+    }
     // SAFETY: as above.
     kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(5) }, 5);
     Ok(())
