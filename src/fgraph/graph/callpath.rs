@@ -560,8 +560,9 @@ impl Graph {
     /// further ops on a function costs is one turn of `join_all`'s loop, nothing else.
     ///
     /// The frame joined is the top one, of this call (same return slot, our trampoline in it,
-    /// same function), that no ops of `mask` has seen: an ops that has is on the entry of a
-    /// tail call at the same slot (see [`Graph::enter_locked`]). A frame being built for this
+    /// same function), that neither the hub nor any ops of `mask` has seen: then this is the
+    /// entry of a tail call at the same slot (see [`Graph::enter_locked`]). The hub enters each
+    /// call once, so its own mark decides; the ops' marks are kept as well. A frame being built for this
     /// call (a hook made from inside one of its callbacks) is refused for every ops, counted.
     ///
     /// # Safety
@@ -593,6 +594,7 @@ impl Graph {
                 if old_ret == tramp
                     && f.retp == retp as usize
                     && f.func == ip
+                    && !f.hub
                     && usize::from(f.seen) & mask == 0 =>
             {
                 (f.start + FRAME_WORDS, f.calltime != 0)
@@ -611,10 +613,11 @@ impl Graph {
                 }
             }
         };
-        // Every ops of the mask sees this call, those that decline it included: without their
-        // marks a tail call of the same function at the same return slot would join this frame
-        // as if it were this call.
-        stack.mark_seen_bits(bm, mask);
+        // Every ops of the mask sees this call, those that decline it included, and the hub
+        // itself: without their marks a tail call of the same function at the same return slot
+        // would join this frame as if it were this call. The hub's own mark says so whatever
+        // ops come or go between the two entries (the mask may have none in common then).
+        stack.mark_seen_hub(bm, mask);
         // The real return address: what the slot held, unless it is our trampoline (a frame
         // joined, or a tail call), in which case the frame below knows it.
         let ret_ip = if old_ret == tramp {

@@ -51,6 +51,7 @@ impl<const W: usize> ShadowStack<W> {
             },
             seen: seen as u16,
             marks: seen & mark::ALL,
+            hub: seen & HUB_SEEN != 0,
             building: kind == WordType::Reserved,
         };
         // `floor`: the frame's first word above its bitmap word, at most `top` (`off` is at

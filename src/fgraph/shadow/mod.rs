@@ -49,6 +49,8 @@
 //! callbacks already ran for this frame. Several ops hooking one call each get their own ftrace
 //! callback and join the frame the first one pushed; `seen` tells a second callback of the same
 //! ops (a tail-recursive call, which reuses the return slot) that this frame is not its call's.
+//! Above its 16 ops bits it holds teardown's marks (bits 16 to 18) and [`HUB_SEEN`] (bit 19):
+//! the hub's callback, one for all its ops, ran for the frame's call.
 //!
 //! Concurrency: only the owning task writes its stack, but interrupts (NMIs included) that arrive
 //! on its CPU push and pop frames above whatever the task was doing, and unwinders may read it.
@@ -136,10 +138,18 @@ pub struct Frame {
     /// What teardown decided about this frame ([`mark`]): bits of the `seen` word above the 16
     /// ops bits, which no entry or return path reads.
     pub marks: usize,
+    /// Whether the hub's callback ran for this frame's call ([`HUB_SEEN`]).
+    pub hub: bool,
     /// Whether the frame is still being built (its entry callbacks are running): its bitmap
     /// word is still of the reserved type.
     pub building: bool,
 }
+
+/// A bit of the `seen` word above the ops and teardown's marks: the hub's callback (one for all
+/// its ops, once per call) ran for this frame's call. An entry of the same function at the same
+/// return slot that finds it is a tail call's, whatever the hub's mask of ops was then and is
+/// now (ops come and go between a tail call's two entries).
+pub const HUB_SEEN: usize = 1 << 19;
 
 /// Marks teardown leaves on frames it has looked at (see `fgraph::graph`'s teardown). They make
 /// a second look at the same frame give the same answer: a frame whose return slot was already

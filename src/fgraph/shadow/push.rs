@@ -165,6 +165,13 @@ impl<const W: usize> ShadowStack<W> {
         self.set(at, self.w(at) | (bits & 0xffff));
     }
 
+    /// [`Self::mark_seen_bits`] from the hub's callback: the ops of its mask, and [`HUB_SEEN`].
+    #[inline(always)]
+    pub fn mark_seen_hub(&self, bm: usize, bits: usize) {
+        let at = bm - FRAME_WORDS + SEEN;
+        self.set(at, self.w(at) | (bits & 0xffff) | HUB_SEEN);
+    }
+
     /// Sets teardown's `marks` ([`mark`]) on `frame` (a frame of this stack), replacing the
     /// previous marks.
     pub fn set_marks(&self, frame: &Frame, marks: usize) {

@@ -334,6 +334,25 @@ fn teardown_marks_live_beside_seen() {
         (f.seen, f.marks),
         ((1 << 15) | (1 << 2) | (1 << 7) | (1 << 9), mark::HANDED)
     );
+    assert!(!f.hub);
+    // The hub's own bit: beside the ops' and the marks, kept when the marks change.
+    s.mark_seen_hub(bm, (1 << 3) | mark::GONE);
+    let f = s.top_frame().unwrap();
+    assert_eq!(
+        (f.seen, f.marks, f.hub),
+        (
+            (1 << 15) | (1 << 2) | (1 << 7) | (1 << 9) | (1 << 3),
+            mark::HANDED,
+            true
+        )
+    );
+    s.set_marks(&f, mark::GONE);
+    let f = s.top_frame().unwrap();
+    assert_eq!((f.marks, f.hub), (mark::GONE, true));
+    // A new frame starts without it.
+    let bm2 = s.push(4, 5, 0, 6).unwrap();
+    assert!(!s.top_frame().unwrap().hub);
+    s.unpush(bm2);
     s.task_var(4).store(44, Relaxed);
     s.clear_frames();
     assert!(s.top_frame().is_none());

@@ -574,6 +574,7 @@ fn tail_ops_on(
             returns: AtomicUsize::new(0),
             inner_depth: AtomicUsize::new(0),
             arrive: AtomicUsize::new(0),
+            leave: AtomicUsize::new(0),
         },
         Some(tail_entry),
         Some(tail_ret),
@@ -595,7 +596,8 @@ fn tail_ops_on(
 /// frame, and must not take that frame for this call. It gets the inner call, in a frame of its
 /// own (depth 2); the ops already there gets both calls, each with its return. Taking the outer
 /// frame, it would have the hub's other ops enter it again: two entries, one return, the inner
-/// call at depth 1.
+/// call at depth 1. Then with the ops already there also leaving the function at the outer
+/// entry (the hub's own mark on the frame tells the calls apart).
 pub(super) fn hub_tail_call_ops_arrives_between_entries(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let ip = bindings::ufg_test_tail as *const () as usize;
@@ -622,6 +624,30 @@ pub(super) fn hub_tail_call_ops_arrives_between_entries(t: &mut Test) -> CaseRes
         )
     };
     kcheck_eq!(t, (got(lo), got(hi)), ((N, N, 2), (2 * N, 2 * N, 2)));
+    kcheck_eq!(t, g.tasks().frames_now(), 0);
+    // Again, the higher ops also leaving the function at the outer entry: the inner entry's
+    // mask has nothing in common with the outer frame's marks but the hub's own, which alone
+    // tells it is another call. Joining the outer frame, the lower ops would see the inner call
+    // at depth 1.
+    let hi_bit = 1usize << ops[hi].0.idx;
+    for s in states.iter() {
+        s.entries.store(0, Relaxed);
+        s.returns.store(0, Relaxed);
+        s.inner_depth.store(0, Relaxed);
+    }
+    states[hi].arrive.store(lo_bit, Relaxed);
+    states[hi].leave.store(hi_bit, Relaxed);
+    for _ in 0..N {
+        kcheck!(t, g.test_hub_mask_bits(loc, lo_bit, false));
+        kcheck!(t, g.test_hub_mask_bits(loc, hi_bit, true));
+        // SAFETY: a plain C fixture.
+        kcheck_eq!(t, unsafe { bindings::ufg_test_tail(1) }, 7);
+    }
+    states[hi].arrive.store(0, Relaxed);
+    states[hi].leave.store(0, Relaxed);
+    // Both registered: both bits on the function again, for their unregistration.
+    kcheck!(t, g.test_hub_mask_bits(loc, hi_bit, true));
+    kcheck_eq!(t, (got(lo), got(hi)), ((N, N, 2), (N, N, 0)));
     kcheck_eq!(t, g.tasks().frames_now(), 0);
     drop(ops);
     drop(states);
@@ -795,6 +821,9 @@ struct TailState {
     /// Ops (a bit per index) put on the function's hub mask by the outer call's entry, as their
     /// registration on another CPU would between the two entries.
     arrive: AtomicUsize,
+    /// Ops taken off the function's hub mask by the outer call's entry, as their unregistration
+    /// on another CPU would begin.
+    leave: AtomicUsize,
 }
 
 /// [`hub_tail_call_after_a_decline`]'s entry.
@@ -816,10 +845,11 @@ unsafe extern "C" fn tail_entry(
     if n == 0 {
         s.inner_depth.store(trace.depth as usize, Relaxed);
     }
-    let arrive = s.arrive.load(Relaxed);
-    if n != 0 && arrive != 0 {
+    let (arrive, leave) = (s.arrive.load(Relaxed), s.leave.load(Relaxed));
+    if n != 0 && (arrive | leave) != 0 {
         if let Some(g) = graph() {
             g.test_hub_mask_bits(trace.func, arrive, true);
+            g.test_hub_mask_bits(trace.func, leave, false);
         }
     }
     match s.decline_outer.load(Relaxed) {

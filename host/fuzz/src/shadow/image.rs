@@ -118,6 +118,7 @@ fn frame_at(image: &[usize], start: usize) -> Frame {
         },
         seen: seen as u16,
         marks: seen & mark::ALL,
+        hub: seen & ufgraph_pure::fgraph::shadow::HUB_SEEN != 0,
         building: word::kind(bm) == WordType::Reserved,
     }
 }
@@ -265,6 +266,7 @@ fn check_push_with_data(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict 
                 bitmap: 0,
                 seen: 1 << idx,
                 marks: 0,
+                hub: false,
                 building: true,
             };
             ensure(s.top_frame() == Some(want), || {

@@ -210,6 +210,7 @@ impl MFrame {
             bitmap: self.bitmap.unwrap_or(0),
             seen: self.seen,
             marks: self.marks,
+            hub: false,
             building: self.bitmap.is_none(),
         }
     }
