@@ -124,12 +124,13 @@ impl<T: Keyed> RcuTable<T> {
         assert_eq!(w.table, self.id, "rcutable: another table's writer");
     }
 
-    /// The slots, for the writer `_w` (the borrow of it makes the writer replace nothing
-    /// meanwhile: only `reserve` and `free` do, each with `&mut Writer`).
-    fn slots_w<'a>(&'a self, _w: &'a Counts) -> Option<&'a [AtomicUsize]> {
-        // SAFETY: the caller is this table's writer (`own` checked it), serialised with every
-        // replacement, and borrows its counts for as long as it uses the slice: a replacement
-        // needs them mutably.
+    /// The slots, for the table's writer `w`, as long as `w` is borrowed.
+    fn slots_w<'a>(&'a self, w: &'a Writer<T>) -> Option<&'a [AtomicUsize]> {
+        self.own(w);
+        // SAFETY: `w` is this table's one writer (`own` just checked it; a `Writer` cannot be
+        // forged), which the writers' lock serialises: no other writer replaces the slots
+        // while the slice lives. This one cannot either: the slice borrows `w` for `'a`, and
+        // the only replacements, `reserve` and `free`, need `&mut Writer`.
         unsafe { self.slots.get_w() }
     }
 
@@ -157,7 +158,7 @@ impl<T: Keyed> RcuTable<T> {
     /// writers.
     pub fn lookup_w<'a>(&'a self, w: &'a Writer<T>, key: usize) -> Option<&'a T> {
         self.own(w);
-        let e = table::lookup(self.slots_w(&w.counts)?, key, Self::key_of)?;
+        let e = table::lookup(self.slots_w(w)?, key, Self::key_of)?;
         // SAFETY: an entry of the table; only writers free entries, and the caller, the writer,
         // holds `w` (so the writers' lock) for the reference's lifetime.
         Some(unsafe { &*(e as *const T) })
@@ -166,23 +167,21 @@ impl<T: Keyed> RcuTable<T> {
     /// Makes room for `n` more entries, growing the table if needed. Writers only; may sleep
     /// (to allocate), never waits for readers: the old slots are freed by RCU.
     pub fn reserve(&self, w: &mut Writer<T>, n: usize) -> Result {
-        self.own(w);
-        let w = &mut w.counts;
         let cap = self.slots_w(w).map_or(0, |s| s.len());
-        if cap > 0 && table::has_room(w, cap, n) {
+        if cap > 0 && table::has_room(&w.counts, cap, n) {
             return Ok(());
         }
         // Zeroed: every slot EMPTY. A failure is an error for the caller to report, not worth
         // a warning with a stack trace.
         let new = Array::<AtomicUsize>::zeroed(
-            table::capacity_for(w.used + n),
+            table::capacity_for(w.counts.used + n),
             GFP_KERNEL | __GFP_NOWARN,
         )?;
         let counts = match self.slots_w(w) {
             Some(old) => table::rebuild(old, new.as_slice(), Self::key_of).map_err(|_| ENOMEM)?,
             None => Counts::default(),
         };
-        *w = counts;
+        w.counts = counts;
         // INVARIANT: the new array holds the same entries; the old one is freed after a grace
         // period (`RcuArray::replace`).
         self.slots.replace(Some(new));
@@ -234,7 +233,7 @@ impl<T: Keyed> RcuTable<T> {
     /// Calls `f` on every entry. Writers only.
     pub fn for_each(&self, w: &Writer<T>, mut f: impl FnMut(&T)) {
         self.own(w);
-        if let Some(s) = self.slots_w(&w.counts) {
+        if let Some(s) = self.slots_w(w) {
             table::for_each(s, |e| {
                 // SAFETY: an entry of the table; only writers free entries, and the caller is
                 // the writer (it holds `w`) for the whole walk.
