@@ -341,7 +341,7 @@ unsafe extern "C" fn hub_entry<Q: Batched>(
 
 /// Calls `f` on the registered slots of `mask`, lowest index first.
 #[inline(always)]
-fn each_slot(g: &Graph, mut mask: usize, mut f: impl FnMut(&Slot)) {
+pub(in crate::fgraph) fn each_slot(g: &Graph, mut mask: usize, mut f: impl FnMut(&Slot)) {
     while mask != 0 {
         let idx = mask.trailing_zeros() as usize;
         mask &= mask - 1;

@@ -405,16 +405,7 @@ impl Graph {
         let bits = stack.bitmap(bm);
         stack.set_building(bm);
 
-        // The real return address: what the slot held, unless it is our trampoline (a frame
-        // joined, or a tail call), in which case the frame below knows it.
-        let ret_ip = if old_ret == tramp {
-            stack
-                .frames()
-                .find(|f| f.ret != tramp)
-                .map_or(old_ret, |f| f.ret)
-        } else {
-            old_ret
-        };
+        let ret_ip = real_ret(stack, old_ret, tramp);
         let save = stack.top();
         let mut e = Entry {
             func: ip,
@@ -618,16 +609,7 @@ impl Graph {
         // would join this frame as if it were this call. The hub's own mark says so whatever
         // ops come or go between the two entries (the mask may have none in common then).
         stack.mark_seen_hub(bm, mask);
-        // The real return address: what the slot held, unless it is our trampoline (a frame
-        // joined, or a tail call), in which case the frame below knows it.
-        let ret_ip = if old_ret == tramp {
-            stack
-                .frames()
-                .find(|f| f.ret != tramp)
-                .map_or(old_ret, |f| f.ret)
-        } else {
-            old_ret
-        };
+        let ret_ip = real_ret(stack, old_ret, tramp);
         // SAFETY: as above; `bm` is this call's top frame.
         let bits = unsafe { self.join_all::<Q>(mask, ip, fregs, stack, np, bm, ret_ip, timed) };
         if fresh {
@@ -641,21 +623,18 @@ impl Graph {
     }
 
     /// Counts a call of `ip` that the registered ops of `mask` missed (`recursion`: a hook
-    /// from inside one of their callbacks, else a full shadow stack), and tells each.
+    /// from inside one of their callbacks, else a full shadow stack), and tells each. Out of
+    /// line: the hub's entry carries neither loop.
     #[cold]
     #[inline(never)]
-    fn each_missed(&self, mut mask: usize, ip: usize, recursion: bool) {
-        while mask != 0 {
-            let idx = mask.trailing_zeros() as usize % ARRAY_SIZE;
-            mask &= mask - 1;
-            if let Some(slot) = self.slot_at(idx) {
-                if recursion {
-                    slot.note_missed(ip, |s| &s.missed_recursion);
-                } else {
-                    slot.note_missed(ip, |s| &s.missed_overrun);
-                }
+    fn each_missed(&self, mask: usize, ip: usize, recursion: bool) {
+        crate::fgraph::hub::each_slot(self, mask, |slot| {
+            if recursion {
+                slot.note_missed(ip, |s| &s.missed_recursion);
+            } else {
+                slot.note_missed(ip, |s| &s.missed_overrun);
             }
-        }
+        });
     }
 
     /// Whether a registered ops of `mask` wants call times.
@@ -820,7 +799,7 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
     arch::settle_slot(&f, regs);
     // Read only while a registered ops wants times (`Graph::now`), as at the push.
     let rettime = g.now();
-    let ret_ip = returns_to(stack, &f);
+    let ret_ip = real_ret(stack, f.ret, trampoline());
     // What each ops' return callback gets: built where (and only if) the callback is called,
     // so a direct call's `Return` can stay in registers (`call_ret`).
     let ret_of = |idx: usize| {
@@ -892,17 +871,19 @@ fn drop_skipped_frames(g: &Graph, stack: &Stack, regs: &Regs) -> (Frame, Head) {
     (c, h)
 }
 
-/// Where the call of frame `f` (the top one of `stack`) returns to: a tail call's inner frame
-/// saved our own trampoline, and the frame below knows the real address (as at the entry).
+/// The real return address of a call whose return slot held `ret` (at its entry, or saved in
+/// its frame, the top one of `stack`): `ret` itself, unless it is our trampoline `tramp` (a
+/// frame joined, or a tail call's inner frame), in which case the nearest frame below that saved
+/// another address knows it.
 #[inline(always)]
-fn returns_to(stack: &Stack, f: &Frame) -> usize {
-    if f.ret == trampoline() {
+fn real_ret(stack: &Stack, ret: usize, tramp: usize) -> usize {
+    if ret == tramp {
         stack
             .frames()
-            .find(|x| x.ret != f.ret)
-            .map_or(f.ret, |x| x.ret)
+            .find(|f| f.ret != tramp)
+            .map_or(ret, |f| f.ret)
     } else {
-        f.ret
+        ret
     }
 }
 

@@ -403,6 +403,35 @@ unsafe extern "C" fn c_share_ret(
     }
 }
 
+/// Calls per round of [`c_ops_share_one_call`].
+const SHARE_CALLS: usize = 20;
+
+/// One round of [`c_ops_share_one_call`]: [`SHARE_CALLS`] calls, each returning its value; then
+/// every ops saw each call at depth 1, and those that keep the call (by their mode) each return
+/// at depth 1, with nothing wrong found (`bad`: function, data, return value).
+fn share_round(t: &mut Test, states: &[KBox<CSharer>]) -> CaseResult {
+    const N: usize = SHARE_CALLS;
+    for i in 0..N as i32 {
+        kcheck_eq!(t, add(i, 2 * i + 1), 3 * i + 1);
+    }
+    for s in states.iter() {
+        let m = s.mode.load(Relaxed);
+        let keeps = matches!(m, CS_KEEP | CS_KEEP_BARE);
+        // (mode, entries, returns, bad, entry depth, return depth)
+        let got = (
+            m,
+            s.entries.load(Relaxed),
+            s.returns.load(Relaxed),
+            s.bad.load(Relaxed),
+            s.depth.load(Relaxed),
+            s.ret_depth.load(Relaxed),
+        );
+        let want = (m, N, if keeps { N } else { 0 }, 0, 1, keeps as usize);
+        kcheck_eq!(t, got, want);
+    }
+    Ok(())
+}
+
 /// Several C ops on one function of the hub, with a Rust ops among them: the C ops share one
 /// `struct ufgraph_ent` per call and one `struct ufgraph_ret` per return (`Batched`). Each
 /// still gets the right function, depth and return value, its own data back (a reservation
@@ -460,25 +489,7 @@ pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
     // The last keeper looks for the data the reserving decliner left.
     let decliner = ops[order[2]].0.idx as usize;
     states[order[5]].peek.store(decliner, Relaxed);
-    const N: usize = 20;
-    for i in 0..N as i32 {
-        kcheck_eq!(t, add(i, 2 * i + 1), 3 * i + 1);
-    }
-    for s in states.iter() {
-        let m = s.mode.load(Relaxed);
-        let keeps = matches!(m, CS_KEEP | CS_KEEP_BARE);
-        // (mode, entries, returns, bad, entry depth, return depth)
-        let got = (
-            m,
-            s.entries.load(Relaxed),
-            s.returns.load(Relaxed),
-            s.bad.load(Relaxed),
-            s.depth.load(Relaxed),
-            s.ret_depth.load(Relaxed),
-        );
-        let want = (m, N, if keeps { N } else { 0 }, 0, 1, keeps as usize);
-        kcheck_eq!(t, got, want);
-    }
+    share_round(t, &states)?;
     let h = rust.handler();
     kcheck_eq!(
         t,
@@ -487,7 +498,7 @@ pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
             h.returns.load(Relaxed),
             h.bad.load(Relaxed)
         ),
-        (N, N, 0)
+        (SHARE_CALLS, SHARE_CALLS, 0)
     );
     let g = graph().ok_or_else(|| t.fail(format_args!("no graph core")))?;
     kcheck_eq!(t, g.tasks().frames_now(), 0);
@@ -533,23 +544,7 @@ pub(super) fn c_ops_share_one_call(t: &mut Test) -> CaseResult {
         for &i in &order[1..] {
             states[i].peek.store(ops[decliner].0.idx as usize, Relaxed);
         }
-        for i in 0..N as i32 {
-            kcheck_eq!(t, add(i, 2 * i + 1), 3 * i + 1);
-        }
-        for s in states.iter() {
-            let m = s.mode.load(Relaxed);
-            let keeps = matches!(m, CS_KEEP | CS_KEEP_BARE);
-            let got = (
-                m,
-                s.entries.load(Relaxed),
-                s.returns.load(Relaxed),
-                s.bad.load(Relaxed),
-                s.depth.load(Relaxed),
-                s.ret_depth.load(Relaxed),
-            );
-            let want = (m, N, if keeps { N } else { 0 }, 0, 1, keeps as usize);
-            kcheck_eq!(t, got, want);
-        }
+        share_round(t, &states)?;
         kcheck_eq!(t, g.tasks().frames_now(), 0);
     }
     drop(ops);
