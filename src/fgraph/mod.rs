@@ -21,3 +21,4 @@ pub mod tasks;
 
 pub use graph::{Entry, GraphHandler, Return};
 pub use ops::GraphOps;
+pub use shadow::DataSize;

@@ -86,8 +86,7 @@ impl GraphHandler for GraphSide {
             let ent = unsafe { &*(e.cookie as *const IpEntry) };
             return graph_side_probes(e, ent);
         }
-        let Some(core) = core_ref() else { return false };
-        let single = core.single_exit.load(Acquire);
+        let single = SINGLE_EXIT.load(Acquire);
         if !single.is_null() {
             // Published while its probe is the only exit probe (and, while no entry-only probe
             // is registered, the filter holds only its functions).
@@ -95,6 +94,7 @@ impl GraphHandler for GraphSide {
             // callback holds off.
             return only_exit_probe(e, unsafe { &*single });
         }
+        let Some(core) = core_ref() else { return false };
         graph_side_lookup(core, e)
     }
 
@@ -217,15 +217,14 @@ fn zero(words: Option<&mut [usize]>) {
 /// [`GraphSide::ret`].
 #[inline(always)]
 pub(super) fn graph_side_ret(r: &mut Return<'_>) {
-    let Some(core) = core_ref() else { return };
     // The common case first: the only exit probe, its data all the frame holds (the one-step
     // push of `only_exit_probe`): one compare finds it, one more checks the header, which
     // names the registration and the data's size.
-    let single = core.single_exit.load(Acquire);
+    let single = SINGLE_EXIT.load(Acquire);
     if !single.is_null() {
         // SAFETY: see `GraphSide::entry`.
         let live = unsafe { &*single };
-        if let Some(data) = r.data_exact(live.words.wrapping_add(1)) {
+        if let Some(data) = r.data_exact(live.size) {
             if data.first() == Some(&live.hdr) {
                 let dptr = match data.get(1..) {
                     Some(d) if !d.is_empty() => d.as_ptr().cast_mut().cast::<c_void>(),
@@ -236,6 +235,7 @@ pub(super) fn graph_side_ret(r: &mut Return<'_>) {
             }
         }
     }
+    let Some(core) = core_ref() else { return };
     let Some(data) = r.data() else { return };
     graph_side_ret_all(core, r.func, r.ret_ip, r.regs, r.no_preempt(), data);
 }
@@ -286,7 +286,7 @@ pub(super) fn graph_side_ret_all(
                 // must not run (the probe may be freed memory by now, or registered again: a
                 // new registration has a new id and never sees this entry's data). The only
                 // exit probe, if this is it, needs no lookup.
-                let single = core.single_exit.load(Acquire);
+                let single = SINGLE_EXIT.load(Acquire);
                 // SAFETY: see `entry`.
                 let l = if !single.is_null() && unsafe { (*single).id } == id {
                     // SAFETY: as above.
@@ -311,30 +311,32 @@ pub(super) fn only_exit_probe(e: &mut Entry<'_>, live: &Live) -> bool {
     if disabled(fp) {
         return false;
     }
-    // At most 15 (registration); the `min` tells the compiler, which then needs no overflow
-    // check below.
-    let w = live.words.min(hdr::MAX_DATA_WORDS);
-    let Some(data) = e.reserve((1 + w) * 8) else {
+    // The header word and the probe's entry data (`live.size`: 1 + `live.words` words).
+    let Some((head, rest)) = e.reserve_sized(live.size).and_then(|d| d.split_first_mut()) else {
         missed(fp);
         return false;
     };
-    let dptr = if w > 0 {
-        data[1..].as_mut_ptr().cast::<c_void>()
-    } else {
+    let dptr = if rest.is_empty() {
         core::ptr::null_mut()
+    } else {
+        rest.as_mut_ptr().cast::<c_void>()
     };
     // SAFETY: as above.
     let skip = match unsafe { (*fp).entry_handler } {
         // SAFETY: the caller's handler, for its registered probe, with the documented arguments;
-        // `dptr` points to `w` words reserved for this call.
+        // `dptr` points to the words reserved for this call's data.
         Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
         None => {
             // Entry data and no entry handler to fill it: zeros for the exit handler, as above.
-            zero(data.get_mut(1..1 + w));
+            zero(Some(rest));
             false
         }
     };
-    data[0] = if skip { hdr::encode(0, w) } else { live.hdr };
+    *head = if skip {
+        hdr::encode(0, rest.len())
+    } else {
+        live.hdr
+    };
     !skip
 }
 

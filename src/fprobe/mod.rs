@@ -37,7 +37,7 @@
 //!                IDLE: no probe registered, while the   -> return at once, before the
 //!                      first one registers or the last      recursion guard
 //!                      one unregisters
-//!   single_exit  set: exactly one exit probe            -> entry with cookie 0: run it,
+//!   SINGLE_EXIT  set: exactly one exit probe            -> entry with cookie 0: run it,
 //!                                                          no lookup
 //! ```
 //!
@@ -130,20 +130,23 @@ struct ProbeRef {
 ///
 /// # Invariants
 ///
-/// - A `Live` is in `Fprobes::regs`, or published as `Fprobes::single_exit` or in `DISPATCH`,
+/// - A `Live` is in `Fprobes::regs`, or published as `SINGLE_EXIT` or in `DISPATCH`,
 ///   only while its probe is registered; it is freed (by `unregister`) only after it left all
 ///   three and a grace period has passed. So it is valid for a reader that keeps preemption
 ///   disabled, and `fp` is then a registered probe.
-/// - `hdr == fprobe_hdr::encode(id, words)`.
+/// - `hdr == fprobe_hdr::encode(id, words)` and `size` is `1 + words` words, where `words` is
+///   the probe's entry data in words.
 struct Live {
     id: usize,
     fp: *mut ufgraph_fprobe,
-    /// The probe's entry data in words (its `entry_data_size` at registration, which must not
-    /// change while it is registered: include/ufgraph/fprobe.h), and the header word its calls'
-    /// data starts with
-    /// (`fprobe_hdr::encode(id, words)`): the single-probe paths write and compare it whole.
-    words: usize,
+    /// The header word the probe's calls' data starts with (`fprobe_hdr::encode(id, words)`,
+    /// `words` its `entry_data_size` at registration in words, which must not change while it
+    /// is registered: include/ufgraph/fprobe.h): the single-probe paths write and compare it
+    /// whole.
     hdr: usize,
+    /// What a call reserves for the probe alone, the header and the data, as a size made once:
+    /// the single-probe paths push and find it without encoding the stack's word.
+    size: crate::fgraph::DataSize,
 }
 
 // SAFETY: immutable; `fp` is dereferenced only while it is a registered probe (the type
@@ -247,9 +250,6 @@ pub struct Fprobes {
     ips: RcuTable<IpEntry>,
     live: RcuTable<RegisteredProbe>,
     regs: RcuTable<Live>,
-    /// The one registered probe with an exit handler, when there is exactly one (else null).
-    /// While `DISPATCH` is 0 the filter holds only its functions: a call needs no lookup.
-    single_exit: AtomicPtr<Live>,
     #[pin]
     reg: Mutex<Reg>,
     /// Frees `Reg::garbage` a grace period after it was replaced.
@@ -265,12 +265,18 @@ static FPROBES: Global<Fprobes> = Global::new();
 /// pointer to the core first. Written under `Fprobes::reg`.
 static DISPATCH: AtomicUsize = AtomicUsize::new(0);
 
+/// The one registered probe with an exit handler, when there is exactly one (else null).
+/// While `DISPATCH` is 0 the filter holds only its functions: a call needs no lookup. A static,
+/// as `DISPATCH` is: the single-probe paths, entry and return, then read it without reaching
+/// the core first (three instructions each). Written under `Fprobes::reg`.
+static SINGLE_EXIT: AtomicPtr<Live> = AtomicPtr::new(core::ptr::null_mut());
+
 /// `DISPATCH`: look the function up (a `Live` is at least word-aligned: never 1).
 const LOOKUP: usize = 1;
 
 /// `DISPATCH`: no probe is registered, and the shared ops' filter is changing (the first probe
 /// is registering, the last one unregistering): nothing to run for any call (a `Live` is never
-/// 2 either). Set only while nothing else is published (no `single_exit` either), and replaced
+/// 2 either). Set only while nothing else is published (no `SINGLE_EXIT` either), and replaced
 /// by `Fprobes::settle`.
 const IDLE: usize = 2;
 
@@ -285,7 +291,7 @@ pub fn test_route() -> &'static str {
 
 /// Tests only: runs `f` with `DISPATCH` idle, as while a first probe registers or a last one
 /// unregisters, whatever is registered, then publishes what is true again. Unlike the real
-/// idle state, `single_exit` may stay published meanwhile: harmless, as no call reaches it
+/// idle state, `SINGLE_EXIT` may stay published meanwhile: harmless, as no call reaches it
 /// (the entry routes nowhere, and a return finds only frames its probe pushed). `false` (and
 /// `f` not run) without a core.
 #[cfg(ufgraph_kunit)]
@@ -424,6 +430,7 @@ impl PinnedDrop for Fprobes {
     fn drop(self: Pin<&mut Self>) {
         FPROBES.withdraw(&self);
         DISPATCH.store(0, Release);
+        SINGLE_EXIT.store(core::ptr::null_mut(), Release);
         self.reaper.cancel_sync();
         self.reap_now();
         let mut reg = self.reg.lock();

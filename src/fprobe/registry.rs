@@ -16,7 +16,6 @@ impl Fprobes {
             ips,
             live,
             regs,
-            single_exit: AtomicPtr::new(core::ptr::null_mut()),
             reg <- new_mutex!(Reg {
                 ips_counts,
                 live_counts,
@@ -231,12 +230,14 @@ impl Fprobes {
         self.regs.reserve(regs_counts, 1)?;
         // SAFETY: `fp` is valid (caller). Its size was checked (`check`): never E2BIG here.
         let words = hdr::data_words(unsafe { (*fp).entry_data_size }).ok_or(E2BIG)?;
+        // At most 16 words (15 of data and the header): always a size the stack takes.
+        let size = crate::fgraph::DataSize::new(1 + words).ok_or(E2BIG)?;
         let live = KBox::new(
             Live {
                 id,
                 fp,
-                words,
                 hdr: hdr::encode(id, words),
+                size,
             },
             GFP_KERNEL,
         )?;
@@ -286,10 +287,7 @@ impl Fprobes {
             changed |= DISPATCH.swap(LOOKUP, AcqRel) != LOOKUP;
         }
         if has_exit {
-            changed |= !self
-                .single_exit
-                .swap(core::ptr::null_mut(), AcqRel)
-                .is_null();
+            changed |= !SINGLE_EXIT.swap(core::ptr::null_mut(), AcqRel).is_null();
         }
         if changed && grows {
             synchronize_rcu();
@@ -463,7 +461,7 @@ impl Fprobes {
         Ok(())
     }
 
-    /// Takes the registration whose record is `private` out of `regs`, `single_exit` and
+    /// Takes the registration whose record is `private` out of `regs`, `SINGLE_EXIT` and
     /// `DISPATCH` and out of the probe counts, and returns its `Live`.
     ///
     /// # Safety
@@ -477,12 +475,8 @@ impl Fprobes {
         let id = unsafe { (*private.live).id };
         // Not the single probe any more: callbacks look it up (and find it gone) from now on.
         if private.exit {
-            let _ = self.single_exit.compare_exchange(
-                private.live,
-                core::ptr::null_mut(),
-                AcqRel,
-                Relaxed,
-            );
+            let _ =
+                SINGLE_EXIT.compare_exchange(private.live, core::ptr::null_mut(), AcqRel, Relaxed);
         } else {
             let _ = DISPATCH.compare_exchange(private.live as usize, LOOKUP, AcqRel, Relaxed);
         }
@@ -551,7 +545,7 @@ impl Fprobes {
                 }
             });
         }
-        self.single_exit.store(
+        SINGLE_EXIT.store(
             if reg.exit_probes == 1 {
                 exit
             } else {

@@ -128,6 +128,7 @@ pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
             0,
             guard.no_preempt(),
             H::RESERVES_FIRST,
+            H::WANTS_TIMES,
             |e| h.entry(e),
         )
     };
@@ -156,9 +157,16 @@ pub(super) unsafe fn graph_enter<H: GraphHandler>(
     let h = unsafe { &*slot.this.cast::<H>() };
     // SAFETY: the caller's contract.
     unsafe {
-        g.enter_guarded(slot, ip, fregs, cookie, np, H::RESERVES_FIRST, |e| {
-            h.entry(e)
-        })
+        g.enter_guarded(
+            slot,
+            ip,
+            fregs,
+            cookie,
+            np,
+            H::RESERVES_FIRST,
+            H::WANTS_TIMES,
+            |e| h.entry(e),
+        )
     };
 }
 
@@ -222,8 +230,18 @@ impl Graph {
             Err(Refused::Unsafe) => return false,
         };
         // SAFETY: the caller's contract, and the guard is held.
-        let wanted =
-            unsafe { self.enter_guarded(slot, ip, fregs, cookie, guard.no_preempt(), lazy, entry) };
+        let wanted = unsafe {
+            self.enter_guarded(
+                slot,
+                ip,
+                fregs,
+                cookie,
+                guard.no_preempt(),
+                lazy,
+                true,
+                entry,
+            )
+        };
         drop(guard);
         wanted
     }
@@ -244,6 +262,7 @@ impl Graph {
         cookie: usize,
         np: &NoPreempt,
         lazy: bool,
+        may_time: bool,
         entry: impl FnOnce(&mut Entry<'_>) -> bool,
     ) -> bool {
         let Some(stack) = self.tasks.current(np) else {
@@ -253,7 +272,7 @@ impl Graph {
             return false;
         };
         // SAFETY: the caller's contract, and the guard is held (preemption disabled).
-        unsafe { self.enter_locked(slot, ip, fregs, cookie, stack, np, lazy, entry) }
+        unsafe { self.enter_locked(slot, ip, fregs, cookie, stack, np, lazy, may_time, entry) }
     }
 
     /// [`Graph::enter_with`] once the recursion guard is held and the task's stack found:
@@ -281,6 +300,7 @@ impl Graph {
         stack: &'a Stack,
         np: &'a NoPreempt,
         lazy: bool,
+        may_time: bool,
         entry: impl FnOnce(&mut Entry<'_>) -> bool,
     ) -> bool {
         // SAFETY: valid for the call (caller).
@@ -304,7 +324,13 @@ impl Graph {
         // call (ftrace calls the ops on a function one after the other, and a call the
         // handler makes has its own return slot).
         if lazy && old_ret != tramp {
-            let calltime = if slot.wants_times { self.now() } else { 0 };
+            // `may_time`: whether the handler's type may want times at all (a constant where
+            // the type is known: fprobe's one-step entry then does not test the slot).
+            let calltime = if may_time && slot.wants_times {
+                self.now()
+            } else {
+                0
+            };
             let mut e = Entry {
                 func: ip,
                 ret_ip: old_ret,
@@ -342,7 +368,7 @@ impl Graph {
                     }
                 }
             };
-            stack.set_bitmap(bm, 1 << idx);
+            stack.set_bitmap_one(bm, idx);
             // SAFETY: the return-address location of this call (see `retp` above).
             unsafe { retp.write(tramp) };
             return true;
@@ -797,13 +823,11 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
     // caller instead of stopping at our address. Preemption is disabled from here to the pop,
     // so teardown never sees a settled slot with its frame still on the stack.
     arch::settle_slot(&f, regs);
-    // Read only while a registered ops wants times (`Graph::now`), as at the push.
-    let rettime = g.now();
     let ret_ip = real_ret(stack, f.ret, trampoline());
-    // What each ops' return callback gets: built where (and only if) the callback is called,
-    // so a direct call's `Return` can stay in registers (`call_ret`).
+    // What each ops' return callback gets, told the return time: built where (and only if) the
+    // callback is called, so a direct call's `Return` can stay in registers (`call_ret`).
     let ret_of = |idx: usize| {
-        move || Return {
+        move |rettime: u64| Return {
             func: f.func,
             ret_ip,
             calltime: f.calltime,
@@ -822,12 +846,16 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
         stack.pop(&f);
         return f.ret;
     }
+    // Read only while a registered ops wants times (`Graph::now`), as at the push.
+    let rettime = g.now();
     // The loop stays here: moved into a helper of its own (even `inline(always)`), it changed
     // the code generated for the whole handler.
     // As a u32 (the u16 it is, widened): no 16-bit arithmetic and tests in the loop.
     let mut bits = u32::from(f.bitmap);
     // What every `Q` of the frame is told, built once (`Batched`).
-    let mut shared = Q::ret_of(&ret_of(bits.trailing_zeros() as usize % ARRAY_SIZE)());
+    let mut shared = Q::ret_of(&ret_of(bits.trailing_zeros() as usize % ARRAY_SIZE)(
+        rettime,
+    ));
     while bits != 0 {
         let idx = bits.trailing_zeros() as usize % ARRAY_SIZE;
         bits &= bits - 1;
@@ -840,7 +868,7 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
         }
         match slot.handler::<Q>() {
             Some(h) => h.ret_batched(&mut shared),
-            None => call_ret_not::<P>(slot, &mut ret_of(idx)()),
+            None => call_ret_not::<P>(slot, &mut ret_of(idx)(rettime)),
         }
     }
     // No counter of returns: a store per hooked call for a figure nobody needs (`live` in
@@ -890,7 +918,7 @@ fn real_ret(stack: &Stack, ret: usize, tramp: usize) -> usize {
 /// The return callback of the one ops whose bit `bits` holds (a power of two), with the
 /// `Return` `ret_of(idx)` builds: none if the ops has gone since the entry.
 #[inline(always)]
-fn call_ret_single<'a, P: GraphHandler, Q: GraphHandler, R: Fn() -> Return<'a>>(
+fn call_ret_single<'a, P: GraphHandler, Q: GraphHandler, R: Fn(u64) -> Return<'a>>(
     g: &Graph,
     bits: u16,
     ret_of: impl Fn(usize) -> R,
@@ -901,7 +929,7 @@ fn call_ret_single<'a, P: GraphHandler, Q: GraphHandler, R: Fn() -> Return<'a>>(
         // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it
         // is removed, and preemption is disabled.
         let slot = unsafe { &*sp };
-        call_ret::<P, Q>(slot, ret_of(idx));
+        call_ret::<P, Q>(g, slot, ret_of(idx));
     }
 }
 
@@ -920,23 +948,29 @@ fn refuse_ret(slot: &Slot, why: Refused, func: usize) {
     }
 }
 
-/// Calls `slot`'s return callback with the `Return` `r` builds. A slot made for a `P` or a `Q`
-/// (`Slot::ret_is`) has its callback inlined; any other goes through the slot. One `Return` per
-/// branch: the one handed to the slot's function pointer has to be in memory, the direct
-/// calls' need not be.
+/// Calls `slot`'s return callback with the `Return` `r` builds, told the return time. A slot
+/// made for a `P` or a `Q` (`Slot::ret_is`) has its callback inlined; any other goes through
+/// the slot. One `Return` per branch: the one handed to the slot's function pointer has to be
+/// in memory, the direct calls' need not be. A `P` or `Q` whose type wants no times is told 0
+/// without the clock's state being read (`Graph::now`: a load and a test a return).
 #[inline(always)]
-fn call_ret<'a, P: GraphHandler, Q: GraphHandler>(slot: &Slot, r: impl Fn() -> Return<'a>) {
+fn call_ret<'a, P: GraphHandler, Q: GraphHandler>(
+    g: &Graph,
+    slot: &Slot,
+    r: impl Fn(u64) -> Return<'a>,
+) {
+    let now = |wants: bool| if wants { g.now() } else { 0 };
     if slot.ret_is::<P>() {
         // SAFETY: the slot was made for a `P` (above), alive while the slot is (the caller
         // read it from the array with preemption disabled).
-        unsafe { &*slot.this.cast::<P>() }.ret(&mut r());
+        unsafe { &*slot.this.cast::<P>() }.ret(&mut r(now(P::WANTS_TIMES)));
     } else if slot.ret_is::<Q>() {
         // The same for the second type (the C API's ops: several on one function).
         // SAFETY: the slot was made for a `Q` (above), alive while the slot is.
-        unsafe { &*slot.this.cast::<Q>() }.ret(&mut r());
+        unsafe { &*slot.this.cast::<Q>() }.ret(&mut r(now(Q::WANTS_TIMES)));
     } else {
         // SAFETY: the slot's handler is alive while the slot is.
-        unsafe { (slot.ret)(slot.this, &mut r()) };
+        unsafe { (slot.ret)(slot.this, &mut r(now(true))) };
     }
 }
 

@@ -72,17 +72,30 @@ impl<'a> Entry<'a> {
     /// entry. `None` if out of range, already reserved, or the stack is full.
     #[inline(always)]
     pub fn reserve(&mut self, bytes: usize) -> Option<&'a mut [usize]> {
+        match DataSize::new(bytes.div_ceil(core::mem::size_of::<usize>())) {
+            Some(size) => self.reserve_sized(size),
+            None => {
+                reserve_failed(bytes);
+                None
+            }
+        }
+    }
+
+    /// [`Entry::reserve`] of `size` words, a size made ahead (a handler whose data size is
+    /// fixed at its registration: fprobe's probes): the stack's top word is then not encoded
+    /// on every call.
+    #[inline(always)]
+    pub fn reserve_sized(&mut self, size: DataSize) -> Option<&'a mut [usize]> {
         let d = match self.frame {
             EntryFrame::Lazy {
                 ret,
                 retp,
                 calltime,
-            } if (1..=crate::fgraph::shadow::MAX_DATA_BYTES).contains(&bytes) => {
-                let words = bytes.div_ceil(core::mem::size_of::<usize>());
+            } => {
                 // The frame and the data in one step (one move of the stack top).
                 match self
                     .stack
-                    .push_with_data(ret, self.func, calltime, retp, self.idx, words)
+                    .push_with_data(ret, self.func, calltime, retp, self.idx, size)
                 {
                     Ok((bm, d)) => {
                         self.frame = EntryFrame::Pushed(bm);
@@ -96,16 +109,18 @@ impl<'a> Entry<'a> {
                     }
                 }
             }
-            EntryFrame::Lazy { .. } => None,
-            EntryFrame::Pushed(_) => self.stack.reserve_data(self.idx, bytes),
+            EntryFrame::Pushed(_) => self
+                .stack
+                .reserve_data(self.idx, size.words() * core::mem::size_of::<usize>()),
         };
         let Some(d) = d else {
-            reserve_failed(bytes);
+            reserve_failed(size.words() * core::mem::size_of::<usize>());
             return None;
         };
-        // SAFETY: the words were just reserved for this ops on the current task's stack; nothing
-        // else touches them until the frame pops (interrupts push above them).
-        Some(unsafe { core::slice::from_raw_parts_mut(self.stack.word_ptr(d.start), d.words) })
+        // SAFETY: the stack's own reservation (`data_ptr`'s contract); the words were just
+        // reserved for this ops on the current task's stack, and nothing else touches them
+        // until the frame pops (interrupts push above them).
+        Some(unsafe { &mut *self.stack.data_ptr(d) })
     }
 
     /// How many hooked frames the task has below this one, plus one (read when asked: most
@@ -137,7 +152,9 @@ impl<'a> Entry<'a> {
             EntryFrame::Pushed(_) => depth,
             EntryFrame::Lazy { .. } => depth.checked_sub(1)?,
         };
-        data_slice(self.stack, self.stack.retrieve_data(self.idx, depth)?)
+        let d = self.stack.retrieve_data(self.idx, depth)?;
+        // SAFETY: the stack's decoding of one of its frames, below this call's.
+        unsafe { data_slice(self.stack, d) }
     }
 }
 
@@ -186,23 +203,28 @@ impl<'a> Return<'a> {
         // The search takes the stack and the index, not `self`: a call given `&self` would make
         // the caller build the whole `Return` in memory, on the fast path too.
         match self.head.data(self.idx) {
-            Some(d) => data_slice(self.stack, d),
+            // SAFETY: the stack's decoding of its top frame, this return's.
+            Some(d) => unsafe { data_slice(self.stack, d) },
             None => search_data(self.stack, self.idx),
         }
     }
 
-    /// What this ops' entry callback reserved for this frame, if it is `words` words (1..=32)
-    /// and all the frame holds (a frame pushed with its data in one step, by this ops alone):
-    /// one compare, for a caller that knows the size it expects. `None` does not mean there is
-    /// none: [`Return::data`] finds it wherever it lies.
+    /// What this ops' entry callback reserved for this frame, if it is `size` and all the frame
+    /// holds (a frame pushed with its data in one step, by this ops alone): one compare, for a
+    /// caller that knows the size it expects. `None` does not mean there is none:
+    /// [`Return::data`] finds it wherever it lies.
     #[inline(always)]
-    pub fn data_exact(&self, words: usize) -> Option<&'a [usize]> {
-        data_slice(self.stack, self.head.data_exact(self.idx, words)?)
+    pub fn data_exact(&self, size: DataSize) -> Option<&'a [usize]> {
+        let d = self.head.data_exact(self.idx, size)?;
+        // SAFETY: the stack's decoding of its top frame, this return's.
+        unsafe { data_slice(self.stack, d) }
     }
 
     /// What this ops reserved `depth` frames up (0: this frame).
     pub fn parent_data(&self, depth: usize) -> Option<&'a [usize]> {
-        data_slice(self.stack, self.stack.retrieve_data(self.idx, depth)?)
+        let d = self.stack.retrieve_data(self.idx, depth)?;
+        // SAFETY: the stack's decoding of one of its frames, below this call's.
+        unsafe { data_slice(self.stack, d) }
     }
 
     /// This ops' variable in the current task.
@@ -214,13 +236,22 @@ impl<'a> Return<'a> {
 /// The data ops `idx` reserved in the top frame of `stack`, wherever it lies there.
 #[inline(never)]
 fn search_data(stack: &Stack, idx: usize) -> Option<&[usize]> {
-    data_slice(stack, stack.retrieve_data(idx, 0)?)
+    let d = stack.retrieve_data(idx, 0)?;
+    // SAFETY: the stack's decoding of its top frame.
+    unsafe { data_slice(stack, d) }
 }
 
-pub(super) fn data_slice(stack: &Stack, d: DataRef) -> Option<&[usize]> {
-    // SAFETY: `d` names words below the stack top that belong to a live frame of the current
-    // task; they are not rewritten while the frame lives.
-    Some(unsafe { core::slice::from_raw_parts(stack.word_ptr(d.start), d.words) })
+/// The words `d` names on `stack`, the current task's.
+///
+/// # Safety
+///
+/// `d` was made by `stack`'s own decoding (`Head::data`, `Head::data_exact`,
+/// `retrieve_data`) of a frame that is still on it.
+pub(super) unsafe fn data_slice(stack: &Stack, d: DataRef) -> Option<&[usize]> {
+    // SAFETY: `d` was made by the stack's decoding (the caller's contract), as `data_ptr`
+    // requires; it names words below the stack top that belong to a live frame of the current
+    // task, which are not rewritten while the frame lives.
+    Some(unsafe { &*stack.data_ptr(d) })
 }
 
 /// A handler type of which several ops may hook one call: the C API's ops, several on one

@@ -160,17 +160,16 @@ impl Head {
 }
 
 impl Head {
-    /// The data of ops `idx` if it is all the frame holds above its bitmap word, `words`
-    /// (1..=32) words under one header (what [`ShadowStack::push_with_data`] leaves): one
-    /// compare of the head with the header that layout has, no decoding. `None` does not mean
-    /// there is none: [`Head::data`] decodes.
+    /// The data of ops `idx` if it is all the frame holds above its bitmap word, `size` words
+    /// under one header (what [`ShadowStack::push_with_data`] leaves): one compare of the head
+    /// with the header that layout has, no decoding. `None` does not mean there is none:
+    /// [`Head::data`] decodes.
     #[inline(always)]
-    pub fn data_exact(&self, idx: usize, words: usize) -> Option<DataRef> {
+    pub fn data_exact(&self, idx: usize, size: DataSize) -> Option<DataRef> {
         // The header at `FRAME_WORDS + 1 + words` from the frame's start, right above the
         // data, names the frame this head was decoded with: the data starts at `floor`.
-        let ok = (1..=MAX_DATA_WORDS).contains(&words)
-            && idx < ARRAY_SIZE
-            && self.word == word::data(idx, words, FRAME_WORDS + 1 + words);
+        let words = size.words();
+        let ok = idx < ARRAY_SIZE && self.word == size.head(idx);
         debug_assert!(!ok || self.floor + words + 1 == self.top);
         ok.then_some(DataRef {
             start: self.floor,

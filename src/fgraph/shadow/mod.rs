@@ -168,6 +168,50 @@ pub mod mark {
     pub const ALL: usize = HANDED | PENDING | GONE;
 }
 
+/// A data size of 1 to 32 words, with the top word a one-step push of it leaves
+/// ([`ShadowStack::push_with_data`]) less the ops index: made once, where the size is fixed (a
+/// probe's registration), so that the hot paths only add the index to store or compare that
+/// word (two instructions) instead of encoding it from the size (eight).
+///
+/// ```text
+///   head0 = DATA type | words-1 | offset FRAME_WORDS+1+words     (index field 0)
+///   top word of the push by ops idx = head0 | idx << 17
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataSize {
+    /// The size in words, less one (0..=31).
+    less_one: usize,
+    head0: usize,
+}
+
+impl DataSize {
+    /// `words` (1..=32) words, or `None`.
+    pub const fn new(words: usize) -> Option<Self> {
+        if words == 0 || words > MAX_DATA_WORDS {
+            return None;
+        }
+        Some(Self {
+            less_one: words - 1,
+            head0: word::data(0, words, FRAME_WORDS + 1 + words),
+        })
+    }
+
+    /// The size in words (1..=32).
+    #[inline(always)]
+    pub const fn words(&self) -> usize {
+        // Kept less one, and masked (a no-op on what `new` made): the compiler then knows the
+        // size is 1 to 32, so sums with it need no overflow check and a slice of it is never
+        // empty.
+        (self.less_one & (MAX_DATA_WORDS - 1)) + 1
+    }
+
+    /// The top word ops `idx` leaves when it pushes a frame with this much data in one step.
+    #[inline(always)]
+    const fn head(&self, idx: usize) -> usize {
+        self.head0 | ((idx & DATA_INDEX_MASK) << DATA_INDEX_SHIFT)
+    }
+}
+
 /// Where one ops' reserved data lives on a stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataRef {
@@ -252,6 +296,24 @@ impl<const W: usize> ShadowStack<W> {
     /// A raw pointer to word `i`, for handing reserved data to C callbacks.
     pub fn word_ptr(&self, i: usize) -> *mut usize {
         self.words[i].as_ptr()
+    }
+
+    /// The words `d` names, as a raw slice pointer: [`Self::word_ptr`] without its bounds
+    /// check, for the hot paths' data (a check that cost the return path two instructions a
+    /// call, with a panic no `DataRef` the stack made can reach).
+    ///
+    /// # Safety
+    ///
+    /// `d` was made by this stack's own decoding or reservation ([`Self::reserve_data`],
+    /// [`Self::push_with_data`], [`Head::data`], [`Self::retrieve_data`]): its words lie
+    /// within the stack.
+    #[inline(always)]
+    pub unsafe fn data_ptr(&self, d: DataRef) -> *mut [usize] {
+        // SAFETY: `d.start + d.words <= W` (the caller's contract), so the offset stays inside
+        // `words`. `AtomicUsize` has `usize`'s layout and is an `UnsafeCell`: writing through
+        // a pointer made from a shared borrow of it is allowed.
+        let p = unsafe { self.words.as_ptr().add(d.start) };
+        core::ptr::slice_from_raw_parts_mut(p.cast::<usize>().cast_mut(), d.words)
     }
 
     /// Reads word `i` (data words included).

@@ -42,15 +42,16 @@ impl<const W: usize> ShadowStack<W> {
         Ok(bm)
     }
 
-    /// Pushes a frame in the reserved state with `words` (1..=32) words of data for ops `idx`
-    /// above it, in one step (one move of `top`): the frame of a call whose only ops knows its
+    /// Pushes a frame in the reserved state with `size` words of data for ops `idx` above it,
+    /// in one step (one move of `top`): the frame of a call whose only ops knows its
     /// data size before anything else runs. `seen` is set to `idx` alone. Returns the index of
     /// the bitmap word and the data. The result is the same stack as [`Self::push`], then
     /// [`Self::mark_seen`] and [`Self::reserve_data`] would leave.
     ///
     /// ```text
     ///   top after -> +--------------------------------+
-    ///                | DATA word: idx | words-1 | 2   |  offset FRAME_WORDS + 1 + words
+    ///                | DATA word: idx | words-1 | 2   |  offset FRAME_WORDS + 1 + words:
+    ///                |                                |  `size`'s word with idx added
     ///                | data (words)                   |
     ///                | reserved bitmap word           |  offset FRAME_WORDS
     ///                | seen = 1 << idx | retp | time  |
@@ -65,20 +66,22 @@ impl<const W: usize> ShadowStack<W> {
         calltime: u64,
         retp: usize,
         idx: usize,
-        words: usize,
+        size: DataSize,
     ) -> Result<(usize, DataRef), PushError> {
-        debug_assert!((1..=MAX_DATA_WORDS).contains(&words) && idx < ARRAY_SIZE);
+        debug_assert!(idx < ARRAY_SIZE);
         let top = self.top();
         // The hot path's push: the frame is reached through one fixed-size window and one
         // more word, each bounds-checked once, and the sums cannot overflow (`top` and `words`
         // are checked small first), so no word costs a check of its own.
-        let words = words % (MAX_DATA_WORDS + 1);
-        let new_top = top.wrapping_add(FRAME_WORDS + 2).wrapping_add(words);
-        // These two first: they bound every index below under MAX_OFFSET < W, so the compiler
+        let words = size.words();
+        const { assert!(Self::MAX_OFFSET > FRAME_WORDS + 2 + MAX_DATA_WORDS) };
+        // One compare first: the new top below MAX_OFFSET (the limit cannot wrap: `words` is at
+        // most 32, above). It bounds every index below under MAX_OFFSET < W, so the compiler
         // drops the window's own checks.
-        if top >= Self::MAX_OFFSET || new_top >= Self::MAX_OFFSET {
+        if top >= Self::MAX_OFFSET - (FRAME_WORDS + 2) - words {
             return self.overran();
         }
+        let new_top = top.wrapping_add(FRAME_WORDS + 2).wrapping_add(words);
         let (Some(fr), Some(head)) = (
             self.words
                 .get(top..)
@@ -88,7 +91,7 @@ impl<const W: usize> ShadowStack<W> {
             return self.overran();
         };
         let bm = top + FRAME_WORDS;
-        let header = word::data(idx, words, FRAME_WORDS + 1 + words);
+        let header = size.head(idx);
         // As in `push`: what an interrupt that unwinds right after `top` moves needs first (the
         // top word, which leads to the frame, and `ret`), then everything again once `top` has
         // moved over it, in case an interrupt used the space before.
@@ -144,6 +147,13 @@ impl<const W: usize> ShadowStack<W> {
     /// Sets the ops bitmap of the frame whose bitmap word is at `bm`.
     pub fn set_bitmap(&self, bm: usize, bits: u16) {
         self.set(bm, word::bitmap(bits, FRAME_WORDS));
+    }
+
+    /// [`Self::set_bitmap`] with the one ops `idx` (below 16): the word made with one shift
+    /// of a constant, not from a 16-bit mask.
+    #[inline(always)]
+    pub fn set_bitmap_one(&self, bm: usize, idx: usize) {
+        self.set(bm, word::bitmap_one(idx, FRAME_WORDS));
     }
 
     /// Puts the frame whose bitmap word is at `bm` back in the reserved state (being built):

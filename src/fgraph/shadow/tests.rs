@@ -4,6 +4,44 @@
 
 use super::*;
 
+/// A data size of `words` (1..=32) words.
+fn sz(words: usize) -> DataSize {
+    DataSize::new(words).expect("a size of 1 to 32 words")
+}
+
+/// `Head::data_exact` told a size in words: `None` for a size no `DataSize` has (0, or above
+/// 32), as no data can be.
+trait ExactWords {
+    fn data_exact_w(&self, idx: usize, words: usize) -> Option<DataRef>;
+}
+
+impl ExactWords for Head {
+    fn data_exact_w(&self, idx: usize, words: usize) -> Option<DataRef> {
+        DataSize::new(words).and_then(|z| self.data_exact(idx, z))
+    }
+}
+
+/// A size's top word is what `word::data` encodes for it, with any index, and the one-ops
+/// bitmap word what `word::bitmap` does.
+#[test]
+fn precomputed_words_match_the_encoding() {
+    assert_eq!(DataSize::new(0), None);
+    assert_eq!(DataSize::new(MAX_DATA_WORDS + 1), None);
+    for words in 1..=MAX_DATA_WORDS {
+        let z = sz(words);
+        assert_eq!(z.words(), words);
+        for idx in 0..ARRAY_SIZE {
+            assert_eq!(z.head(idx), word::data(idx, words, FRAME_WORDS + 1 + words));
+        }
+    }
+    for idx in 0..ARRAY_SIZE {
+        assert_eq!(
+            word::bitmap_one(idx, FRAME_WORDS),
+            word::bitmap(1 << idx, FRAME_WORDS)
+        );
+    }
+}
+
 type S = ShadowStack<512>;
 
 fn stack() -> Box<S> {
@@ -65,7 +103,7 @@ fn push_with_data_equals_push_then_reserve() {
         a.mark_seen(bm, idx);
         let d = a.reserve_data(idx, words * 8).unwrap();
         let (bm2, d2) = b
-            .push_with_data(0x1111, 0xf00, 42, 0x6000, idx, words)
+            .push_with_data(0x1111, 0xf00, 42, 0x6000, idx, sz(words))
             .unwrap();
         assert_eq!((bm, d), (bm2, d2));
         assert_eq!(a.top(), b.top());
@@ -81,10 +119,10 @@ fn push_with_data_equals_push_then_reserve() {
         assert_eq!(b.top_frame_head().unwrap().1.data((idx + 1) % 16), None);
         // The one-step push's layout is recognised whole, and nothing else is.
         let head = b.top_frame_head().unwrap().1;
-        assert_eq!(head.data_exact(idx, words), Some(d2));
-        assert_eq!(head.data_exact(idx, words + 1), None);
-        assert_eq!(head.data_exact((idx + 1) % 16, words), None);
-        assert_eq!(head.data_exact(idx, 0), None);
+        assert_eq!(head.data_exact_w(idx, words), Some(d2));
+        assert_eq!(head.data_exact_w(idx, words + 1), None);
+        assert_eq!(head.data_exact_w((idx + 1) % 16, words), None);
+        assert_eq!(head.data_exact_w(idx, 0), None);
         assert_eq!(b.retrieve_data(idx, 0), Some(d2));
         b.set_bitmap(bm2, 1 << idx);
         let f = b.top_frame().unwrap();
@@ -109,7 +147,7 @@ fn push_with_data_equals_push_then_reserve() {
 fn push_with_data_refuses_when_full() {
     let s = stack();
     let mut n = 0;
-    while s.push_with_data(1, 2, 0, 3, 0, 4).is_ok() {
+    while s.push_with_data(1, 2, 0, 3, 0, sz(4)).is_ok() {
         n += 1;
     }
     assert!(n > 0 && s.top() < S::MAX_OFFSET);
@@ -204,7 +242,7 @@ fn several_ops_store_and_retrieve_their_own_data() {
     assert!(head.data(0).is_none());
     // Several reservations: the last is not the frame's only data.
     let last = s.data_on_top(15).unwrap();
-    assert_eq!(head.data_exact(15, last.words), None);
+    assert_eq!(head.data_exact_w(15, last.words), None);
     for &(idx, bytes) in &sizes {
         let d = s.retrieve_data(idx, 0).unwrap();
         assert_eq!(d.words, bytes.div_ceil(8), "ops {idx}");
@@ -414,7 +452,7 @@ fn corrupt_stack_never_panics() {
         for d in 0..4 {
             let _ = s.retrieve_data(idx, d);
         }
-        if let Ok((bm, d)) = s.push_with_data(1, 2, 3, 4, idx, 1 + rnd() as usize % 32) {
+        if let Ok((bm, d)) = s.push_with_data(1, 2, 3, 4, idx, sz(1 + rnd() as usize % 32)) {
             assert!(d.start + d.words < S::MAX_OFFSET);
             let _ = s.data_on_top(idx);
             let _ = s.retrieve_data(idx, 0);
@@ -464,7 +502,9 @@ fn head_answers_only_for_its_own_frame() {
                 s.reserve_data(idx, 8).unwrap();
                 s.set_bitmap(lb, 1 << idx);
                 let d = if one_step {
-                    let (bm, d) = s.push_with_data(0x10, 0x20, 0, 0x30, idx, words).unwrap();
+                    let (bm, d) = s
+                        .push_with_data(0x10, 0x20, 0, 0x30, idx, sz(words))
+                        .unwrap();
                     s.set_bitmap(bm, 1 << idx);
                     d
                 } else {
@@ -476,22 +516,22 @@ fn head_answers_only_for_its_own_frame() {
                 let (f, head) = s.top_frame_head().unwrap();
                 assert_eq!(f.ret, 0x10);
                 assert_eq!(head.data(idx), Some(d), "idx {idx} words {words}");
-                assert_eq!(head.data_exact(idx, words), Some(d));
+                assert_eq!(head.data_exact_w(idx, words), Some(d));
                 check_in_frame(&s, &f, d);
                 for w in 0..=MAX_DATA_WORDS + 1 {
                     if w != words {
-                        assert_eq!(head.data_exact(idx, w), None, "words {w} for {words}");
+                        assert_eq!(head.data_exact_w(idx, w), None, "words {w} for {words}");
                     }
                 }
                 for j in 0..ARRAY_SIZE {
                     if j != idx {
                         assert_eq!(head.data(j), None);
-                        assert_eq!(head.data_exact(j, words), None);
+                        assert_eq!(head.data_exact_w(j, words), None);
                     }
                 }
                 // A nested call (an interrupt, a hooked call from a callback) pushes and pops
                 // over it: the head read before still names the same words.
-                let nb = s.push_with_data(0x40, 0x50, 0, 0x60, idx, 3).unwrap().0;
+                let nb = s.push_with_data(0x40, 0x50, 0, 0x60, idx, sz(3)).unwrap().0;
                 s.set_bitmap(nb, 1 << idx);
                 let nf = s.top_frame().unwrap();
                 s.pop(&nf);
@@ -499,7 +539,7 @@ fn head_answers_only_for_its_own_frame() {
                 // Skipped frames above it dropped: the head read again is the same.
                 for k in 0..3 {
                     let b = s
-                        .push_with_data(0x70 + k, 0x80, 0, 0x90, idx, words)
+                        .push_with_data(0x70 + k, 0x80, 0, 0x90, idx, sz(words))
                         .unwrap()
                         .0;
                     s.set_bitmap(b, 1 << idx);
@@ -517,7 +557,7 @@ fn head_answers_only_for_its_own_frame() {
                 s.pop(&f);
                 let (fb, hb) = s.top_frame_head().unwrap();
                 assert_eq!(hb.data(idx), s.retrieve_data(idx, 0));
-                assert_eq!(hb.data_exact(idx, 1), s.retrieve_data(idx, 0));
+                assert_eq!(hb.data_exact_w(idx, 1), s.retrieve_data(idx, 0));
                 check_in_frame(&s, &fb, hb.data(idx).unwrap());
             }
             // Another ops' data under ours: ours is on top, but not all the frame holds.
@@ -531,8 +571,8 @@ fn head_answers_only_for_its_own_frame() {
                 assert_eq!(head.data(idx), Some(d));
                 check_in_frame(&s, &f, d);
                 for w in 0..=MAX_DATA_WORDS + 1 {
-                    assert_eq!(head.data_exact(idx, w), None, "under: words {w}");
-                    assert_eq!(head.data_exact(other, w), None);
+                    assert_eq!(head.data_exact_w(idx, w), None, "under: words {w}");
+                    assert_eq!(head.data_exact_w(other, w), None);
                 }
                 assert_eq!(head.data(other), None);
                 assert_eq!(s.retrieve_data(idx, 0), Some(d));
@@ -540,22 +580,26 @@ fn head_answers_only_for_its_own_frame() {
             // Another ops' data over ours: the head is not ours; the search finds ours.
             {
                 let s = stack();
-                let (bm, d) = s.push_with_data(0x10, 0x20, 0, 0x30, idx, words).unwrap();
+                let (bm, d) = s
+                    .push_with_data(0x10, 0x20, 0, 0x30, idx, sz(words))
+                    .unwrap();
                 let od = s.reserve_data(other, 8 * (1 + words % 4)).unwrap();
                 s.set_bitmap(bm, (1 << idx) | (1 << other));
                 let (_, head) = s.top_frame_head().unwrap();
                 assert_eq!(head.data(idx), None);
                 assert_eq!(head.data(other), Some(od));
                 for w in 0..=MAX_DATA_WORDS + 1 {
-                    assert_eq!(head.data_exact(idx, w), None, "over: words {w}");
-                    assert_eq!(head.data_exact(other, w), None);
+                    assert_eq!(head.data_exact_w(idx, w), None, "over: words {w}");
+                    assert_eq!(head.data_exact_w(other, w), None);
                 }
                 assert_eq!(s.retrieve_data(idx, 0), Some(d));
             }
             // A frame without data over a frame whose data is exactly ours: nothing.
             {
                 let s = stack();
-                let (bm, _) = s.push_with_data(0x10, 0x20, 0, 0x30, idx, words).unwrap();
+                let (bm, _) = s
+                    .push_with_data(0x10, 0x20, 0, 0x30, idx, sz(words))
+                    .unwrap();
                 s.set_bitmap(bm, 1 << idx);
                 let top = s.push(0x40, 0x50, 0, 0x60).unwrap();
                 s.set_bitmap(top, (1 << idx) | (1 << other));
@@ -564,7 +608,7 @@ fn head_answers_only_for_its_own_frame() {
                 for j in 0..ARRAY_SIZE {
                     assert_eq!(head.data(j), None);
                     for w in 0..=MAX_DATA_WORDS + 1 {
-                        assert_eq!(head.data_exact(j, w), None, "no data: {j} {w}");
+                        assert_eq!(head.data_exact_w(j, w), None, "no data: {j} {w}");
                     }
                 }
             }
@@ -581,7 +625,7 @@ fn head_refuses_data_reaching_below_its_frame() {
     let lb = s.push(0x1, 0x2, 0, 0x3).unwrap();
     s.reserve_data(4, 64).unwrap();
     s.set_bitmap(lb, 1 << 4);
-    let (bm, d) = s.push_with_data(0x10, 0x20, 0, 0x30, 4, 2).unwrap();
+    let (bm, d) = s.push_with_data(0x10, 0x20, 0, 0x30, 4, sz(2)).unwrap();
     s.set_bitmap(bm, 1 << 4);
     let top = s.top();
     // The same offset back to the frame (so the frame still decodes), 9 words claimed.
@@ -590,6 +634,6 @@ fn head_refuses_data_reaching_below_its_frame() {
     assert_eq!(f.start, d.start - FRAME_WORDS - 1);
     assert_eq!(head.data(4), None);
     for w in 0..=MAX_DATA_WORDS {
-        assert_eq!(head.data_exact(4, w), None);
+        assert_eq!(head.data_exact_w(4, w), None);
     }
 }

@@ -29,6 +29,12 @@ pub const fn bitmap(bits: u16, offset: usize) -> usize {
     ((bits as usize) << INDEX_SHIFT) | (1 << TYPE_SHIFT) | (offset & OFFSET_MASK)
 }
 
+/// [`bitmap`] of the one ops `idx` (below 16).
+#[inline(always)]
+pub const fn bitmap_one(idx: usize, offset: usize) -> usize {
+    ((1 << INDEX_SHIFT) << (idx % ARRAY_SIZE)) | (1 << TYPE_SHIFT) | (offset & OFFSET_MASK)
+}
+
 /// The ops bitmap of a bitmap word.
 pub const fn bitmap_bits(w: usize) -> u16 {
     ((w >> INDEX_SHIFT) & INDEX_MASK) as u16

@@ -328,7 +328,8 @@ fn apply_push_with_data(
     fill: usize,
 ) -> Verdict {
     let top = m.top;
-    let r = s.push_with_data(ret, !ret, 7, ret + 1, idx, words);
+    let size = DataSize::new(words).expect("the fuzzer's sizes are 1 to 32 words");
+    let r = s.push_with_data(ret, !ret, 7, ret + 1, idx, size);
     let new_top = top + FRAME_WORDS + 2 + words;
     if new_top >= MAX_OFFSET {
         return m.overran(r.is_err(), || format!("push_with_data on {top}: {r:?}"));
@@ -513,7 +514,7 @@ fn compare_data(s: &Stack, m: &Model, idx: usize, deep: bool) -> Verdict {
         });
     let exact = want.and_then(|w| {
         s.top_frame_head()
-            .and_then(|(_, h)| h.data_exact(idx, w.words))
+            .and_then(|(_, h)| DataSize::new(w.words).and_then(|z| h.data_exact(idx, z)))
     });
     ensure(exact == alone, || {
         format!("exact data of {idx}: {exact:?}, alone {alone:?}")
