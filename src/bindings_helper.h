@@ -86,6 +86,9 @@ const unsigned long UFG_FREGS_IP = UFG_FREGS(ip), UFG_FREGS_SP = UFG_FREGS(sp), 
 	UFG_FREGS_DI = UFG_FREGS(di), UFG_FREGS_SI = UFG_FREGS(si), UFG_FREGS_DX = UFG_FREGS(dx),
 	UFG_FREGS_CX = UFG_FREGS(cx), UFG_FREGS_R8 = UFG_FREGS(r8), UFG_FREGS_R9 = UFG_FREGS(r9),
 	UFG_FREGS_BP = UFG_FREGS(bp);
+/* ftrace_regs is a pt_regs at offset 0 (sys::regs::exit_pt_regs_in_place checks it). */
+const unsigned long UFG_FREGS_PT_REGS = offsetof(struct __arch_ftrace_regs, regs),
+	UFG_FREGS_SIZE = sizeof(struct __arch_ftrace_regs);
 const unsigned long UFG_KERNEL_CS = __KERNEL_CS, UFG_EFLAGS_FIXED = X86_EFLAGS_FIXED;
 const unsigned long UFG_PCPU_CURRENT = offsetof(struct pcpu_hot, current_task);
 const unsigned long UFG_PCPU_PREEMPT = offsetof(struct pcpu_hot, preempt_count);

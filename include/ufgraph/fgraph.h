@@ -72,6 +72,10 @@ typedef void (*ufgraph_ret_t)(struct ufgraph_ret *trace, struct ufgraph_ops *gop
 			      struct ftrace_regs *fregs);
 
 struct ufgraph_ops {
+	/*
+	 * Read by ufgraph_register(): set them before it, and leave them alone until
+	 * ufgraph_unregister() (a change in between is not seen, or seen by some calls only).
+	 */
 	ufgraph_entry_t		entryfunc;
 	ufgraph_ret_t		retfunc;
 	/*

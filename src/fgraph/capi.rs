@@ -144,6 +144,40 @@ impl Batched for COps {
     fn ret_batched(&self, ret: &mut CRet) {
         self.c_ret(&mut ret.ret, ret.fregs)
     }
+
+    #[inline(always)]
+    fn entry_cached(slot: &Slot, call: &mut CCall) -> Option<bool> {
+        let f = slot.c_entry?;
+        // SAFETY: only `ufgraph_register` sets a slot's C callbacks, on the slot it makes for a
+        // C ops: `this` is that `struct ufgraph_ops`, registered while its slot is in the array
+        // (the caller found it there with preemption disabled), and `f` its entry callback,
+        // which the C caller registered for exactly these arguments.
+        Some(
+            unsafe {
+                f(
+                    &mut call.ent,
+                    slot.this.cast::<ufgraph_ops>().cast_mut(),
+                    call.fregs,
+                )
+            } != 0,
+        )
+    }
+
+    #[inline(always)]
+    fn ret_cached(slot: &Slot, ret: &mut CRet) -> bool {
+        let Some(f) = slot.c_ret else {
+            return false;
+        };
+        // SAFETY: as in `entry_cached`, for the return callback.
+        unsafe {
+            f(
+                &mut ret.ret,
+                slot.this.cast::<ufgraph_ops>().cast_mut(),
+                ret.fregs,
+            )
+        };
+        true
+    }
 }
 
 /// See include/ufgraph/fgraph.h.
@@ -167,12 +201,15 @@ pub unsafe extern "C" fn ufgraph_register(gops: *mut ufgraph_ops) -> c_int {
     };
     // SAFETY: `COps` is a transparent view of the caller's ops, which outlives the registration;
     // so does its embedded ftrace_ops.
-    let slot = unsafe {
+    let mut slot = unsafe {
         Slot::new(
             gops.cast::<COps>().cast_const(),
             RawOps::from_raw(addr_of_mut!((*gops).ops).cast()),
         )
     };
+    // The callbacks, read once: they do not change while the ops is registered (the header).
+    // SAFETY: the caller passes a valid ops (contract).
+    (slot.c_entry, slot.c_ret) = unsafe { ((*gops).entryfunc, (*gops).retfunc) };
     let slot = match KBox::new(slot, GFP_KERNEL) {
         Ok(s) => s,
         Err(_) => return ENOMEM.to_errno(),

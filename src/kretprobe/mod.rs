@@ -122,11 +122,22 @@ impl FprobeHandler for Shim {
         } else {
             return;
         };
-        let mut pt = MaybeUninit::<PtRegs>::uninit();
-        fill_pt_regs(regs, Some(ret_ip), &mut pt);
+        // x86_64: made in place in the return trampoline's registers (a `pt_regs` there).
+        #[cfg(CONFIG_X86_64)]
+        // SAFETY: `Shim` is this module's, and nothing here calls its `exit`: only fprobe's
+        // exit trampoline for it (`exit_tramp::<Shim>`, the probe's exit handler) does, which
+        // ufgraph's return path calls with the registers its return trampoline saved.
+        let pt = unsafe { crate::sys::regs::exit_pt_regs_in_place(regs, ret_ip) };
+        #[cfg(not(CONFIG_X86_64))]
+        let mut own = MaybeUninit::<PtRegs>::uninit();
+        #[cfg(not(CONFIG_X86_64))]
+        let pt = {
+            fill_pt_regs(regs, Some(ret_ip), &mut own);
+            own.as_mut_ptr()
+        };
         // SAFETY: the instance the entry filled (or the one made above), and the user's
         // handler.
-        unsafe { h(ri, pt.as_mut_ptr()) };
+        unsafe { h(ri, pt) };
     }
 
     fn missed(&self) {

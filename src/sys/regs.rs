@@ -54,6 +54,64 @@ pub fn fill_pt_regs(
     });
 }
 
+/// The `pt_regs` a kretprobe API's return handler gets at a hooked function's return, with
+/// `regs` the registers ufgraph's return trampoline saved: the same fields [`fill_pt_regs`]
+/// writes, made in place in the trampoline's block (x86_64: a whole `pt_regs`, of which the
+/// trampoline wrote ax, dx, bp and sp, and reads back only ax and dx): 17 stores, where a copy
+/// is 4 loads, 21 stores and a frame. Returns the block, as a `pt_regs`.
+///
+/// ```text
+///   the trampoline's block:  r15..r12 bx r11..r8 | ax | cx | dx | si di orig_ax | ip cs flags | sp | ss
+///   the trampoline wrote:                          ax        dx                               sp      (and bp)
+///   this writes:             0 ....... 0 0 ... 0 |    | 0  |    | 0  0  0       | ret KERNEL_CS FIXED |  0
+/// ```
+///
+/// Writing cs makes the block a whole `pt_regs` for the callbacks that run after (one
+/// `ftrace_get_regs()` then returns it, with every field defined).
+///
+/// # Safety
+///
+/// `regs` must be the register block ufgraph's x86_64 return trampoline passed the return
+/// handler (`ufgraph_return_trampoline`), during that return: not ftrace's registers at an
+/// entry, whose other fields ftrace restores into the CPU's registers.
+#[cfg(CONFIG_X86_64)]
+#[inline(always)]
+pub unsafe fn exit_pt_regs_in_place(regs: &Regs, ret_addr: usize) -> *mut PtRegs {
+    use core::ptr::addr_of_mut;
+    // `struct ftrace_regs` is a `struct pt_regs` at offset 0 on x86_64 (and the trampoline
+    // reserves PTREGS_SIZE bytes for it).
+    const _: () = assert!(
+        bindings::UFG_FREGS_PT_REGS == 0
+            && bindings::UFG_FREGS_SIZE as usize == core::mem::size_of::<PtRegs>()
+    );
+    let p = regs.as_ptr().cast::<PtRegs>();
+    // SAFETY: `p` is the trampoline's block (the caller's contract), a whole `pt_regs` on its
+    // stack, live for the return; `Regs` is an `Opaque` (writes through a shared borrow are
+    // allowed), and the fields written are ones the trampoline neither set nor reads back.
+    unsafe {
+        addr_of_mut!((*p).r15).write(0);
+        addr_of_mut!((*p).r14).write(0);
+        addr_of_mut!((*p).r13).write(0);
+        addr_of_mut!((*p).r12).write(0);
+        addr_of_mut!((*p).bx).write(0);
+        addr_of_mut!((*p).r11).write(0);
+        addr_of_mut!((*p).r10).write(0);
+        addr_of_mut!((*p).r9).write(0);
+        addr_of_mut!((*p).r8).write(0);
+        addr_of_mut!((*p).cx).write(0);
+        addr_of_mut!((*p).si).write(0);
+        addr_of_mut!((*p).di).write(0);
+        addr_of_mut!((*p).orig_ax).write(0);
+        addr_of_mut!((*p).ip).write(ret_addr as _);
+        addr_of_mut!((*p).__bindgen_anon_1).write(bindings::pt_regs__bindgen_ty_1 {
+            csx: bindings::UFG_KERNEL_CS as u64,
+        });
+        addr_of_mut!((*p).flags).write(bindings::UFG_EFLAGS_FIXED as _);
+        addr_of_mut!((*p).__bindgen_anon_2).write(bindings::pt_regs__bindgen_ty_2 { ssx: 0 });
+    }
+    p
+}
+
 /// The `pt_regs` the kretprobe API's handlers and perf samples get, from ftrace's registers
 /// (the glue: arm64's `ftrace_partial_regs()` is a static inline): x0..x8, fp, sp, lr and pc
 /// (at a return, `ret_addr`: the return address), every other field zero.

@@ -546,9 +546,12 @@ impl Graph {
             // Below 16: the mask has a bit per array index.
             let idx = rest.trailing_zeros() as usize % ARRAY_SIZE;
             let wanted = match self.slot_at(idx) {
-                Some(slot) => match slot.handler::<Q>() {
-                    Some(h) => h.entry_batched(&mut call),
-                    None => join_other(slot, &other, idx),
+                Some(slot) => match Q::entry_cached(slot, &mut call) {
+                    Some(w) => w,
+                    None => match slot.handler::<Q>() {
+                        Some(h) => h.entry_batched(&mut call),
+                        None => join_other(slot, &other, idx),
+                    },
                 },
                 None => false,
             };
@@ -807,7 +810,7 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
     let Some(stack) = g.tasks.current(np) else {
         panic!("ufgraph: return trampoline on a task without a shadow stack");
     };
-    let Some((mut f, mut head)) = stack.top_frame_head() else {
+    let Some((mut f, mut head)) = stack.top_frame_ret() else {
         panic!("ufgraph: return trampoline with an empty shadow stack");
     };
     // The frame must be this return's. If it is not, returns were skipped above it (a frame of
@@ -824,19 +827,35 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
     // so teardown never sees a settled slot with its frame still on the stack.
     arch::settle_slot(&f, regs);
     let ret_ip = real_ret(stack, f.ret, trampoline());
-    // What each ops' return callback gets, told the return time: built where (and only if) the
-    // callback is called, so a direct call's `Return` can stay in registers (`call_ret`).
+    // The call and return times, for a callback whose type may want them (`timed`): read only
+    // while a registered ops wants times (`Graph::now`), as at the push; else 0.
+    let start = f.start;
+    let times = move |timed: bool| {
+        if !timed {
+            return (0, 0);
+        }
+        match g.now() {
+            0 => (0, 0),
+            now => (stack.calltime_at(start), now),
+        }
+    };
+    // What each ops' return callback gets, told whether its type may want times: built where
+    // (and only if) the callback is called, so a direct call's `Return` can stay in registers
+    // (`call_ret`).
     let ret_of = |idx: usize| {
-        move |rettime: u64| Return {
-            func: f.func,
-            ret_ip,
-            calltime: f.calltime,
-            rettime,
-            regs,
-            stack,
-            head,
-            idx,
-            np,
+        move |timed: bool| {
+            let (calltime, rettime) = times(timed);
+            Return {
+                func: f.func,
+                ret_ip,
+                calltime,
+                rettime,
+                regs,
+                stack,
+                head,
+                idx,
+                np,
+            }
         }
     };
     // The common case first: one ops on the frame, its callback called with nothing kept for
@@ -846,15 +865,13 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
         stack.pop(&f);
         return f.ret;
     }
-    // Read only while a registered ops wants times (`Graph::now`), as at the push.
-    let rettime = g.now();
     // The loop stays here: moved into a helper of its own (even `inline(always)`), it changed
     // the code generated for the whole handler.
     // As a u32 (the u16 it is, widened): no 16-bit arithmetic and tests in the loop.
     let mut bits = u32::from(f.bitmap);
     // What every `Q` of the frame is told, built once (`Batched`).
     let mut shared = Q::ret_of(&ret_of(bits.trailing_zeros() as usize % ARRAY_SIZE)(
-        rettime,
+        Q::WANTS_TIMES,
     ));
     while bits != 0 {
         let idx = bits.trailing_zeros() as usize % ARRAY_SIZE;
@@ -866,9 +883,12 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
             refuse_ret(slot, why, f.func);
             continue;
         }
+        if Q::ret_cached(slot, &mut shared) {
+            continue;
+        }
         match slot.handler::<Q>() {
             Some(h) => h.ret_batched(&mut shared),
-            None => call_ret_not::<P>(slot, &mut ret_of(idx)(rettime)),
+            None => call_ret_not::<P>(slot, &mut ret_of(idx)(true)),
         }
     }
     // No counter of returns: a store per hooked call for a figure nobody needs (`live` in
@@ -918,7 +938,7 @@ fn real_ret(stack: &Stack, ret: usize, tramp: usize) -> usize {
 /// The return callback of the one ops whose bit `bits` holds (a power of two), with the
 /// `Return` `ret_of(idx)` builds: none if the ops has gone since the entry.
 #[inline(always)]
-fn call_ret_single<'a, P: GraphHandler, Q: GraphHandler, R: Fn(u64) -> Return<'a>>(
+fn call_ret_single<'a, P: GraphHandler, Q: GraphHandler, R: Fn(bool) -> Return<'a>>(
     g: &Graph,
     bits: u16,
     ret_of: impl Fn(usize) -> R,
@@ -929,7 +949,7 @@ fn call_ret_single<'a, P: GraphHandler, Q: GraphHandler, R: Fn(u64) -> Return<'a
         // SAFETY: a slot in the array stays valid until an RCU-sched grace period after it
         // is removed, and preemption is disabled.
         let slot = unsafe { &*sp };
-        call_ret::<P, Q>(g, slot, ret_of(idx));
+        call_ret::<P, Q>(slot, ret_of(idx));
     }
 }
 
@@ -948,29 +968,25 @@ fn refuse_ret(slot: &Slot, why: Refused, func: usize) {
     }
 }
 
-/// Calls `slot`'s return callback with the `Return` `r` builds, told the return time. A slot
-/// made for a `P` or a `Q` (`Slot::ret_is`) has its callback inlined; any other goes through
-/// the slot. One `Return` per branch: the one handed to the slot's function pointer has to be
-/// in memory, the direct calls' need not be. A `P` or `Q` whose type wants no times is told 0
-/// without the clock's state being read (`Graph::now`: a load and a test a return).
+/// Calls `slot`'s return callback with the `Return` `r` builds, told whether the callback's
+/// type may want times. A slot made for a `P` or a `Q` (`Slot::ret_is`) has its callback
+/// inlined; any other goes through the slot. One `Return` per branch: the one handed to the
+/// slot's function pointer has to be in memory, the direct calls' need not be. A `P` or `Q`
+/// whose type wants no times is told 0 for both without the clock's state or the frame's call
+/// time being read (a load and a test a return).
 #[inline(always)]
-fn call_ret<'a, P: GraphHandler, Q: GraphHandler>(
-    g: &Graph,
-    slot: &Slot,
-    r: impl Fn(u64) -> Return<'a>,
-) {
-    let now = |wants: bool| if wants { g.now() } else { 0 };
+fn call_ret<'a, P: GraphHandler, Q: GraphHandler>(slot: &Slot, r: impl Fn(bool) -> Return<'a>) {
     if slot.ret_is::<P>() {
         // SAFETY: the slot was made for a `P` (above), alive while the slot is (the caller
         // read it from the array with preemption disabled).
-        unsafe { &*slot.this.cast::<P>() }.ret(&mut r(now(P::WANTS_TIMES)));
+        unsafe { &*slot.this.cast::<P>() }.ret(&mut r(P::WANTS_TIMES));
     } else if slot.ret_is::<Q>() {
         // The same for the second type (the C API's ops: several on one function).
         // SAFETY: the slot was made for a `Q` (above), alive while the slot is.
-        unsafe { &*slot.this.cast::<Q>() }.ret(&mut r(now(Q::WANTS_TIMES)));
+        unsafe { &*slot.this.cast::<Q>() }.ret(&mut r(Q::WANTS_TIMES));
     } else {
         // SAFETY: the slot's handler is alive while the slot is.
-        unsafe { (slot.ret)(slot.this, &mut r(now(true))) };
+        unsafe { (slot.ret)(slot.this, &mut r(true)) };
     }
 }
 

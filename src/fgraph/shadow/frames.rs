@@ -18,6 +18,13 @@ impl<const W: usize> ShadowStack<W> {
     /// [`Self::frame_below`], with the top word it decoded.
     #[inline(always)]
     fn frame_head_below(&self, top: usize) -> Option<(Frame, Head)> {
+        self.frame_head_below_with::<true>(top)
+    }
+
+    /// [`Self::frame_head_below`]; with `FULL` false, the frame's `calltime` and `seen` words
+    /// are not read (their fields, `marks` and `hub` are 0): see [`Self::top_frame_ret`].
+    #[inline(always)]
+    fn frame_head_below_with<const FULL: bool>(&self, top: usize) -> Option<(Frame, Head)> {
         if top == 0 || top > Self::MAX_OFFSET {
             return None;
         }
@@ -36,13 +43,17 @@ impl<const W: usize> ShadowStack<W> {
             .first_chunk::<{ FRAME_WORDS + 1 }>()?;
         // Each word read once: they are atomics, which the compiler does not merge.
         let bm = fr[FRAME_WORDS].load(Relaxed);
-        let seen = fr[SEEN].load(Relaxed);
+        let seen = if FULL { fr[SEEN].load(Relaxed) } else { 0 };
         let kind = word::kind(bm);
         let frame = Frame {
             start,
             ret: fr[RET].load(Relaxed),
             func: fr[FUNC].load(Relaxed),
-            calltime: fr[CALLTIME].load(Relaxed) as u64,
+            calltime: if FULL {
+                fr[CALLTIME].load(Relaxed) as u64
+            } else {
+                0
+            },
             retp: fr[RETP].load(Relaxed),
             bitmap: if kind == WordType::Bitmap {
                 word::bitmap_bits(bm)
@@ -77,6 +88,25 @@ impl<const W: usize> ShadowStack<W> {
     #[inline(always)]
     pub fn top_frame_head(&self) -> Option<(Frame, Head)> {
         self.frame_head_below(self.top())
+    }
+
+    /// [`Self::top_frame_head`] for the return path, which needs neither the frame's call
+    /// time (read, when a callback wants it, with [`Self::calltime_at`]) nor its `seen` word:
+    /// the frame's `calltime`, `seen`, `marks` and `hub` are 0. Its words are atomics, which
+    /// the compiler does not drop when unused: two loads (and a register kept) a return.
+    #[inline(always)]
+    pub fn top_frame_ret(&self) -> Option<(Frame, Head)> {
+        self.frame_head_below_with::<false>(self.top())
+    }
+
+    /// The call time of the frame that starts at `start` (a [`Frame::start`] of this stack).
+    /// Takes the index, not the frame: a closure that borrows a frame makes the compiler build
+    /// the whole frame in memory.
+    #[inline(always)]
+    pub fn calltime_at(&self, start: usize) -> u64 {
+        self.words
+            .get(start.wrapping_add(CALLTIME))
+            .map_or(0, |w| w.load(Relaxed) as u64)
     }
 
     /// The frames from the top down: the top frame first.
