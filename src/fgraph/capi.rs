@@ -209,7 +209,8 @@ pub unsafe extern "C" fn ufgraph_register(gops: *mut ufgraph_ops) -> c_int {
     };
     // The callbacks, read once: they do not change while the ops is registered (the header).
     // SAFETY: the caller passes a valid ops (contract).
-    (slot.c_entry, slot.c_ret) = unsafe { ((*gops).entryfunc, (*gops).retfunc) };
+    let callbacks = unsafe { ((*gops).entryfunc, (*gops).retfunc) };
+    (slot.c_entry, slot.c_ret) = callbacks;
     let slot = match KBox::new(slot, GFP_KERNEL) {
         Ok(s) => s,
         Err(_) => return ENOMEM.to_errno(),

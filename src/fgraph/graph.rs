@@ -53,7 +53,9 @@ use super::tasks::{Owner, Stack, TaskStack, Tasks};
 use crate::fgraph::arch::{self, Slot as ArchSlot};
 use crate::fgraph::graph::handback::{Hooker, Plan};
 use crate::fgraph::lru::Lru;
-use crate::fgraph::shadow::{mark, DataRef, DataSize, Frame, Head, ARRAY_SIZE, FRAME_WORDS};
+use crate::fgraph::shadow::{
+    mark, DataRef, DataSize, Frame, Head, IndexWords, ARRAY_SIZE, FRAME_WORDS,
+};
 use crate::sys::ftrace::{RawOps, Regs};
 use crate::sys::global::Global;
 use crate::sys::ksym::Target;

@@ -82,7 +82,7 @@ pub unsafe fn exit_pt_regs_in_place(regs: &Regs, ret_addr: usize) -> *mut PtRegs
     // reserves PTREGS_SIZE bytes for it).
     const _: () = assert!(
         bindings::UFG_FREGS_PT_REGS == 0
-            && bindings::UFG_FREGS_SIZE as usize == core::mem::size_of::<PtRegs>()
+            && bindings::UFG_FREGS_SIZE == core::mem::size_of::<PtRegs>()
     );
     let p = regs.as_ptr().cast::<PtRegs>();
     // SAFETY: `p` is the trampoline's block (the caller's contract), a whole `pt_regs` on its

@@ -324,6 +324,7 @@ impl Graph {
         // call (ftrace calls the ops on a function one after the other, and a call the
         // handler makes has its own return slot).
         if lazy && old_ret != tramp {
+            let iw = slot.index_words();
             // `may_time`: whether the handler's type may want times at all (a constant where
             // the type is known: fprobe's one-step entry then does not test the slot).
             let calltime = if may_time && slot.wants_times {
@@ -343,6 +344,7 @@ impl Graph {
                     ret: old_ret,
                     retp: retp as usize,
                     calltime,
+                    iw,
                 },
             };
             let wanted = entry(&mut e);
@@ -368,7 +370,7 @@ impl Graph {
                     }
                 }
             };
-            stack.set_bitmap_one(bm, idx);
+            stack.set_bitmap_one(bm, &iw);
             // SAFETY: the return-address location of this call (see `retp` above).
             unsafe { retp.write(tramp) };
             return true;

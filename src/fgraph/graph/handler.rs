@@ -34,6 +34,8 @@ pub(super) enum EntryFrame {
         ret: usize,
         retp: usize,
         calltime: u64,
+        /// The ops' index words (its slot's, [`Slot::index_words`]).
+        iw: IndexWords,
     },
 }
 
@@ -91,11 +93,12 @@ impl<'a> Entry<'a> {
                 ret,
                 retp,
                 calltime,
+                iw,
             } => {
                 // The frame and the data in one step (one move of the stack top).
                 match self
                     .stack
-                    .push_with_data(ret, self.func, calltime, retp, self.idx, size)
+                    .push_with_data(ret, self.func, calltime, retp, iw, size)
                 {
                     Ok((bm, d)) => {
                         self.frame = EntryFrame::Pushed(bm);
@@ -418,6 +421,8 @@ pub(super) unsafe fn slot_entry<H: GraphHandler>(this: *const (), e: &mut Entry<
 /// - While registered on its own `ftrace_ops`, that ops' `private` is this slot.
 pub struct Slot {
     pub(super) idx: AtomicUsize,
+    /// [`IndexWords`] of `idx` (zeros while unregistered), kept with it by [`Slot::assign`].
+    index_words: [AtomicUsize; 3],
     pub(super) ftrace: RawOps,
     pub(in crate::fgraph) this: *const (),
     pub(super) entry: unsafe fn(*const (), &mut Entry<'_>) -> bool,
@@ -490,6 +495,7 @@ impl Slot {
         }
         Self {
             idx: AtomicUsize::new(usize::MAX),
+            index_words: [const { AtomicUsize::new(0) }; 3],
             ftrace,
             this: handler.cast(),
             entry: slot_entry::<H>,
@@ -514,6 +520,13 @@ impl Slot {
         self.idx.load(Relaxed)
     }
 
+    /// The frame words of the ops' index (valid while registered: set with it, before the
+    /// slot is published, as `idx` is).
+    #[inline(always)]
+    pub(super) fn index_words(&self) -> IndexWords {
+        IndexWords::from_words(self.index_words.each_ref().map(|w| w.load(Relaxed)))
+    }
+
     // Records the slot's index and tells its handler, before anything can call it; counts the
     // handlers that want call times.
     pub(super) fn assign(&self, g: &Graph, idx: Option<usize>) {
@@ -524,6 +537,10 @@ impl Slot {
             };
         }
         self.idx.store(idx.unwrap_or(usize::MAX), Relaxed);
+        let words = idx.map_or([0; 3], |i| IndexWords::new(i).to_words());
+        for (w, v) in self.index_words.iter().zip(words) {
+            w.store(v, Relaxed);
+        }
         // SAFETY: `this` is the handler `set_index` was made for, alive while the slot is being
         // registered or unregistered (the type invariants).
         unsafe { (self.set_index)(self.this, idx) };

@@ -210,6 +210,55 @@ impl DataSize {
     const fn head(&self, idx: usize) -> usize {
         self.head0 | ((idx & DATA_INDEX_MASK) << DATA_INDEX_SHIFT)
     }
+
+    /// [`DataSize::head`], for the ops `iw` names.
+    #[inline(always)]
+    const fn head_of(&self, iw: &IndexWords) -> usize {
+        self.head0 | iw.data
+    }
+}
+
+/// The words that name one ops index in a frame its one-step push makes
+/// ([`ShadowStack::push_with_data`]): its bit in `seen`, the bitmap word of it alone, and its
+/// field of a data header. Made once (a slot's registration), so that the push stores them
+/// rather than shifting the index into each (the index, a load, then kept in a register or
+/// memory across the entry callback: six instructions a call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexWords {
+    seen: usize,
+    bitmap: usize,
+    data: usize,
+}
+
+impl IndexWords {
+    /// The words of ops `idx` (below 16).
+    pub const fn new(idx: usize) -> Self {
+        let idx = idx % ARRAY_SIZE;
+        Self {
+            seen: 1 << idx,
+            bitmap: word::bitmap_one(idx, FRAME_WORDS),
+            data: (idx & DATA_INDEX_MASK) << DATA_INDEX_SHIFT,
+        }
+    }
+
+    /// From the three words [`IndexWords::to_words`] gave.
+    pub const fn from_words(w: [usize; 3]) -> Self {
+        Self {
+            seen: w[0],
+            bitmap: w[1],
+            data: w[2],
+        }
+    }
+
+    /// The three words, to keep (in a slot's atomics).
+    pub const fn to_words(&self) -> [usize; 3] {
+        [self.seen, self.bitmap, self.data]
+    }
+
+    /// The bitmap word of a frame this ops alone keeps ([`word::bitmap`] of its bit).
+    pub const fn bitmap(&self) -> usize {
+        self.bitmap
+    }
 }
 
 /// Where one ops' reserved data lives on a stack.

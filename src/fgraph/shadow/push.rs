@@ -42,9 +42,9 @@ impl<const W: usize> ShadowStack<W> {
         Ok(bm)
     }
 
-    /// Pushes a frame in the reserved state with `size` words of data for ops `idx` above it,
-    /// in one step (one move of `top`): the frame of a call whose only ops knows its
-    /// data size before anything else runs. `seen` is set to `idx` alone. Returns the index of
+    /// Pushes a frame in the reserved state with `size` words of data for the ops `iw` names
+    /// above it, in one step (one move of `top`): the frame of a call whose only ops knows its
+    /// data size before anything else runs. `seen` is set to that ops alone. Returns the index of
     /// the bitmap word and the data. The result is the same stack as [`Self::push`], then
     /// [`Self::mark_seen`] and [`Self::reserve_data`] would leave.
     ///
@@ -65,10 +65,9 @@ impl<const W: usize> ShadowStack<W> {
         func: usize,
         calltime: u64,
         retp: usize,
-        idx: usize,
+        iw: IndexWords,
         size: DataSize,
     ) -> Result<(usize, DataRef), PushError> {
-        debug_assert!(idx < ARRAY_SIZE);
         let top = self.top();
         // The hot path's push: the frame is reached through one fixed-size window and one
         // more word, each bounds-checked once, and the sums cannot overflow (`top` and `words`
@@ -91,7 +90,7 @@ impl<const W: usize> ShadowStack<W> {
             return self.overran();
         };
         let bm = top + FRAME_WORDS;
-        let header = size.head(idx);
+        let header = size.head_of(&iw);
         // As in `push`: what an interrupt that unwinds right after `top` moves needs first (the
         // top word, which leads to the frame, and `ret`), then everything again once `top` has
         // moved over it, in case an interrupt used the space before.
@@ -105,7 +104,7 @@ impl<const W: usize> ShadowStack<W> {
         fr[FUNC].store(func, Relaxed);
         fr[CALLTIME].store(calltime as usize, Relaxed);
         fr[RETP].store(retp, Relaxed);
-        fr[SEEN].store(1 << (idx % ARRAY_SIZE), Relaxed);
+        fr[SEEN].store(iw.seen, Relaxed);
         fr[FRAME_WORDS].store(word::reserved(FRAME_WORDS), Relaxed);
         self.bump_depth(1);
         Ok((
@@ -149,11 +148,10 @@ impl<const W: usize> ShadowStack<W> {
         self.set(bm, word::bitmap(bits, FRAME_WORDS));
     }
 
-    /// [`Self::set_bitmap`] with the one ops `idx` (below 16): the word made with one shift
-    /// of a constant, not from a 16-bit mask.
+    /// [`Self::set_bitmap`] with the one ops `iw` names: its word made once.
     #[inline(always)]
-    pub fn set_bitmap_one(&self, bm: usize, idx: usize) {
-        self.set(bm, word::bitmap_one(idx, FRAME_WORDS));
+    pub fn set_bitmap_one(&self, bm: usize, iw: &IndexWords) {
+        self.set(bm, iw.bitmap());
     }
 
     /// Puts the frame whose bitmap word is at `bm` back in the reserved state (being built):

@@ -21,8 +21,8 @@ impl ExactWords for Head {
     }
 }
 
-/// A size's top word is what `word::data` encodes for it, with any index, and the one-ops
-/// bitmap word what `word::bitmap` does.
+/// A size's top word is what `word::data` encodes for it, with any index, and an index's words
+/// (its one-ops bitmap word, its data header field) what `word::bitmap` and `word::data` do.
 #[test]
 fn precomputed_words_match_the_encoding() {
     assert_eq!(DataSize::new(0), None);
@@ -39,6 +39,12 @@ fn precomputed_words_match_the_encoding() {
             word::bitmap_one(idx, FRAME_WORDS),
             word::bitmap(1 << idx, FRAME_WORDS)
         );
+        let iw = IndexWords::new(idx);
+        assert_eq!(iw.bitmap(), word::bitmap(1 << idx, FRAME_WORDS));
+        assert_eq!(IndexWords::from_words(iw.to_words()), iw);
+        for words in 1..=MAX_DATA_WORDS {
+            assert_eq!(sz(words).head_of(&iw), sz(words).head(idx));
+        }
     }
 }
 
@@ -103,7 +109,7 @@ fn push_with_data_equals_push_then_reserve() {
         a.mark_seen(bm, idx);
         let d = a.reserve_data(idx, words * 8).unwrap();
         let (bm2, d2) = b
-            .push_with_data(0x1111, 0xf00, 42, 0x6000, idx, sz(words))
+            .push_with_data(0x1111, 0xf00, 42, 0x6000, IndexWords::new(idx), sz(words))
             .unwrap();
         assert_eq!((bm, d), (bm2, d2));
         assert_eq!(a.top(), b.top());
@@ -147,7 +153,10 @@ fn push_with_data_equals_push_then_reserve() {
 fn push_with_data_refuses_when_full() {
     let s = stack();
     let mut n = 0;
-    while s.push_with_data(1, 2, 0, 3, 0, sz(4)).is_ok() {
+    while s
+        .push_with_data(1, 2, 0, 3, IndexWords::new(0), sz(4))
+        .is_ok()
+    {
         n += 1;
     }
     assert!(n > 0 && s.top() < S::MAX_OFFSET);
@@ -452,7 +461,14 @@ fn corrupt_stack_never_panics() {
         for d in 0..4 {
             let _ = s.retrieve_data(idx, d);
         }
-        if let Ok((bm, d)) = s.push_with_data(1, 2, 3, 4, idx, sz(1 + rnd() as usize % 32)) {
+        if let Ok((bm, d)) = s.push_with_data(
+            1,
+            2,
+            3,
+            4,
+            IndexWords::new(idx),
+            sz(1 + rnd() as usize % 32),
+        ) {
             assert!(d.start + d.words < S::MAX_OFFSET);
             let _ = s.data_on_top(idx);
             let _ = s.retrieve_data(idx, 0);
@@ -503,7 +519,7 @@ fn head_answers_only_for_its_own_frame() {
                 s.set_bitmap(lb, 1 << idx);
                 let d = if one_step {
                     let (bm, d) = s
-                        .push_with_data(0x10, 0x20, 0, 0x30, idx, sz(words))
+                        .push_with_data(0x10, 0x20, 0, 0x30, IndexWords::new(idx), sz(words))
                         .unwrap();
                     s.set_bitmap(bm, 1 << idx);
                     d
@@ -531,7 +547,10 @@ fn head_answers_only_for_its_own_frame() {
                 }
                 // A nested call (an interrupt, a hooked call from a callback) pushes and pops
                 // over it: the head read before still names the same words.
-                let nb = s.push_with_data(0x40, 0x50, 0, 0x60, idx, sz(3)).unwrap().0;
+                let nb = s
+                    .push_with_data(0x40, 0x50, 0, 0x60, IndexWords::new(idx), sz(3))
+                    .unwrap()
+                    .0;
                 s.set_bitmap(nb, 1 << idx);
                 let nf = s.top_frame().unwrap();
                 s.pop(&nf);
@@ -539,7 +558,7 @@ fn head_answers_only_for_its_own_frame() {
                 // Skipped frames above it dropped: the head read again is the same.
                 for k in 0..3 {
                     let b = s
-                        .push_with_data(0x70 + k, 0x80, 0, 0x90, idx, sz(words))
+                        .push_with_data(0x70 + k, 0x80, 0, 0x90, IndexWords::new(idx), sz(words))
                         .unwrap()
                         .0;
                     s.set_bitmap(b, 1 << idx);
@@ -581,7 +600,7 @@ fn head_answers_only_for_its_own_frame() {
             {
                 let s = stack();
                 let (bm, d) = s
-                    .push_with_data(0x10, 0x20, 0, 0x30, idx, sz(words))
+                    .push_with_data(0x10, 0x20, 0, 0x30, IndexWords::new(idx), sz(words))
                     .unwrap();
                 let od = s.reserve_data(other, 8 * (1 + words % 4)).unwrap();
                 s.set_bitmap(bm, (1 << idx) | (1 << other));
@@ -598,7 +617,7 @@ fn head_answers_only_for_its_own_frame() {
             {
                 let s = stack();
                 let (bm, _) = s
-                    .push_with_data(0x10, 0x20, 0, 0x30, idx, sz(words))
+                    .push_with_data(0x10, 0x20, 0, 0x30, IndexWords::new(idx), sz(words))
                     .unwrap();
                 s.set_bitmap(bm, 1 << idx);
                 let top = s.push(0x40, 0x50, 0, 0x60).unwrap();
@@ -625,7 +644,9 @@ fn head_refuses_data_reaching_below_its_frame() {
     let lb = s.push(0x1, 0x2, 0, 0x3).unwrap();
     s.reserve_data(4, 64).unwrap();
     s.set_bitmap(lb, 1 << 4);
-    let (bm, d) = s.push_with_data(0x10, 0x20, 0, 0x30, 4, sz(2)).unwrap();
+    let (bm, d) = s
+        .push_with_data(0x10, 0x20, 0, 0x30, IndexWords::new(4), sz(2))
+        .unwrap();
     s.set_bitmap(bm, 1 << 4);
     let top = s.top();
     // The same offset back to the frame (so the frame still decodes), 9 words claimed.

@@ -241,7 +241,7 @@ fn check_push_with_data(s: &Stack, image: &[usize], p: &ImageParams) -> Verdict 
         .checked_add(FRAME_WORDS + 2 + words)
         .is_some_and(|t| t < MAX_OFFSET);
     let size = DataSize::new(words).expect("the fuzzer's sizes are 1 to 32 words");
-    match s.push_with_data(0x1111, 0x2222, 0x3333, 0x4444, idx, size) {
+    match s.push_with_data(0x1111, 0x2222, 0x3333, 0x4444, IndexWords::new(idx), size) {
         Ok((bm, d)) => {
             ensure(fits, || {
                 format!("push_with_data of {words} words on top {top} fits")

@@ -32,8 +32,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::common::{Bytes, Source};
 use ufgraph_pure::fgraph::shadow::{
-    mark, word, DataRef, DataSize, Frame, ShadowStack, WordType, ARRAY_SIZE, FRAME_WORDS,
-    MAX_DATA_BYTES, MAX_DATA_WORDS,
+    mark, word, DataRef, DataSize, Frame, IndexWords, ShadowStack, WordType, ARRAY_SIZE,
+    FRAME_WORDS, MAX_DATA_BYTES, MAX_DATA_WORDS,
 };
 use ufgraph_pure::sys::hookers::stacks::fgraph_find;
 

@@ -329,7 +329,7 @@ fn apply_push_with_data(
 ) -> Verdict {
     let top = m.top;
     let size = DataSize::new(words).expect("the fuzzer's sizes are 1 to 32 words");
-    let r = s.push_with_data(ret, !ret, 7, ret + 1, idx, size);
+    let r = s.push_with_data(ret, !ret, 7, ret + 1, IndexWords::new(idx), size);
     let new_top = top + FRAME_WORDS + 2 + words;
     if new_top >= MAX_OFFSET {
         return m.overran(r.is_err(), || format!("push_with_data on {top}: {r:?}"));
