@@ -63,7 +63,7 @@ struct ufgraph_ret {
 	unsigned long func;
 	unsigned long retval;
 	int depth;
-	unsigned int overrun;		/* entries of this task dropped for a full shadow stack */
+	unsigned int overrun;		/* calls of this task not hooked for a full shadow stack, so far */
 };
 
 typedef int (*ufgraph_entry_t)(struct ufgraph_ent *trace, struct ufgraph_ops *gops,

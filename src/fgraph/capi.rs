@@ -47,7 +47,7 @@ impl COps {
             func: r.func as _,
             retval: r.retval() as _,
             depth: r.depth() as c_int,
-            overrun: 0,
+            overrun: r.overrun() as c_uint,
         }
     }
 

@@ -72,6 +72,18 @@ pub trait FprobeHandler: Send + Sync + Sized + 'static {
     /// At the return of a call whose entry returned true: `ret_ip` is where it returns to.
     fn exit(&self, _ip: usize, _ret_ip: usize, _regs: &Regs, _data: &mut [u8]) {}
 
+    /// What the probe's exit handler calls: [`FprobeHandler::exit`], unless the handler does
+    /// better knowing that `regs` is the register block ufgraph's return trampoline saved (the
+    /// kretprobe shim makes its `pt_regs` there on x86_64).
+    ///
+    /// # Safety
+    ///
+    /// `regs` must be the registers ufgraph's return trampoline passed the return handler,
+    /// during that return (what fprobe's return path calls a probe's exit handler with).
+    unsafe fn exit_from_trampoline(&self, ip: usize, ret_ip: usize, regs: &Regs, data: &mut [u8]) {
+        self.exit(ip, ret_ip, regs, data)
+    }
+
     /// A call the probe could not handle (no shadow stack, a full one, recursion). `nmissed`
     /// counts it already. Runs where the recursion guard turned the call away: see the module
     /// documentation.
@@ -182,7 +194,8 @@ unsafe extern "C" fn entry_tramp<H: FprobeHandler>(
 ///
 /// # Safety
 ///
-/// As for [`entry_tramp`], at the hooked call's return.
+/// As for [`entry_tramp`], at the hooked call's return, with the registers ufgraph's return
+/// trampoline saved: the core calls a probe's exit handler only there (`fprobe::callpath`).
 unsafe extern "C" fn exit_tramp<H: FprobeHandler>(
     fp: *mut ufgraph_fprobe,
     ip: c_ulong,
@@ -196,7 +209,8 @@ unsafe extern "C" fn exit_tramp<H: FprobeHandler>(
     let data = unsafe { data_of(data, p.data_size) };
     // SAFETY: the core passes the exit registers, valid for the call.
     let regs = unsafe { Regs::from_raw(fregs) };
-    p.handler.exit(ip, ret_ip, regs, data);
+    // SAFETY: the return trampoline's registers, during its return (this function's contract).
+    unsafe { p.handler.exit_from_trampoline(ip, ret_ip, regs, data) };
 }
 
 /// The probe's miss notification, for an `H`.

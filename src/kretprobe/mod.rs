@@ -101,12 +101,54 @@ impl FprobeHandler for Shim {
     }
 
     fn exit(&self, _ip: usize, ret_ip: usize, regs: &Regs, data: &mut [u8]) {
-        // SAFETY: as in `entry`.
+        self.call_handler(ret_ip, data, |h, ri| {
+            let mut pt = MaybeUninit::<PtRegs>::uninit();
+            fill_pt_regs(regs, Some(ret_ip), &mut pt);
+            // SAFETY: the user's handler with the kretprobe API's arguments: the instance
+            // (`call_handler`) and the registers just made.
+            unsafe { h(ri, pt.as_mut_ptr()) };
+        });
+    }
+
+    // x86_64: the `pt_regs` made in place in the return trampoline's register block, not
+    // copied (`sys::regs::with_exit_pt_regs`).
+    #[cfg(CONFIG_X86_64)]
+    unsafe fn exit_from_trampoline(&self, _ip: usize, ret_ip: usize, regs: &Regs, data: &mut [u8]) {
+        self.call_handler(ret_ip, data, |h, ri| {
+            // SAFETY: `regs` is the trampoline's block, during its return (this method's
+            // contract); the user's handler with the kretprobe API's arguments.
+            unsafe { crate::sys::regs::with_exit_pt_regs(regs, ret_ip, |pt| h(ri, pt)) };
+        });
+    }
+
+    fn missed(&self) {
+        // SAFETY: the kretprobe outlives its registration; `nmissed` is updated atomically only.
+        unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*self.rp).nmissed)) }
+            .fetch_add(1, Relaxed);
+    }
+}
+
+/// A kretprobe's return handler.
+type ReturnHandler = unsafe extern "C" fn(
+    *mut ufgraph_kretprobe_instance,
+    *mut crate::bindings::pt_regs,
+) -> core::ffi::c_int;
+
+impl Shim {
+    /// At a return: calls `call` with the kretprobe's return handler (if it has one) and the
+    /// call's instance: the one the entry filled in `data`, or, for a bare kretprobe, one made
+    /// here for the handler's call only (the kernel's handlers do not keep `ri`; it goes back
+    /// to its pool when they return).
+    fn call_handler(
+        &self,
+        ret_ip: usize,
+        data: &mut [u8],
+        call: impl FnOnce(ReturnHandler, *mut ufgraph_kretprobe_instance),
+    ) {
+        // SAFETY: the kretprobe is valid while registered.
         let Some(h) = (unsafe { (*self.rp).handler }) else {
             return;
         };
-        // A bare kretprobe's instance: made here, for the handler's call only (the kernel's
-        // handlers do not keep `ri`; it goes back to its pool when they return).
         let mut own = MaybeUninit::<ufgraph_kretprobe_instance>::uninit();
         let ri = if self.bare {
             let ri = own.as_mut_ptr();
@@ -122,28 +164,7 @@ impl FprobeHandler for Shim {
         } else {
             return;
         };
-        // x86_64: made in place in the return trampoline's registers (a `pt_regs` there).
-        #[cfg(CONFIG_X86_64)]
-        // SAFETY: `Shim` is this module's, and nothing here calls its `exit`: only fprobe's
-        // exit trampoline for it (`exit_tramp::<Shim>`, the probe's exit handler) does, which
-        // ufgraph's return path calls with the registers its return trampoline saved.
-        let pt = unsafe { crate::sys::regs::exit_pt_regs_in_place(regs, ret_ip) };
-        #[cfg(not(CONFIG_X86_64))]
-        let mut own = MaybeUninit::<PtRegs>::uninit();
-        #[cfg(not(CONFIG_X86_64))]
-        let pt = {
-            fill_pt_regs(regs, Some(ret_ip), &mut own);
-            own.as_mut_ptr()
-        };
-        // SAFETY: the instance the entry filled (or the one made above), and the user's
-        // handler.
-        unsafe { h(ri, pt) };
-    }
-
-    fn missed(&self) {
-        // SAFETY: the kretprobe outlives its registration; `nmissed` is updated atomically only.
-        unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*self.rp).nmissed)) }
-            .fetch_add(1, Relaxed);
+        call(h, ri);
     }
 }
 

@@ -49,7 +49,8 @@ impl Regs {
     /// # Safety
     ///
     /// `ptr` must point to a valid `struct ftrace_regs` that outlives `'a` and that nobody else
-    /// mutates while it is borrowed.
+    /// mutates while it is borrowed, but through this `Regs` (an `Opaque`: the kretprobe
+    /// shim's `pt_regs` is made in the return trampoline's block, `sys::regs`).
     pub unsafe fn from_raw<'a>(ptr: *mut bindings::ftrace_regs) -> &'a Regs {
         // SAFETY: `Regs` is a transparent wrapper of `Opaque<ftrace_regs>`, which has the layout of
         // `ftrace_regs`; the caller guarantees validity for `'a`.

@@ -54,20 +54,24 @@ pub fn fill_pt_regs(
     });
 }
 
-/// The `pt_regs` a kretprobe API's return handler gets at a hooked function's return, with
-/// `regs` the registers ufgraph's return trampoline saved: the same fields [`fill_pt_regs`]
-/// writes, made in place in the trampoline's block (x86_64: a whole `pt_regs`, of which the
-/// trampoline wrote ax, dx, bp and sp, and reads back only ax and dx): 17 stores, where a copy
-/// is 4 loads, 21 stores and a frame. Returns the block, as a `pt_regs`.
+/// Calls `f` with the `pt_regs` a kretprobe API's return handler gets at a hooked function's
+/// return, with `regs` the registers ufgraph's return trampoline saved: the fields
+/// [`fill_pt_regs`] writes, made in place in the trampoline's block (x86_64: a whole
+/// `pt_regs`, of which the trampoline wrote ax, dx, bp and sp and set cs to 0, and reads back
+/// ax and dx): 17 stores, where a copy is 4 loads, 21 stores and a frame.
 ///
 /// ```text
-///   the trampoline's block:  r15..r12 bx r11..r8 | ax | cx | dx | si di orig_ax | ip cs flags | sp | ss
-///   the trampoline wrote:                          ax        dx                               sp      (and bp)
-///   this writes:             0 ....... 0 0 ... 0 |    | 0  |    | 0  0  0       | ret KERNEL_CS FIXED |  0
+///   the block:   r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di orig_ax ip cs    flags sp ss
+///   trampoline:                  bp                  ax    dx                   0           sp
+///   this:        0   0   0   0      0  0   0   0  0     0     0  0  0       ret KERNEL FIXED 0
+///   after `f`:                                                                  0
 /// ```
 ///
-/// Writing cs makes the block a whole `pt_regs` for the callbacks that run after (one
-/// `ftrace_get_regs()` then returns it, with every field defined).
+/// The block is the return's live registers, as the kernel's kretprobes' are (their trampoline
+/// restores its `pt_regs`): a handler that sets the return value (`regs_set_return_value()`)
+/// changes what the function returns, and later callbacks of the same return see what it
+/// wrote. `cs` is set back to 0 after `f`: later callbacks find partial registers, as the
+/// trampoline made them (`ftrace_get_regs()` says NULL).
 ///
 /// # Safety
 ///
@@ -76,7 +80,11 @@ pub fn fill_pt_regs(
 /// entry, whose other fields ftrace restores into the CPU's registers.
 #[cfg(CONFIG_X86_64)]
 #[inline(always)]
-pub unsafe fn exit_pt_regs_in_place(regs: &Regs, ret_addr: usize) -> *mut PtRegs {
+pub unsafe fn with_exit_pt_regs<R>(
+    regs: &Regs,
+    ret_addr: usize,
+    f: impl FnOnce(*mut PtRegs) -> R,
+) -> R {
     use core::ptr::addr_of_mut;
     // `struct ftrace_regs` is a `struct pt_regs` at offset 0 on x86_64 (and the trampoline
     // reserves PTREGS_SIZE bytes for it).
@@ -87,7 +95,7 @@ pub unsafe fn exit_pt_regs_in_place(regs: &Regs, ret_addr: usize) -> *mut PtRegs
     let p = regs.as_ptr().cast::<PtRegs>();
     // SAFETY: `p` is the trampoline's block (the caller's contract), a whole `pt_regs` on its
     // stack, live for the return; `Regs` is an `Opaque` (writes through a shared borrow are
-    // allowed), and the fields written are ones the trampoline neither set nor reads back.
+    // allowed). The trampoline reads back only ax and dx, which are not written here.
     unsafe {
         addr_of_mut!((*p).r15).write(0);
         addr_of_mut!((*p).r14).write(0);
@@ -109,7 +117,12 @@ pub unsafe fn exit_pt_regs_in_place(regs: &Regs, ret_addr: usize) -> *mut PtRegs
         addr_of_mut!((*p).flags).write(bindings::UFG_EFLAGS_FIXED as _);
         addr_of_mut!((*p).__bindgen_anon_2).write(bindings::pt_regs__bindgen_ty_2 { ssx: 0 });
     }
-    p
+    let r = f(p);
+    // SAFETY: as above.
+    unsafe {
+        addr_of_mut!((*p).__bindgen_anon_1).write(bindings::pt_regs__bindgen_ty_1 { csx: 0 })
+    };
+    r
 }
 
 /// The `pt_regs` the kretprobe API's handlers and perf samples get, from ftrace's registers

@@ -60,7 +60,11 @@ SYM_INNER_LABEL(ufgraph_return_trampoline, SYM_L_GLOBAL)
 	movq	%rdx, RDX(%rsp)
 	movq	%rbp, RBP(%rsp)
 	movq	%rdi, RSP(%rsp)
-	/* cs = 0: these are partial registers (ftrace_get_regs() says NULL). */
+	/*
+	 * cs = 0: these are partial registers (ftrace_get_regs() says NULL). The block is a
+	 * whole pt_regs: the kretprobe shim fills the rest in place for its handler, and puts
+	 * cs back to 0 after it (sys::regs::with_exit_pt_regs). Only RAX and RDX are read back.
+	 */
 	movq	$0, CS(%rsp)
 	movq	%rsp, %rdi
 

@@ -841,25 +841,22 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
             now => (stack.calltime_at(start), now),
         }
     };
-    // What each ops' return callback gets, told whether its type may want times: built where
-    // (and only if) the callback is called, so a direct call's `Return` can stay in registers
+    // What each ops' return callback gets, told the call and return times: built where (and
+    // only if) the callback is called, so a direct call's `Return` can stay in registers
     // (`call_ret`).
-    let ret_of = |idx: usize| {
-        move |timed: bool| {
-            let (calltime, rettime) = times(timed);
-            Return {
-                func: f.func,
-                ret_ip,
-                calltime,
-                rettime,
-                regs,
-                stack,
-                head,
-                idx,
-                np,
-            }
-        }
+    let ret_with = move |idx: usize, (calltime, rettime): (u64, u64)| Return {
+        func: f.func,
+        ret_ip,
+        calltime,
+        rettime,
+        regs,
+        stack,
+        head,
+        idx,
+        np,
     };
+    // The same, told whether the callback's type may want times (`times` reads them then).
+    let ret_of = |idx: usize| move |timed: bool| ret_with(idx, times(timed));
     // The common case first: one ops on the frame, its callback called with nothing kept for
     // another (the loop below would do the same, with more to carry from one ops to the next).
     if refused.is_none() && f.bitmap.is_power_of_two() {
@@ -875,6 +872,9 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
     let mut shared = Q::ret_of(&ret_of(bits.trailing_zeros() as usize % ARRAY_SIZE)(
         Q::WANTS_TIMES,
     ));
+    // The times of the other ops that want them, read once for the frame (zeros, and no clock
+    // read, while no registered ops wants times).
+    let frame_times = times(true);
     while bits != 0 {
         let idx = bits.trailing_zeros() as usize % ARRAY_SIZE;
         bits &= bits - 1;
@@ -890,7 +890,14 @@ unsafe fn return_body<P: GraphHandler, Q: Batched>(
         }
         match slot.handler::<Q>() {
             Some(h) => h.ret_batched(&mut shared),
-            None => call_ret_not::<P>(slot, &mut ret_of(idx)(true)),
+            None => {
+                let t = if slot.wants_times {
+                    frame_times
+                } else {
+                    (0, 0)
+                };
+                call_ret_not::<P>(slot, &mut ret_with(idx, t))
+            }
         }
     }
     // No counter of returns: a store per hooked call for a figure nobody needs (`live` in
@@ -970,12 +977,13 @@ fn refuse_ret(slot: &Slot, why: Refused, func: usize) {
     }
 }
 
-/// Calls `slot`'s return callback with the `Return` `r` builds, told whether the callback's
-/// type may want times. A slot made for a `P` or a `Q` (`Slot::ret_is`) has its callback
-/// inlined; any other goes through the slot. One `Return` per branch: the one handed to the
-/// slot's function pointer has to be in memory, the direct calls' need not be. A `P` or `Q`
-/// whose type wants no times is told 0 for both without the clock's state or the frame's call
-/// time being read (a load and a test a return).
+/// Calls `slot`'s return callback with the `Return` `r` builds, told whether the callback may
+/// want times. A slot made for a `P` or a `Q` (`Slot::ret_is`) has its callback inlined; any
+/// other goes through the slot. One `Return` per branch: the one handed to the slot's function
+/// pointer has to be in memory, the direct calls' need not be. A `P` or `Q` whose type wants
+/// no times, or a slot of another type whose handler wants none (`Slot::wants_times`), is told
+/// 0 for both without the clock's state or the frame's call time being read (a load and a test
+/// a return).
 #[inline(always)]
 fn call_ret<'a, P: GraphHandler, Q: GraphHandler>(slot: &Slot, r: impl Fn(bool) -> Return<'a>) {
     if slot.ret_is::<P>() {
@@ -988,7 +996,7 @@ fn call_ret<'a, P: GraphHandler, Q: GraphHandler>(slot: &Slot, r: impl Fn(bool) 
         unsafe { &*slot.this.cast::<Q>() }.ret(&mut r(Q::WANTS_TIMES));
     } else {
         // SAFETY: the slot's handler is alive while the slot is.
-        unsafe { (slot.ret)(slot.this, &mut r(true)) };
+        unsafe { (slot.ret)(slot.this, &mut r(slot.wants_times)) };
     }
 }
 

@@ -193,6 +193,12 @@ impl<'a> Return<'a> {
         self.stack.depth()
     }
 
+    /// How many of this task's calls found its shadow stack full so far (upstream's
+    /// `ftrace_graph_ret.overrun`).
+    pub fn overrun(&self) -> usize {
+        self.stack.overrun()
+    }
+
     /// The return value.
     pub fn retval(&self) -> usize {
         self.regs.retval()
@@ -322,7 +328,7 @@ pub trait GraphHandler: Send + Sync + 'static {
     fn set_index(&self, _idx: Option<usize>) {}
     /// Whether [`Return::calltime`] and [`Return::rettime`] matter to this handler. While no
     /// registered handler wants them, hooked calls do not read the clock (twice per call); a
-    /// handler that does not want them sees 0.
+    /// handler that does not want them sees 0, whatever the others on its frames want.
     const WANTS_TIMES: bool = true;
     /// Whether [`GraphHandler::entry`] makes its one reservation ([`Entry::reserve`]) before it
     /// runs anything that could hook the function being entered itself (a C callback that
@@ -421,7 +427,8 @@ pub(super) unsafe fn slot_entry<H: GraphHandler>(this: *const (), e: &mut Entry<
 /// - While registered on its own `ftrace_ops`, that ops' `private` is this slot.
 pub struct Slot {
     pub(super) idx: AtomicUsize,
-    /// [`IndexWords`] of `idx` (zeros while unregistered), kept with it by [`Slot::assign`].
+    /// [`IndexWords`] of `idx` (while unassigned, of `usize::MAX % 16`, as `idx` reads then),
+    /// kept with it by [`Slot::assign`].
     index_words: [AtomicUsize; 3],
     pub(super) ftrace: RawOps,
     pub(in crate::fgraph) this: *const (),
@@ -495,7 +502,14 @@ impl Slot {
         }
         Self {
             idx: AtomicUsize::new(usize::MAX),
-            index_words: [const { AtomicUsize::new(0) }; 3],
+            index_words: {
+                let w = IndexWords::new(usize::MAX).to_words();
+                [
+                    AtomicUsize::new(w[0]),
+                    AtomicUsize::new(w[1]),
+                    AtomicUsize::new(w[2]),
+                ]
+            },
             ftrace,
             this: handler.cast(),
             entry: slot_entry::<H>,
@@ -537,7 +551,10 @@ impl Slot {
             };
         }
         self.idx.store(idx.unwrap_or(usize::MAX), Relaxed);
-        let words = idx.map_or([0; 3], |i| IndexWords::new(i).to_words());
+        // Unassigned: the words of the index `idx` then reads as (`usize::MAX % 16`), so that
+        // a callback that still ran after a failed registration or unregistration (ftrace
+        // refused to add or remove the ops) sees one index whichever it reads.
+        let words = IndexWords::new(idx.unwrap_or(usize::MAX)).to_words();
         for (w, v) in self.index_words.iter().zip(words) {
             w.store(v, Relaxed);
         }

@@ -104,8 +104,9 @@ impl<const W: usize> ShadowStack<W> {
     /// the whole frame in memory.
     #[inline(always)]
     pub fn calltime_at(&self, start: usize) -> u64 {
-        self.words
-            .get(start.wrapping_add(CALLTIME))
+        start
+            .checked_add(CALLTIME)
+            .and_then(|i| self.words.get(i))
             .map_or(0, |w| w.load(Relaxed) as u64)
     }
 

@@ -354,8 +354,8 @@ impl<const W: usize> ShadowStack<W> {
     /// # Safety
     ///
     /// `d` was made by this stack's own decoding or reservation ([`Self::reserve_data`],
-    /// [`Self::push_with_data`], [`Head::data`], [`Self::retrieve_data`]): its words lie
-    /// within the stack.
+    /// [`Self::push_with_data`], [`Head::data`], [`Head::data_exact`],
+    /// [`Self::retrieve_data`]): its words lie within the stack.
     #[inline(always)]
     pub unsafe fn data_ptr(&self, d: DataRef) -> *mut [usize] {
         // SAFETY: `d.start + d.words <= W` (the caller's contract), so the offset stays inside

@@ -658,3 +658,34 @@ fn head_refuses_data_reaching_below_its_frame() {
         assert_eq!(head.data_exact_w(4, w), None);
     }
 }
+
+/// The return path's decode (`top_frame_ret`) is the full one less the call time and the seen
+/// word, which `calltime_at` reads when a callback wants it.
+#[test]
+fn return_decode_is_the_full_one_less_time_and_seen() {
+    let s = S::new();
+    assert_eq!(s.top_frame_ret(), None);
+    s.push(0x10, 0x20, 777, 0x30).unwrap();
+    let (bm, _) = s
+        .push_with_data(0x40, 0x50, 888, 0x60, IndexWords::new(3), sz(2))
+        .unwrap();
+    s.mark_seen_hub(bm, 1 << 5);
+    s.set_bitmap(bm, 1 << 3 | 1 << 5);
+    let (full, head) = s.top_frame_head().unwrap();
+    let (ret, rhead) = s.top_frame_ret().unwrap();
+    assert_eq!(rhead, head);
+    assert!(full.hub && full.seen == (1 << 3 | 1 << 5) && full.calltime == 888);
+    assert_eq!(
+        ret,
+        Frame {
+            calltime: 0,
+            seen: 0,
+            marks: 0,
+            hub: false,
+            ..full
+        }
+    );
+    assert_eq!(s.calltime_at(ret.start), 888);
+    // Past the stack: 0, not a panic.
+    assert_eq!(s.calltime_at(usize::MAX), 0);
+}

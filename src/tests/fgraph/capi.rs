@@ -917,3 +917,92 @@ pub(super) fn hub_tail_call_after_a_decline(t: &mut Test) -> CaseResult {
     drop(states);
     core_is_idle(t)
 }
+
+/// What the C ops of [`c_ret_sees_overrun`] saw: entries, returns, and the `overrun` of every
+/// return (the first one's, and how many differed from it).
+struct OverrunSeen {
+    entries: AtomicUsize,
+    returns: AtomicUsize,
+    first: AtomicUsize,
+    differ: AtomicUsize,
+}
+
+/// [`c_ret_sees_overrun`]'s entry: counts, keeps the call.
+///
+/// # Safety
+///
+/// Called by the graph core only, for a registered ops whose `private` is an [`OverrunSeen`].
+unsafe extern "C" fn c_overrun_entry(
+    _trace: *mut bindings::ufgraph_ent,
+    gops: *mut bindings::ufgraph_ops,
+    _fregs: *mut bindings::ftrace_regs,
+) -> core::ffi::c_int {
+    // SAFETY: the caller's contract.
+    unsafe { &*(*gops).private.cast::<OverrunSeen>() }
+        .entries
+        .fetch_add(1, Relaxed);
+    1
+}
+
+/// [`c_ret_sees_overrun`]'s return: records `trace->overrun`.
+///
+/// # Safety
+///
+/// As for [`c_overrun_entry`].
+unsafe extern "C" fn c_overrun_ret(
+    trace: *mut bindings::ufgraph_ret,
+    gops: *mut bindings::ufgraph_ops,
+    _fregs: *mut bindings::ftrace_regs,
+) {
+    // SAFETY: the caller's contract.
+    let (s, trace) = unsafe { (&*(*gops).private.cast::<OverrunSeen>(), &*trace) };
+    s.returns.fetch_add(1, Relaxed);
+    let o = trace.overrun as usize;
+    if s.first
+        .compare_exchange(usize::MAX, o, Relaxed, Relaxed)
+        .is_err()
+        && s.first.load(Relaxed) != o
+    {
+        s.differ.fetch_add(1, Relaxed);
+    }
+}
+
+/// `struct ufgraph_ret.overrun` (upstream's `ftrace_graph_ret.overrun`): the calls of the task
+/// that found its shadow stack full. A recursion deeper than the stack overruns at its deepest
+/// calls, before any hooked frame returns: every return then tells how many calls were not
+/// hooked, which with the hooked ones make every call.
+pub(super) fn c_ret_sees_overrun(t: &mut Test) -> CaseResult {
+    core_is_idle(t)?;
+    let ip = bindings::ufg_test_recurse as *const () as usize;
+    let (states, mut ops) = c_ops_on(
+        t,
+        ip,
+        1,
+        |_| OverrunSeen {
+            entries: AtomicUsize::new(0),
+            returns: AtomicUsize::new(0),
+            first: AtomicUsize::new(usize::MAX),
+            differ: AtomicUsize::new(0),
+        },
+        Some(c_overrun_entry),
+        Some(c_overrun_ret),
+    )?;
+    kcheck_eq!(t, ops[0].register(), 0);
+    const DEPTH: i32 = 150;
+    // SAFETY: a plain C fixture; 150 levels are well within the kernel stack.
+    kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(DEPTH) }, DEPTH);
+    drop(ops);
+    let s = &states[0];
+    let (entries, returns) = (s.entries.load(Relaxed), s.returns.load(Relaxed));
+    let overrun = s.first.load(Relaxed);
+    kcheck_eq!(t, returns, entries);
+    kcheck!(
+        t,
+        overrun > 0 && overrun != usize::MAX,
+        "no overrun seen: {overrun}"
+    );
+    kcheck_eq!(t, entries + overrun, DEPTH as usize + 1);
+    kcheck_eq!(t, s.differ.load(Relaxed), 0);
+    drop(states);
+    core_is_idle(t)
+}

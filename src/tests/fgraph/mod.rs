@@ -27,7 +27,7 @@ mod ops;
 mod unwind;
 
 use capi::{
-    c_ops_share_one_call, c_set_filter_racing_a_going_module, c_shared_filter,
+    c_ops_share_one_call, c_ret_sees_overrun, c_set_filter_racing_a_going_module, c_shared_filter,
     hub_slot_gone_mid_call, hub_tail_call_after_a_decline,
     hub_tail_call_ops_arrives_between_entries,
 };
@@ -195,6 +195,7 @@ kunit_suite!(
         seventeenth_ops_is_enospc,
         lru_reuses_released_index_last,
         deep_recursion_counts_overrun,
+        c_ret_sees_overrun,
         parent_data_and_task_var,
         unwinding_shows_the_real_caller,
         kernel_unwinder_sees_the_caller,

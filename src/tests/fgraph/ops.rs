@@ -55,7 +55,8 @@ impl<const WANT: bool> GraphHandler for Timed<WANT> {
 }
 
 // The clock is read only while a registered handler wants call times; one that does, on the
-// same function as one that does not, gets them whichever of the two pushed the frame.
+// same function as one that does not, gets them whichever of the two pushed the frame, and the
+// one that does not is told 0 all along.
 pub(super) fn call_times_only_when_wanted(t: &mut Test) -> CaseResult {
     core_is_idle(t)?;
     let mut plain = t.check_ok(GraphOps::new(Timed::<false>::new()), "GraphOps::new")?;
@@ -74,12 +75,15 @@ pub(super) fn call_times_only_when_wanted(t: &mut Test) -> CaseResult {
     }
     kcheck_eq!(t, timed.handler().taken.load(Relaxed), 20);
     kcheck_eq!(t, timed.handler().zero.load(Relaxed), 0);
+    // The one that does not want them is told 0 on the same frames.
+    kcheck_eq!(t, plain.handler().zero.load(Relaxed), 40);
+    kcheck_eq!(t, plain.handler().taken.load(Relaxed), 0);
     t.check_ok(timed.unregister(), "unregister")?;
 
     for i in 0..20 {
         add(i, 1);
     }
-    kcheck_eq!(t, plain.handler().zero.load(Relaxed), 40);
+    kcheck_eq!(t, plain.handler().zero.load(Relaxed), 60);
     t.check_ok(plain.unregister(), "unregister")?;
     Ok(())
 }
