@@ -67,11 +67,12 @@ pub fn fill_pt_regs(
 ///   after `f`:                                                                  0
 /// ```
 ///
-/// The block is the return's live registers, as the kernel's kretprobes' are (their trampoline
-/// restores its `pt_regs`): a handler that sets the return value (`regs_set_return_value()`)
-/// changes what the function returns, and later callbacks of the same return see what it
-/// wrote. `cs` is set back to 0 after `f`: later callbacks find partial registers, as the
-/// trampoline made them (`ftrace_get_regs()` says NULL).
+/// `ax` and `dx` are the return's live registers, as the kernel's kretprobes' are: a handler
+/// that sets the return value (`regs_set_return_value()`) changes what the function returns,
+/// and later exit callbacks reading these registers see it. The other fields go back into no
+/// CPU register (the trampoline reads back only ax and dx), and a later call of this function
+/// writes them afresh. `cs` is set back to 0 after `f`: later callbacks find partial registers,
+/// as the trampoline made them (`ftrace_get_regs()` says NULL).
 ///
 /// # Safety
 ///

@@ -524,10 +524,11 @@ fn rethook_from_an_ftrace_ops(t: &mut Test) -> CaseResult {
 }
 
 /// What [`live_ret`] saw: calls, a field not as `with_exit_pt_regs` makes it, and what the
-/// fprobe after it saw of `cs`.
+/// fprobe after it saw of `cs` and of the return value.
 static LIVE_CALLS: AtomicUsize = AtomicUsize::new(0);
 static LIVE_BAD: AtomicUsize = AtomicUsize::new(0);
 static LIVE_CS_AFTER: AtomicUsize = AtomicUsize::new(usize::MAX);
+static LIVE_RET_AFTER: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// The return handler of [`kretprobe_return_regs_are_live`]: checks the `pt_regs` it is given,
 /// then makes the function return 1000 more.
@@ -551,6 +552,7 @@ unsafe extern "C" fn live_ret(
     ];
     if zeros.iter().any(|&z| z != 0)
         || r.ip != ret_addr
+        || ret_addr == 0
         || cs != bindings::UFG_KERNEL_CS as u64
         || r.flags != bindings::UFG_EFLAGS_FIXED as _
         || r.sp == 0
@@ -585,6 +587,8 @@ impl crate::fprobe::api::FprobeHandler for AfterShim {
                 .csx
         };
         LIVE_CS_AFTER.store(cs as usize, Relaxed);
+        // The kretprobe's handler ran first (it added 1000) if this is the changed value.
+        LIVE_RET_AFTER.store(regs.retval() as u32 as usize, Relaxed);
     }
 }
 
@@ -597,9 +601,10 @@ fn kretprobe_return_regs_are_live(_t: &mut Test) -> CaseResult {
 
 /// x86_64: a return handler's `pt_regs` is the return's registers, completed in place
 /// (`sys::regs::with_exit_pt_regs`): every field as documented (Documentation/kretprobe.md),
-/// a return value it sets is what the function returns, and an exit probe after it finds the
-/// registers partial again (`cs` 0, so `ftrace_get_regs()` says NULL), as the trampoline made
-/// them.
+/// a return value it sets is what the function returns, first with the kretprobe alone (the
+/// single-probe return path), then with an exit probe registered after it, which runs after it
+/// on the same registers: it reads the new return value, and finds the registers partial again
+/// (`cs` 0, so `ftrace_get_regs()` says NULL), as the trampoline made them.
 #[cfg(CONFIG_X86_64)]
 fn kretprobe_return_regs_are_live(t: &mut Test) -> CaseResult {
     use crate::fprobe::api::Fprobe;
@@ -607,6 +612,7 @@ fn kretprobe_return_regs_are_live(t: &mut Test) -> CaseResult {
     LIVE_CALLS.store(0, Relaxed);
     LIVE_BAD.store(0, Relaxed);
     LIVE_CS_AFTER.store(usize::MAX, Relaxed);
+    LIVE_RET_AFTER.store(usize::MAX, Relaxed);
     let mut rp = ufgraph_kretprobe::default();
     rp.kp.symbol_name = c_str!("ufg_test_add").as_char_ptr();
     rp.handler = Some(live_ret);
@@ -615,6 +621,11 @@ fn kretprobe_return_regs_are_live(t: &mut Test) -> CaseResult {
     let rpp: *mut ufgraph_kretprobe = &mut rp;
     // SAFETY: `rp` lives on this frame, which the guard does not outlive.
     let _undo = ScopeGuard::new(move || unsafe { unregister_kretprobe(rpp) });
+    // Alone: the single-probe return path.
+    for i in 0..5 {
+        kcheck_eq!(t, add(i, 1), i + 1 + 1000);
+    }
+    kcheck_eq!(t, LIVE_CALLS.load(Relaxed), 5);
     let mut after = t.check_ok(Fprobe::new(AfterShim), "Fprobe::new")?;
     t.check_ok(
         after
@@ -624,13 +635,15 @@ fn kretprobe_return_regs_are_live(t: &mut Test) -> CaseResult {
     )?;
     for i in 0..10 {
         kcheck_eq!(t, add(i, 1), i + 1 + 1000);
+        kcheck_eq!(t, LIVE_RET_AFTER.load(Relaxed), (i + 1 + 1000) as usize);
         kcheck_eq!(t, LIVE_CS_AFTER.load(Relaxed), 0);
         LIVE_CS_AFTER.store(usize::MAX, Relaxed);
+        LIVE_RET_AFTER.store(usize::MAX, Relaxed);
     }
     t.check_ok(after.as_mut().unregister(), "unregister the probe after")?;
     // SAFETY: a valid kretprobe.
     unsafe { unregister_kretprobe(&mut rp) };
-    kcheck_eq!(t, LIVE_CALLS.load(Relaxed), 10);
+    kcheck_eq!(t, LIVE_CALLS.load(Relaxed), 15);
     kcheck_eq!(t, LIVE_BAD.load(Relaxed), 0);
     kcheck_eq!(t, add(2, 3), 5);
     Ok(())
