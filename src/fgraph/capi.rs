@@ -148,19 +148,14 @@ impl Batched for COps {
     #[inline(always)]
     fn entry_cached(slot: &Slot, call: &mut CCall) -> Option<bool> {
         let f = slot.c_entry?;
-        // SAFETY: only `ufgraph_register` sets a slot's C callbacks, on the slot it makes for a
-        // C ops: `this` is that `struct ufgraph_ops`, registered while its slot is in the array
-        // (the caller found it there with preemption disabled), and `f` its entry callback,
-        // which the C caller registered for exactly these arguments.
-        Some(
-            unsafe {
-                f(
-                    &mut call.ent,
-                    slot.this.cast::<ufgraph_ops>().cast_mut(),
-                    call.fregs,
-                )
-            } != 0,
-        )
+        let gops = slot.this.cast::<ufgraph_ops>().cast_mut();
+        // Only `ufgraph_register` sets a slot's C callbacks, on the slot it makes for a C ops:
+        // `gops` is that `struct ufgraph_ops`, registered while its slot is in the array (the
+        // caller found it there with preemption disabled).
+        // SAFETY: `f` is that ops' entry callback, which its C caller registered for exactly
+        // these arguments, called while the ops is registered (above).
+        let keep = unsafe { f(&mut call.ent, gops, call.fregs) };
+        Some(keep != 0)
     }
 
     #[inline(always)]

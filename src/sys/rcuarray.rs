@@ -160,12 +160,12 @@ impl<T: Word> RcuArray<T> {
         if p.is_null() {
             return None;
         }
-        // SAFETY: a non-null `ptr` is the header of a whole `Array<T>` block (invariants),
-        // published with `Release` after it was filled, which the `Acquire` load above pairs
-        // with: its `len` and its first `len` elements, right after the header and aligned for
-        // `T` (`layout`), are initialised (zeroed at allocation, `len` at most the capacity). The
-        // block stays allocated for `'a` (the caller's contract), and nothing writes it once
-        // published (writers build a new one), so a shared slice is sound.
+        // A non-null `ptr` is the header of a whole `Array<T>` block (invariants), published
+        // with `Release` after it was filled, which the `Acquire` load above pairs with: its
+        // `len` and its first `len` elements, right after the header and aligned for `T`
+        // (`layout`), are initialised (zeroed at allocation, `len` at most the capacity).
+        // SAFETY: those elements (above) stay allocated for `'a` (the caller's contract) and
+        // nothing writes them once published (writers build a new block): a shared slice.
         Some(unsafe { core::slice::from_raw_parts(p.add(1).cast::<T>(), (*p).len) })
     }
 
@@ -196,14 +196,14 @@ impl<T: Word> RcuArray<T> {
         let p = new.map_or(null_mut(), Array::into_raw);
         let old = self.ptr.swap(p, AcqRel);
         if !old.is_null() {
-            // SAFETY: `old` was published, so it is a whole block from `KVmalloc` (invariants),
-            // which `kvfree()` frees; its `rcu_head` is the header's first field, at offset 0,
-            // inside the block's first page as `kvfree_rcu()` requires, and unused (zeroed, and
-            // each block is handed to RCU once: the swap took it out). No new reader can load it
-            // now; readers that did hold preemption off (`get`), and the writers (`get_w`'s
-            // contract) make no replacement while they use it, so `kvfree_rcu()`, which frees
-            // it after a grace period, frees it after its last reader. Its elements need no drop
-            // (`Word`). INVARIANT: freed no sooner than a grace period after replacement.
+            // `old` was published, so it is a whole block from `KVmalloc` (invariants), which
+            // `kvfree()` frees; its `rcu_head` is the header's first field, at offset 0, inside
+            // the block's first page as `kvfree_rcu()` requires, and unused (zeroed, and each
+            // block is handed to RCU once: the swap took it out). No new reader can load it now;
+            // readers that did hold preemption off (`get`), and the writers (`get_w`'s contract)
+            // make no replacement while they use it. Its elements need no drop (`Word`).
+            // SAFETY: `kvfree_rcu()`'s requirements hold (above), and it frees `old` a grace
+            // period after this, after its last reader. INVARIANT: freed no sooner than that.
             unsafe { crate::sys::sync::kvfree_rcu(old, core::ptr::addr_of_mut!((*old).rcu)) };
         }
     }

@@ -127,10 +127,11 @@ impl<T: Keyed> RcuTable<T> {
     /// The slots, for the table's writer `w`, as long as `w` is borrowed.
     fn slots_w<'a>(&'a self, w: &'a Writer<T>) -> Option<&'a [AtomicUsize]> {
         self.own(w);
-        // SAFETY: `w` is this table's one writer (`own` just checked it; a `Writer` cannot be
-        // forged), which the writers' lock serialises: no other writer replaces the slots
-        // while the slice lives. This one cannot either: the slice borrows `w` for `'a`, and
-        // the only replacements, `reserve` and `free`, need `&mut Writer`.
+        // `w` is this table's one writer (`own` just checked it; a `Writer` cannot be forged),
+        // which the writers' lock serialises; the only replacements, `reserve` and `free`,
+        // need `&mut Writer`, and the slice borrows `w` for `'a`.
+        // SAFETY: no writer, this one included, replaces the slots while the slice lives
+        // (above), which is `get_w`'s contract.
         unsafe { self.slots.get_w() }
     }
 

@@ -94,9 +94,10 @@ pub unsafe fn with_exit_pt_regs<R>(
             && bindings::UFG_FREGS_SIZE == core::mem::size_of::<PtRegs>()
     );
     let p = regs.as_ptr().cast::<PtRegs>();
+    // The trampoline reads back only ax and dx, which are not written here; `Regs` is an
+    // `Opaque`, so writes through a shared borrow of it are allowed.
     // SAFETY: `p` is the trampoline's block (the caller's contract), a whole `pt_regs` on its
-    // stack, live for the return; `Regs` is an `Opaque` (writes through a shared borrow are
-    // allowed). The trampoline reads back only ax and dx, which are not written here.
+    // stack, live for the return, and every field written is one the trampoline ignores.
     unsafe {
         addr_of_mut!((*p).r15).write(0);
         addr_of_mut!((*p).r14).write(0);

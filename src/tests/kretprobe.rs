@@ -525,9 +525,13 @@ fn rethook_from_an_ftrace_ops(t: &mut Test) -> CaseResult {
 
 /// What [`live_ret`] saw: calls, a field not as `with_exit_pt_regs` makes it, and what the
 /// fprobe after it saw of `cs` and of the return value.
+#[cfg(CONFIG_X86_64)]
 static LIVE_CALLS: AtomicUsize = AtomicUsize::new(0);
+#[cfg(CONFIG_X86_64)]
 static LIVE_BAD: AtomicUsize = AtomicUsize::new(0);
+#[cfg(CONFIG_X86_64)]
 static LIVE_CS_AFTER: AtomicUsize = AtomicUsize::new(usize::MAX);
+#[cfg(CONFIG_X86_64)]
 static LIVE_RET_AFTER: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// The return handler of [`kretprobe_return_regs_are_live`]: checks the `pt_regs` it is given,

@@ -120,9 +120,10 @@ impl<'a> Entry<'a> {
             reserve_failed(size.words() * core::mem::size_of::<usize>());
             return None;
         };
-        // SAFETY: the stack's own reservation (`data_ptr`'s contract); the words were just
-        // reserved for this ops on the current task's stack, and nothing else touches them
-        // until the frame pops (interrupts push above them).
+        // The words were just reserved for this ops on the current task's stack, and nothing
+        // else touches them until the frame pops (interrupts push above them).
+        // SAFETY: `d` is the stack's own reservation (`data_ptr`'s contract), and the words it
+        // names are this callback's alone (above): a unique borrow.
         Some(unsafe { &mut *self.stack.data_ptr(d) })
     }
 
@@ -257,9 +258,10 @@ fn search_data(stack: &Stack, idx: usize) -> Option<&[usize]> {
 /// `d` was made by `stack`'s own decoding (`Head::data`, `Head::data_exact`,
 /// `retrieve_data`) of a frame that is still on it.
 pub(super) unsafe fn data_slice(stack: &Stack, d: DataRef) -> Option<&[usize]> {
+    // `d` names words below the stack top that belong to a live frame of the current task,
+    // which are not rewritten while the frame lives.
     // SAFETY: `d` was made by the stack's decoding (the caller's contract), as `data_ptr`
-    // requires; it names words below the stack top that belong to a live frame of the current
-    // task, which are not rewritten while the frame lives.
+    // requires, and its words stay unchanged while borrowed (above).
     Some(unsafe { &*stack.data_ptr(d) })
 }
 

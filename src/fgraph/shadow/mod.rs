@@ -358,9 +358,10 @@ impl<const W: usize> ShadowStack<W> {
     /// [`Self::retrieve_data`]): its words lie within the stack.
     #[inline(always)]
     pub unsafe fn data_ptr(&self, d: DataRef) -> *mut [usize] {
-        // SAFETY: `d.start + d.words <= W` (the caller's contract), so the offset stays inside
-        // `words`. `AtomicUsize` has `usize`'s layout and is an `UnsafeCell`: writing through
-        // a pointer made from a shared borrow of it is allowed.
+        // `AtomicUsize` has `usize`'s layout and is an `UnsafeCell`: writing through a pointer
+        // made from a shared borrow of it is allowed.
+        // SAFETY: `d.start + d.words <= W` (the caller's contract): the offset stays inside
+        // `words`.
         let p = unsafe { self.words.as_ptr().add(d.start) };
         core::ptr::slice_from_raw_parts_mut(p.cast::<usize>().cast_mut(), d.words)
     }
