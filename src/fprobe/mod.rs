@@ -341,6 +341,11 @@ pub struct GraphSide;
 pub use crate::sys::ksym::glob_match;
 
 impl Reg {
+    /// Whether no probe is registered (fprobe's shared ops then hooks nothing).
+    fn no_probes(&self) -> bool {
+        self.entry_probes == 0 && self.exit_probes == 0
+    }
+
     /// Adds (or removes) `ips` to the shared ops' filter, `graph_ips` being how many it holds:
     /// registers the ops with its first functions and unregisters it (and drops it) before its
     /// last one goes, as an empty ftrace filter would trace every function ([`Unhooked`]).

@@ -164,7 +164,7 @@ impl Fprobes {
         // Then the filter update (which can fail too, and is undone by not publishing).
         // SAFETY: as above.
         let new = unsafe { self.prepare(&mut reg, fp, id, has_exit, ips)? };
-        let idle = reg.entry_probes == 0 && reg.exit_probes == 0;
+        let idle = reg.no_probes();
         self.clear_shortcuts(has_exit, !new.path_new.is_empty(), idle);
         if let Err(e) = reg.update_filter(&new.path_new, false) {
             self.settle(&reg);
@@ -407,7 +407,7 @@ impl Fprobes {
         // SAFETY: the record of a probe just taken out of `live`, and `live` is dropped after
         // the grace period below.
         let live = unsafe { self.withdraw_live(&mut reg, &private) };
-        if reg.entry_probes == 0 && reg.exit_probes == 0 {
+        if reg.no_probes() {
             // The last probe: from now on callbacks have nothing to run (its handlers are
             // not reached any more), and they return at once while the filter update below
             // unpatches its functions. `settle` replaces this.

@@ -162,6 +162,7 @@ unsigned long ufg_user_space_end(void);
 void ufgraph_return_trampoline(void);
 /* Test fixtures (tests/testfns.c), linked into ufgraph_kunit.ko only. */
 int ufg_test_add(int a, int b);
+unsigned long ufg_test_init_text_addr(void);
 int ufg_test_on_cpu(unsigned int cpu, void (*fn)(void *arg), void *arg);
 int ufg_test_cpu_down(unsigned int cpu);
 int ufg_test_cpu_up(unsigned int cpu);

@@ -622,28 +622,17 @@ fn callsite_location(site: usize) -> usize {
 /// and a BTI after it moves both of the entry's NOPs.
 #[cfg(CONFIG_ARM64)]
 fn callsite_location(site: usize) -> usize {
-    const INSN: usize = 4;
     #[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS))]
     {
-        site + INSN
+        site + 4
     }
     #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS)]
     {
-        if site % core::mem::size_of::<usize>() != 0 {
-            return 0;
-        }
-        let mut a = site + 2 * INSN;
-        #[cfg(CONFIG_ARM64_BTI_KERNEL)]
-        {
-            // A module's text, readable: read without faulting all the same.
+        // A module's text, readable: read without faulting all the same.
+        funclist::arm64_call_ops_location(site, cfg!(CONFIG_ARM64_BTI_KERNEL), |a| {
             let mut insn = [0u8; 4];
-            if crate::sys::nofault::read_kernel(a as u64, &mut insn)
-                && funclist::is_bti(u32::from_le_bytes(insn))
-            {
-                a += INSN;
-            }
-        }
-        a + INSN
+            crate::sys::nofault::read_kernel(a as u64, &mut insn).then(|| u32::from_le_bytes(insn))
+        })
     }
 }
 

@@ -5,6 +5,7 @@
  * instrumented in 6.12, so hook targets have to be C.
  */
 #include <linux/compiler.h>
+#include <linux/init.h>
 #include <linux/cpu.h>
 #include <linux/smp.h>
 #include <linux/irqflags.h>
@@ -14,6 +15,25 @@
 noinline int ufg_test_add(int a, int b)
 {
 	return a + b;
+}
+
+/*
+ * A traced function in the module's init text, which the module loader frees once the
+ * module is live (right after the LIVE notifiers, where KUnit runs this module's suites):
+ * the location list's LIVE edit must take it out (tests/fprobe/registry.rs). Nothing calls it.
+ */
+static noinline int __init __used ufg_test_init_text(int a)
+{
+	return a + 1;
+}
+
+/*
+ * Its address, for the tests (which run from the LIVE notifier, init text still there): a
+ * reference from outside the init text, which __ref declares on purpose.
+ */
+unsigned long __ref ufg_test_init_text_addr(void)
+{
+	return (unsigned long)ufg_test_init_text;
 }
 
 noinline long ufg_test_mul(long a, long b)

@@ -153,9 +153,71 @@ pub fn is_bti(insn: u32) -> bool {
     insn & 0xffff_ff3f == 0xd503_241f
 }
 
+/// arm64's ftrace location of a call-site entry with `DYNAMIC_FTRACE_WITH_CALL_OPS` (the
+/// kernel's `ftrace_call_adjust()` there): the entry is the first of the two NOPs before the
+/// function, 8-byte aligned (they hold the ops pointer); the location is the second NOP after
+/// the entry point, one instruction further when the entry point is a BTI (`bti_kernel`:
+/// `ARM64_BTI_KERNEL`; `insn_at` reads the instruction at an address, `None` if it cannot).
+/// 0 for a misaligned entry, which ftrace refuses too.
+///
+/// ```text
+///   site+0   NOP          ops pointer, low half
+///   site+4   NOP          ops pointer, high half
+///   site+8   func:  NOP   (or BTI, then everything below one instruction later)
+///   site+12  NOP          patched to BL: the location
+/// ```
+pub fn arm64_call_ops_location(
+    site: usize,
+    bti_kernel: bool,
+    insn_at: impl FnOnce(usize) -> Option<u32>,
+) -> usize {
+    const INSN: usize = 4;
+    if !site.is_multiple_of(8) {
+        return 0;
+    }
+    let mut a = site + 2 * INSN;
+    if bti_kernel && insn_at(a).is_some_and(is_bti) {
+        a += INSN;
+    }
+    a + INSN
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn call_ops_locations() {
+        const NOP: u32 = 0xd503_201f;
+        const BTI_C: u32 = 0xd503_245f;
+        let base = 0xffff_8000_8010_0000usize;
+        // No BTI at the entry point: entry + 12; a BTI there: entry + 16.
+        assert_eq!(
+            arm64_call_ops_location(base, true, |_| Some(NOP)),
+            base + 12
+        );
+        assert_eq!(
+            arm64_call_ops_location(base, true, |_| Some(BTI_C)),
+            base + 16
+        );
+        // The instruction read is the entry point's, 8 past the entry.
+        let mut read = None;
+        arm64_call_ops_location(base, true, |a| {
+            read = Some(a);
+            Some(NOP)
+        });
+        assert_eq!(read, Some(base + 8));
+        // Without BTI in the kernel nothing is read; an unreadable entry point is no BTI.
+        assert_eq!(
+            arm64_call_ops_location(base, false, |_| panic!("read")),
+            base + 12
+        );
+        assert_eq!(arm64_call_ops_location(base, true, |_| None), base + 12);
+        // Misaligned: no location.
+        for off in [4, 2, 1] {
+            assert_eq!(arm64_call_ops_location(base + off, true, |_| Some(NOP)), 0);
+        }
+    }
 
     #[test]
     fn kernel_and_module_lines() {
