@@ -16,6 +16,24 @@ packages=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev
 	binutils # readelf: the arm64 clients' libraries (scripts/clients-arm64.sh)
 	clang-19 lld-19 llvm-19 libclang-19-dev) # clang-19: every kernel and module (kCFI, return thunks; scripts/common.sh)
 
+# bindgen-cli compiles from crates.io, while apt installs the packages when it can (it loads
+# libclang at run time; building needs only a C linker and libc's development files): on a
+# fresh machine the two took about a minute each, one after the other.
+bindgen_pid=
+need_bindgen() { ! "$UFG_BINDGEN" --version 2>/dev/null | grep -qx "bindgen $UFG_BINDGEN_VERSION"; }
+install_bindgen() {
+	command -v cargo >/dev/null || ufg_die "cargo is needed to install bindgen-cli $UFG_BINDGEN_VERSION"
+	ufg_log "installing bindgen-cli $UFG_BINDGEN_VERSION into $UFG_TOOLS"
+	mkdir -p "$UFG_TOOLS"
+	cargo install --quiet --locked bindgen-cli --version "$UFG_BINDGEN_VERSION" --root "$UFG_TOOLS" \
+		> "$UFG_TOOLS/bindgen-install.log" 2>&1 &
+	bindgen_pid=$!
+}
+if need_bindgen && command -v cc >/dev/null &&
+	dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null | grep -q 'install ok installed'; then
+	install_bindgen
+fi
+
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -30,10 +48,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if ! "$UFG_BINDGEN" --version 2>/dev/null | grep -qx "bindgen $UFG_BINDGEN_VERSION"; then
-	command -v cargo >/dev/null || ufg_die "cargo is needed to install bindgen-cli $UFG_BINDGEN_VERSION"
-	ufg_log "installing bindgen-cli $UFG_BINDGEN_VERSION into $UFG_TOOLS"
-	cargo install --quiet --locked bindgen-cli --version "$UFG_BINDGEN_VERSION" --root "$UFG_TOOLS"
+[ -n "$bindgen_pid" ] || ! need_bindgen || install_bindgen
+if [ -n "$bindgen_pid" ] && ! wait "$bindgen_pid"; then
+	cat "$UFG_TOOLS/bindgen-install.log" >&2
+	ufg_die "cannot install bindgen-cli $UFG_BINDGEN_VERSION (see above)"
 fi
 
 # The coverage-guided fuzz targets (host/fuzz/cov, scripts/fuzz.sh) use the libfuzzer-sys
