@@ -16,10 +16,18 @@ packages=(linux-source-6.12 rustc-web rust-web-src clang lld llvm libclang-dev
 	binutils # readelf: the arm64 clients' libraries (scripts/clients-arm64.sh)
 	clang-19 lld-19 llvm-19 libclang-19-dev) # clang-19: every kernel and module (kCFI, return thunks; scripts/common.sh)
 
-# bindgen-cli compiles from crates.io, while apt installs the packages when it can (it loads
-# libclang at run time; building needs only a C linker and libc's development files): on a
-# fresh machine the two took about a minute each, one after the other.
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+# bindgen-cli compiles from crates.io while apt installs the packages, when apt cannot change
+# what it compiles with: a cargo not from Debian (rustup's), a C linker and libc's development
+# files already there (bindgen loads libclang at run time), and apt about to run (root) or
+# nothing to install. On a fresh machine the two took about a minute each, one after the other.
+# The job does not outlive this script.
 bindgen_pid=
+trap '[ -z "$bindgen_pid" ] || kill "$bindgen_pid" 2>/dev/null' EXIT
 need_bindgen() { ! "$UFG_BINDGEN" --version 2>/dev/null | grep -qx "bindgen $UFG_BINDGEN_VERSION"; }
 install_bindgen() {
 	command -v cargo >/dev/null || ufg_die "cargo is needed to install bindgen-cli $UFG_BINDGEN_VERSION"
@@ -29,15 +37,14 @@ install_bindgen() {
 		> "$UFG_TOOLS/bindgen-install.log" 2>&1 &
 	bindgen_pid=$!
 }
-if need_bindgen && command -v cc >/dev/null &&
-	dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null | grep -q 'install ok installed'; then
+cargo_path=$(command -v cargo || true)
+if need_bindgen && [ -n "$cargo_path" ] && ! dpkg -S "$(readlink -f "$cargo_path")" >/dev/null 2>&1 &&
+	command -v cc >/dev/null &&
+	dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null | grep -q 'install ok installed' &&
+	{ [ "$(id -u)" = 0 ] || [ ${#missing[@]} = 0 ]; }; then
 	install_bindgen
 fi
 
-missing=()
-for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ]; then
 		ufg_die "missing Debian packages; as root run:
@@ -49,9 +56,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 [ -n "$bindgen_pid" ] || ! need_bindgen || install_bindgen
-if [ -n "$bindgen_pid" ] && ! wait "$bindgen_pid"; then
-	cat "$UFG_TOOLS/bindgen-install.log" >&2
-	ufg_die "cannot install bindgen-cli $UFG_BINDGEN_VERSION (see above)"
+if [ -n "$bindgen_pid" ]; then
+	rc=0
+	wait "$bindgen_pid" || rc=$?
+	bindgen_pid=
+	if [ "$rc" != 0 ]; then
+		cat "$UFG_TOOLS/bindgen-install.log" >&2
+		ufg_die "cannot install bindgen-cli $UFG_BINDGEN_VERSION (see above)"
+	fi
 fi
 
 # The coverage-guided fuzz targets (host/fuzz/cov, scripts/fuzz.sh) use the libfuzzer-sys

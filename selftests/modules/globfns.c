@@ -10,7 +10,15 @@
  * test (tests/91-btf-module-args.sh): ufgt_btf_pair(p, k), with a struct of the module's, called
  * by each write to "run" with p = { .a = N, .b = -N, .name = "ufgt-pair" } and k = N * 3,
  * returning a + b + k (N * 3).
+ *
+ * And a function in the module's init text, for the init text test (tests/94-init-text.sh):
+ * ufgt_glob_init(x), which the module's init calls once with 2 (x + 40: 42, or init fails).
+ * With "hold=1" init first waits for a write to "release" (30 s at most), so that the test can
+ * hook it while init runs; the loader frees it once init returns.
  */
+#include <linux/completion.h>
+#include <linux/init.h>
+#include <linux/jiffies.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 
@@ -79,6 +87,40 @@ static int run_set(const char *val, const struct kernel_param *kp)
 }
 static const struct kernel_param_ops run_ops = { .set = run_set };
 module_param_cb(run, &run_ops, NULL, 0200);
+
+static bool hold;
+module_param(hold, bool, 0444);
+
+static DECLARE_COMPLETION(released);
+
+static int release_set(const char *val, const struct kernel_param *kp)
+{
+	complete(&released);
+	return 0;
+}
+static const struct kernel_param_ops release_ops = { .set = release_set };
+module_param_cb(release, &release_ops, NULL, 0200);
+
+static noinline int __init ufgt_glob_init(int x)
+{
+	return x + 40;
+}
+
+static int (*volatile init_fn)(int) __initdata = ufgt_glob_init;
+
+static int __init globfns_init(void)
+{
+	if (hold)
+		wait_for_completion_timeout(&released, 30 * HZ);
+	return init_fn(2) == 42 ? 0 : -EINVAL;
+}
+module_init(globfns_init);
+
+/* A module with an init function and none to exit cannot be unloaded. */
+static void __exit globfns_exit(void)
+{
+}
+module_exit(globfns_exit);
 
 MODULE_DESCRIPTION("ufgraph tests: module functions for glob events");
 MODULE_LICENSE("GPL");

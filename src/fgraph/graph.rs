@@ -543,7 +543,7 @@ impl Graph {
     /// keeps stale addresses in the filters of its users), and ftrace would refuse any later
     /// removal from the filter that names them. From the module notifier, while the module's
     /// ftrace records are still there (ftrace drops them after the notifier has run).
-    pub fn drop_module(&self, within: impl Fn(usize) -> bool) {
+    pub fn drop_module(&self, within: impl Fn(usize) -> bool, what: &str) {
         let mut reg = self.reg.lock();
         let mut dead = KVec::new();
         let mut dropped = 0;
@@ -590,10 +590,7 @@ impl Graph {
         if dropped > 0 {
             synchronize_rcu();
             Hub::free_dead(&mut dead);
-            pr_info!(
-                "hub: dropped {} functions of a module going away\n",
-                dropped
-            );
+            pr_info!("hub: dropped {} functions {}\n", dropped, what);
         }
     }
 

@@ -218,6 +218,25 @@ unsafe extern "C" fn on_module(
     }
     // SAFETY: the notifier gets the module, valid for the call.
     let within = |ip: usize| unsafe { bindings::ufg_within_module(ip as _, m) };
+    if live {
+        // Its init text goes after the notifiers, and ftrace's records of it: probes and hub
+        // users let go of its functions now, while ftrace can still take them out of a filter
+        // (`Fprobes::module_live`).
+        // SAFETY: as above.
+        let within_init = |ip: usize| unsafe { bindings::ufg_within_module_init(ip as _, m) };
+        if let Some(core) = fprobes() {
+            if let Err(e) = core.module_live(within_init) {
+                pr_warn!(
+                    "fprobe: filter update for a module's init text failed: {:?}\n",
+                    e
+                );
+            }
+        }
+        if let Some(g) = crate::fgraph::graph::graph() {
+            g.drop_module(within_init, "in the init text of a module gone live");
+        }
+        return 0;
+    }
     if !(coming || going) {
         return 0;
     }
@@ -242,7 +261,7 @@ unsafe extern "C" fn on_module(
         }
     }
     if let (true, Some(g)) = (going, graph) {
-        g.drop_module(within);
+        g.drop_module(within, "of a module going away");
     }
     0
 }

@@ -212,6 +212,11 @@ struct Reg {
     /// filter: those with a probe) is not 0.
     graph: Option<GraphOps<GraphSide>>,
     graph_ips: usize,
+    /// A removal from the shared ops' filter failed (ftrace changes a filter whole or not at
+    /// all, and refuses a function it no longer knows): the filter may hold functions no probe
+    /// has, whose calls find none, so no shortcut may say every function in it is one probe's
+    /// (`Fprobes::settle`). Until the shared ops goes with its last function.
+    filter_stale: bool,
     /// Registered probes with an exit handler, and without.
     exit_probes: usize,
     entry_probes: usize,
@@ -222,8 +227,9 @@ struct Reg {
     /// free (with ftrace's filter of 18165 functions, about 4 million instructions): the
     /// unregistration that let it go does not wait for that.
     retired: Option<GraphOps<GraphSide>>,
-    /// Bumped whenever a module comes or goes (the module notifier, `module_coming` and
-    /// `module_going`): functions resolved before are stale (see [`Resolved`]).
+    /// Bumped whenever a module comes, goes live (its init text goes) or goes (the module
+    /// notifier, `module_coming`, `module_live` and `module_going`): functions resolved before
+    /// are stale (see [`Resolved`]).
     modules_gen: u64,
     /// The misses of probes unregistered since the core started (`Fprobes::missed`).
     missed_retired: usize,
@@ -363,11 +369,15 @@ impl Reg {
                     let gone = o.unregister().is_ok();
                     if gone {
                         drop(self.retired.replace(o));
+                        self.filter_stale = false;
                     }
                     return Ok(Unhooked(gone));
                 }
             } else if let Some(o) = self.graph.as_mut() {
-                o.set_filter_ips(ips, true, false)?;
+                if let Err(e) = o.set_filter_ips(ips, true, false) {
+                    self.filter_stale = true;
+                    return Err(e);
+                }
             }
             return Ok(Unhooked(false));
         }

@@ -23,6 +23,7 @@ impl Fprobes {
                 next_id: 1,
                 graph: None,
                 graph_ips: 0,
+                filter_stale: false,
                 exit_probes: 0,
                 entry_probes: 0,
                 garbage: KVec::new(),
@@ -531,7 +532,8 @@ impl Fprobes {
 
     // Publishes the dispatch words (see the module's diagram) that the registered probes make
     // true. Under `reg`, with the filter holding exactly the registered probes' functions (and
-    // no callback still acting on a larger filter: after a grace period if it shrank).
+    // no callback still acting on a larger filter: after a grace period if it shrank), or more
+    // after a failed removal (`Reg::filter_stale`: then no single-probe shortcut).
     pub(super) fn settle(&self, reg: &Reg) {
         let (mut exit, mut entry) = (core::ptr::null_mut(), core::ptr::null_mut());
         if reg.exit_probes == 1 || reg.entry_probes == 1 {
@@ -546,7 +548,7 @@ impl Fprobes {
             });
         }
         SINGLE_EXIT.store(
-            if reg.exit_probes == 1 {
+            if reg.exit_probes == 1 && !reg.filter_stale {
                 exit
             } else {
                 core::ptr::null_mut()
@@ -555,7 +557,7 @@ impl Fprobes {
         );
         let d = match (reg.entry_probes, reg.exit_probes) {
             (0, _) => 0,
-            (1, 0) => entry as usize,
+            (1, 0) if !reg.filter_stale => entry as usize,
             _ => LOOKUP,
         };
         DISPATCH.store(d, Release);
@@ -578,6 +580,33 @@ impl Fprobes {
         n
     }
 
+    /// Tests only: marks the shared ops' filter stale, as a failed removal does
+    /// (`Reg::filter_stale`), and publishes what is then true.
+    #[cfg(ufgraph_kunit)]
+    pub fn test_mark_filter_stale(&self) {
+        let mut reg = self.reg.lock();
+        reg.filter_stale = true;
+        self.settle(&reg);
+    }
+
+    /// Tests only: which single-probe shortcuts are published: the only probe's `Live` in
+    /// `DISPATCH` (entry-only), and `SINGLE_EXIT`.
+    #[cfg(ufgraph_kunit)]
+    pub fn test_shortcuts(&self) -> (bool, bool) {
+        let _reg = self.reg.lock();
+        let d = DISPATCH.load(Relaxed);
+        (
+            !matches!(d, 0 | LOOKUP | IDLE),
+            !SINGLE_EXIT.load(Relaxed).is_null(),
+        )
+    }
+
+    /// Tests only: the functions in the shared ops' filter.
+    #[cfg(ufgraph_kunit)]
+    pub fn test_filter_functions(&self) -> usize {
+        self.reg.lock().graph_ips
+    }
+
     /// How many distinct functions carry probes, and how many probes are registered.
     pub fn counts(&self) -> (usize, usize) {
         let reg = self.reg.lock();
@@ -593,11 +622,27 @@ impl Fprobes {
     /// it (`within`) is dropped from the probes.
     pub fn module_going(&self, within: impl Fn(usize) -> bool) {
         self.reg.lock().modules_gen += 1;
-        self.drop_module(within);
+        if let Err(e) = self.drop_module(within, "of a module going away") {
+            pr_warn!("fprobe: filter update for a going module failed: {:?}\n", e);
+        }
     }
 
-    /// Drops every address inside `module` from the probes (the module is going away).
-    pub(super) fn drop_module(&self, within: impl Fn(usize) -> bool) {
+    /// A module went live: the loader frees its init text after the notifiers, and ftrace its
+    /// records of it. Functions resolved before are stale, and its init functions (`within`)
+    /// leave the probes now, while ftrace still knows them: once it has dropped them, no filter
+    /// can let go of them (ftrace refuses to remove a function it does not know, and refuses a
+    /// whole removal for one such function), and a filter that keeps one would hook whatever
+    /// module's function is loaded at its address later.
+    /// An error: ftrace refused to take them out of the filter (the probes let go of them all
+    /// the same: callbacks there find none).
+    pub fn module_live(&self, within: impl Fn(usize) -> bool) -> Result {
+        self.reg.lock().modules_gen += 1;
+        self.drop_module(within, "in the init text of a module gone live")
+    }
+
+    /// Drops every address `within` says from the probes (a module's, going away, or its init
+    /// text's); `what` says which, in the log. An error: the filter update failed.
+    pub(super) fn drop_module(&self, within: impl Fn(usize) -> bool, what: &str) -> Result {
         let mut reg = self.reg.lock();
         // The functions to drop.
         let mut doomed: KVec<usize> = KVec::new();
@@ -607,7 +652,7 @@ impl Fprobes {
             }
         });
         if doomed.is_empty() {
-            return;
+            return Ok(());
         }
         let mut dead: KVec<usize> = KVec::new();
         for &ip in doomed.iter() {
@@ -636,7 +681,8 @@ impl Fprobes {
         }
         // The module held the filter's last functions: the shared ops went (`Reg::retired`),
         // for the reaper to free.
-        if matches!(reg.update_filter(&doomed, true), Ok(Unhooked(true))) {
+        let updated = reg.update_filter(&doomed, true);
+        if matches!(updated, Ok(Unhooked(true))) {
             self.reaper.schedule();
         }
         drop(reg);
@@ -646,9 +692,11 @@ impl Fprobes {
             drop(unsafe { KBox::from_raw(e as *mut IpEntry) });
         }
         pr_info!(
-            "fprobe: dropped {} probed functions of a module going away\n",
-            doomed.len()
+            "fprobe: dropped {} probed functions {}\n",
+            doomed.len(),
+            what
         );
+        updated.map(|_| ())
     }
 }
 

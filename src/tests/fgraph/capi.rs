@@ -210,7 +210,7 @@ pub(super) fn c_set_filter_racing_a_going_module(t: &mut Test) -> CaseResult {
     // The notifier for this module, going, after the resolution read the list of going
     // modules: the list and the generation, then the hub (nothing of the module on it yet).
     g.module_going(b"ufgraph_kunit");
-    g.drop_module(|_| false);
+    g.drop_module(|_| false, "in a test");
     let stale = g.hub_filter_resolved(slot, &ips, false, gen);
     let on_hub = g.hub_functions();
     // SAFETY: a valid, registered ops and a NUL-terminated glob.

@@ -35,8 +35,9 @@ use missed::{
     recursion_misses_both_kinds,
 };
 use registry::{
-    bad_registrations_leave_nothing, location_list_follows_modules, mass_attach_everything,
-    stale_and_going_modules_are_refused,
+    bad_registrations_leave_nothing, init_functions_leave_probes_at_live,
+    location_list_follows_modules, mass_attach_everything, stale_and_going_modules_are_refused,
+    stale_filter_publishes_no_shortcut,
 };
 use returns::{
     exit_probe_changes_during_a_call, single_exit_probe_every_data_size,
@@ -324,6 +325,8 @@ kunit_suite!(
         bad_registrations_leave_nothing,
         stale_and_going_modules_are_refused,
         location_list_follows_modules,
+        init_functions_leave_probes_at_live,
+        stale_filter_publishes_no_shortcut,
         several_probes_on_one_function,
         disable_and_skip,
         single_exit_probe_after_a_shared_call,

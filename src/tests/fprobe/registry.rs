@@ -222,6 +222,91 @@ pub(super) fn mass_attach_everything(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// A module's init text is freed after its LIVE notifiers, and ftrace's records of it with it:
+/// the module notifier takes its init functions out of the probes then (`Fprobes::module_live`),
+/// while ftrace can still take them out of the shared ops' filter (after, it would refuse, and
+/// the filter would keep a freed address). Replayed on this module's own init function
+/// (tests/testfns.c), which KUnit's run from the LIVE notifier still finds.
+pub(super) fn init_functions_leave_probes_at_live(t: &mut Test) -> CaseResult {
+    let m: *const bindings::module = crate::THIS_MODULE.as_ptr().cast();
+    // SAFETY: this module, live while its tests run.
+    let within_init = |a: usize| unsafe { bindings::ufg_within_module_init(a as _, m) };
+    // SAFETY: a plain C function returning an address.
+    let init_ip = unsafe { bindings::ufg_test_init_text_addr() } as usize;
+    if !within_init(init_ip) {
+        // A later run of the suite (KUnit's debugfs `run`): the init text is gone
+        // (`location_list_follows_modules` checks the first run finds it).
+        return Ok(());
+    }
+    reset();
+    let c = core(t)?;
+    let before = c.counts();
+    let add_ip = bindings::ufg_test_add as *const () as usize;
+    let mut fp = probe(true, true, 0);
+    reg(t, &mut fp, Target::Ips(&[init_ip, add_ip]))?;
+    let filter_before = c.test_filter_functions();
+    let live = c.module_live(within_init);
+    let filter_after = c.test_filter_functions();
+    let counts = c.counts();
+    let sum = add(2, 3);
+    let calls = (
+        ENTRIES.load(Relaxed),
+        EXITS.load(Relaxed),
+        BAD.load(Relaxed),
+    );
+    t.check_ok(c.unregister(&mut *fp), "unregister")?;
+    // ftrace took it out of the filter (it still knows the function).
+    t.check_ok(live, "module live")?;
+    kcheck_eq!(t, filter_after, filter_before - 1);
+    // The probe keeps its other function, whose calls it still sees.
+    kcheck_eq!(t, counts, (before.0 + 1, before.1 + 1));
+    kcheck_eq!(t, sum, 5);
+    kcheck_eq!(t, calls, (1, 1, 0));
+    kcheck_eq!(t, c.counts(), before);
+    Ok(())
+}
+
+/// After a failed removal from the shared ops' filter (ftrace refuses a whole removal for one
+/// function it no longer knows, or out of memory), the filter may hold functions no probe has:
+/// no single-probe shortcut, which would run the only probe on all of them, is published until
+/// the shared ops goes with its last function; the probes keep working by lookup.
+pub(super) fn stale_filter_publishes_no_shortcut(t: &mut Test) -> CaseResult {
+    let c = core(t)?;
+    let before = c.counts();
+    if before != (0, 0) {
+        return Err(t.fail(format_args!("probes left by another case: {:?}", before)));
+    }
+    let add_sym = [c_str!("ufg_test_add")];
+    // Entry-only, then one exit probe: each alone publishes its shortcut, a stale filter none.
+    for exit in [false, true] {
+        reset();
+        let mut fp = probe(true, exit, 0);
+        reg(t, &mut fp, Target::Syms(&add_sym))?;
+        let fresh = c.test_shortcuts();
+        c.test_mark_filter_stale();
+        let stale = c.test_shortcuts();
+        let sum = add(4, 5);
+        let calls = (
+            ENTRIES.load(Relaxed),
+            EXITS.load(Relaxed),
+            BAD.load(Relaxed),
+        );
+        // Its last function gone, the shared ops went with its filter: the next probe's is new.
+        t.check_ok(c.unregister(&mut *fp), "unregister")?;
+        reg(t, &mut fp, Target::Syms(&add_sym))?;
+        let again = c.test_shortcuts();
+        t.check_ok(c.unregister(&mut *fp), "unregister again")?;
+        let want = (!exit, exit);
+        kcheck_eq!(t, (exit, fresh), (exit, want));
+        kcheck_eq!(t, (exit, stale), (exit, (false, false)));
+        kcheck_eq!(t, sum, 9);
+        kcheck_eq!(t, (exit, calls), (exit, (1, usize::from(exit), 0)));
+        kcheck_eq!(t, (exit, again), (exit, want));
+    }
+    kcheck_eq!(t, c.counts(), before);
+    Ok(())
+}
+
 /// The list of traceable functions the module notifier keeps (`sys::ksym::LocList`) follows
 /// modules without reading ftrace's file again: replaying this module's going and coming on it
 /// takes out exactly this module's functions, then puts back what ftrace has for them (its call
@@ -239,11 +324,18 @@ pub(super) fn location_list_follows_modules(t: &mut Test) -> CaseResult {
     let within_init = |a: usize| unsafe { bindings::ufg_within_module_init(a as _, m) };
     let add_ip = bindings::ufg_test_add as *const () as usize;
     // A traced function in this module's init text (tests/testfns.c), still there while KUnit
-    // runs the suites from the LIVE notifier; the loader frees it after. (Not there: a later
-    // run of the suite; its checks are then skipped.)
+    // runs the suites from the LIVE notifier at load; the loader frees it after. A later run
+    // (KUnit's debugfs `run`) finds it gone and skips its checks; the first must find it.
     // SAFETY: a plain C function returning an address.
     let init_ip = unsafe { bindings::ufg_test_init_text_addr() } as usize;
     let init_there = within_init(init_ip);
+    static RAN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    let first_run = !RAN.swap(true, Relaxed);
+    kcheck!(
+        t,
+        init_there || !first_run,
+        "the init text is gone at the suite's first run"
+    );
     // A reading of its own, not provisional (this module's own coming and going live are
     // module events ufgraph_kunit's notifier saw).
     list.test_reset();
