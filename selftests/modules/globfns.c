@@ -13,12 +13,11 @@
  *
  * And a function in the module's init text, for the init text test (tests/94-init-text.sh):
  * ufgt_glob_init(x), which the module's init calls once with 2 (x + 40: 42, or init fails).
- * With "hold=1" init first waits for a write to "release" (30 s at most), so that the test can
- * hook it while init runs; the loader frees it once init returns.
+ * With "hold=1" init first waits for a write to "release" (or a fatal signal to insmod), so
+ * that the test can hook it while init runs; the loader frees it once init returns.
  */
 #include <linux/completion.h>
 #include <linux/init.h>
-#include <linux/jiffies.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 
@@ -111,7 +110,7 @@ static int (*volatile init_fn)(int) __initdata = ufgt_glob_init;
 static int __init globfns_init(void)
 {
 	if (hold)
-		wait_for_completion_timeout(&released, 30 * HZ);
+		wait_for_completion_killable(&released);
 	return init_fn(2) == 42 ? 0 : -EINVAL;
 }
 module_init(globfns_init);

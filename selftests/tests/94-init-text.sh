@@ -13,7 +13,7 @@ ins=$!
 # Its parameters appear before its init runs; init then waits for "release".
 i=0
 while [ ! -e $P/release ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -e $P/release ] || { kill $ins; fail "globfns did not start its init"; }
+[ -e $P/release ] || { kill -9 $ins; fail "globfns did not start its init"; }
 release() { echo 1 > $P/release; wait $ins; }
 echo 'f:ufgi/all ufgt_glob_* n=$arg1:s32' >> $DE || { release; fail "define: $(tail -3 $EL)"; }
 echo 1 > $T/events/ufgi/enable || { release; fail "enable: $(tail -3 $EL)"; }

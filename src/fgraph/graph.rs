@@ -520,6 +520,15 @@ impl Graph {
         }
     }
 
+    /// A module went live: its init functions are freed right after the notifiers. Functions
+    /// resolved before are stale (a resolution by address that found one in the location list,
+    /// which has lost them now, must not add it after the drop), then those `within` says
+    /// leave every ops on the hub ([`Graph::drop_module`]).
+    pub fn module_live(&self, within: impl Fn(usize) -> bool) {
+        self.reg.lock().modules_gen += 1;
+        self.drop_module(within, "in the init text of a module gone live");
+    }
+
     /// A module is going away: its functions are resolved no more ([`resolve`]). From the
     /// module notifier, before anything that resolved functions earlier is told they are stale
     /// (fprobe's module generation), so that what resolves after that cannot see them.

@@ -233,7 +233,7 @@ unsafe extern "C" fn on_module(
             }
         }
         if let Some(g) = crate::fgraph::graph::graph() {
-            g.drop_module(within_init, "in the init text of a module gone live");
+            g.module_live(within_init);
         }
         return 0;
     }

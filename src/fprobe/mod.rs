@@ -217,6 +217,9 @@ struct Reg {
     /// has, whose calls find none, so no shortcut may say every function in it is one probe's
     /// (`Fprobes::settle`). Until the shared ops goes with its last function.
     filter_stale: bool,
+    /// A shared ops whose unregistration failed was leaked, still hooking its functions: the
+    /// filter stays stale for good.
+    ops_leaked: bool,
     /// Registered probes with an exit handler, and without.
     exit_probes: usize,
     entry_probes: usize,
@@ -369,14 +372,29 @@ impl Reg {
                     let gone = o.unregister().is_ok();
                     if gone {
                         drop(self.retired.replace(o));
-                        self.filter_stale = false;
+                        self.filter_stale = self.ops_leaked;
+                    } else {
+                        // Leaked, still registered with its whole filter: for good, no
+                        // shortcut may say every function hooked is one probe's.
+                        self.ops_leaked = true;
+                        self.filter_stale = true;
                     }
                     return Ok(Unhooked(gone));
                 }
             } else if let Some(o) = self.graph.as_mut() {
                 if let Err(e) = o.set_filter_ips(ips, true, false) {
-                    self.filter_stale = true;
-                    return Err(e);
+                    // ftrace refuses a whole removal for one function it no longer knows: the
+                    // others go one by one, so that only such functions stay (as the hub does).
+                    let mut kept = false;
+                    for ip in ips {
+                        kept |= o
+                            .set_filter_ips(core::slice::from_ref(ip), true, false)
+                            .is_err();
+                    }
+                    if kept {
+                        self.filter_stale = true;
+                        return Err(e);
+                    }
                 }
             }
             return Ok(Unhooked(false));

@@ -24,6 +24,7 @@ impl Fprobes {
                 graph: None,
                 graph_ips: 0,
                 filter_stale: false,
+                ops_leaked: false,
                 exit_probes: 0,
                 entry_probes: 0,
                 garbage: KVec::new(),
@@ -152,6 +153,17 @@ impl Fprobes {
         // never refused.
         if gen.is_some_and(|g| g != reg.modules_gen) && crate::fgraph::graph::in_modules(&ips) {
             return Err(EAGAIN);
+        }
+        // A module gone live: its init functions, which ftrace lists until the loader frees
+        // them, after the notifiers. The notifier takes them out of the location list first,
+        // then (under `reg`) out of every probe (`module_live`): either that has not happened
+        // yet (and takes them out of this probe too), or they are left out here. A probe left
+        // with none finds no function, as for a glob that matches none.
+        let mut ips = ips;
+        let asked = ips.len();
+        crate::sys::ksym::keep_listed(&mut ips);
+        if asked > 0 && ips.is_empty() {
+            return Err(ENOENT);
         }
         let id = reg.next_id;
         let Some(next_id) = hdr::next_id(id) else {
@@ -682,8 +694,13 @@ impl Fprobes {
         // The module held the filter's last functions: the shared ops went (`Reg::retired`),
         // for the reaper to free.
         let updated = reg.update_filter(&doomed, true);
-        if matches!(updated, Ok(Unhooked(true))) {
-            self.reaper.schedule();
+        match &updated {
+            Ok(Unhooked(true)) => {
+                self.reaper.schedule();
+            }
+            // The filter may keep functions no probe has now: no single-probe shortcut.
+            Err(_) => self.settle(&reg),
+            Ok(Unhooked(false)) => {}
         }
         drop(reg);
         synchronize_rcu();

@@ -679,6 +679,21 @@ fn with_locations<R>(f: impl FnOnce(&[usize]) -> R) -> Result<R> {
     }
 }
 
+/// Leaves out of `ips` (ftrace locations) those the kept location list no longer has: the init
+/// functions of a module that went live, which ftrace still lists (and resolutions by name and
+/// glob, which read its file, still find) until the loader frees them, after the notifiers.
+/// Nothing is left out when no list is kept (it is, while ufgraph's module notifier watches).
+/// Safe in any context that may disable preemption.
+pub fn keep_listed(ips: &mut KVec<usize>) {
+    let Some(list) = LIST.get() else {
+        return;
+    };
+    let np = NoPreempt::new();
+    if let Some(l) = list.locs.get(&np) {
+        crate::sys::kvec::retain(ips, |ip| l.binary_search(ip).is_ok());
+    }
+}
+
 /// The ftrace locations of the functions at `ips` (each a function's ftrace location or its
 /// start), in the same order: what ftrace callbacks report as `ip` for them. `EINVAL` (with a
 /// log line) for an address that is neither.

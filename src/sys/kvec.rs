@@ -31,6 +31,23 @@ pub fn pop<T>(v: &mut KVec<T>) -> Option<T> {
     n.checked_sub(1).and_then(|i| remove(v, i))
 }
 
+/// Keeps the elements `keep` says, in order, dropping the others' slots (`Vec::retain`, for
+/// `Copy` elements, which need no drop).
+pub fn retain<T: Copy>(v: &mut KVec<T>, mut keep: impl FnMut(&T) -> bool) {
+    let len = v.len();
+    let mut n = 0;
+    for i in 0..len {
+        let x = v[i];
+        if keep(&x) {
+            v[n] = x;
+            n += 1;
+        }
+    }
+    // SAFETY: `n <= len`, and the first `n` elements are initialised; the rest are `Copy`
+    // values, which need no drop.
+    unsafe { v.set_len(n) };
+}
+
 /// Drops every element, keeping the allocation (`Vec::clear`).
 pub fn clear<T>(v: &mut KVec<T>) {
     while pop(v).is_some() {}

@@ -379,6 +379,34 @@ pub(super) fn location_list_follows_modules(t: &mut Test) -> CaseResult {
     live();
     let after_live = list.test_kept();
     let init_refused = crate::sys::ksym::try_locations(&[init_ip]);
+    // Until the loader frees it, ftrace still lists the init function, and a resolution by
+    // name (which reads ftrace's file) finds it: a registration leaves it out, or is refused
+    // if nothing else is left.
+    let mut by_name = None;
+    if init_there {
+        let c = core(t)?;
+        reset();
+        let init_sym = [c_str!("ufg_test_init_text")];
+        let resolved = Fprobes::resolve_gen(&Target::Syms(&init_sym)).map(|r| r.ips.len());
+        let mut fp = probe(true, false, 0);
+        // SAFETY: a `TestProbe`, unregistered before it goes (its drop, at the latest).
+        let alone = unsafe { c.register(&mut *fp, &Target::Syms(&init_sym)) };
+        let before = c.counts();
+        let both = [c_str!("ufg_test_init_text"), c_str!("ufg_test_add")];
+        // SAFETY: as above.
+        let with_add = unsafe { c.register(&mut *fp, &Target::Syms(&both)) };
+        let counts = c.counts();
+        let sum = add(1, 1);
+        let _ = c.unregister(&mut *fp);
+        by_name = Some((
+            resolved,
+            alone,
+            with_add,
+            counts.0 - before.0,
+            sum,
+            ENTRIES.load(Relaxed),
+        ));
+    }
     // Provisional: with no list, a going module's event leaves ftrace unsettled; a list read
     // then is dropped, not edited, at the next event.
     list.test_reset();
@@ -398,6 +426,21 @@ pub(super) fn location_list_follows_modules(t: &mut Test) -> CaseResult {
         refused
     );
     kcheck_eq!(t, t.check_ok(after_coming, "compare after coming")?, None);
+    if let Some((resolved, alone, with_add, functions, sum, entries)) = by_name {
+        kcheck_eq!(
+            t,
+            t.check_ok(resolved, "resolve the init function by name")?,
+            1
+        );
+        kcheck!(
+            t,
+            matches!(alone, Err(e) if e == ENOENT),
+            "a probe on the init function alone, after live: {:?}",
+            alone
+        );
+        t.check_ok(with_add, "a probe on the init function and another")?;
+        kcheck_eq!(t, (functions, sum, entries), (1, 2, 1));
+    }
     let after_live = t.check_ok(after_live, "the list after live")?;
     kcheck!(
         t,
