@@ -10,15 +10,7 @@ pub(super) fn recursion_and_nmissed(t: &mut Test) -> CaseResult {
     reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_recurse")]))?;
     // SAFETY: a plain C fixture.
     kcheck_eq!(t, unsafe { bindings::ufg_test_recurse(20) }, 20);
-    kcheck_eq!(
-        t,
-        (
-            ENTRIES.load(Relaxed),
-            EXITS.load(Relaxed),
-            BAD.load(Relaxed)
-        ),
-        (21, 21, 0)
-    );
+    kcheck_eq!(t, calls(), (21, 21, 0));
     reset();
     // Deeper than a shadow stack holds: the frames that do not fit are counted as missed.
     // SAFETY: as above.

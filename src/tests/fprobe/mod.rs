@@ -58,6 +58,15 @@ fn reset() {
     }
 }
 
+/// What the test handlers counted since [`reset`]: entries, exits, and calls with bad data.
+fn calls() -> (usize, usize, usize) {
+    (
+        ENTRIES.load(Relaxed),
+        EXITS.load(Relaxed),
+        BAD.load(Relaxed),
+    )
+}
+
 fn regs_arg(fregs: *mut bindings::ftrace_regs, n: u32) -> usize {
     // SAFETY: handlers get valid registers for their duration.
     unsafe { crate::sys::ftrace::Regs::from_raw(fregs) }.arg(n)

@@ -249,11 +249,7 @@ pub(super) fn init_functions_leave_probes_at_live(t: &mut Test) -> CaseResult {
     let filter_after = c.test_filter_functions();
     let counts = c.counts();
     let sum = add(2, 3);
-    let calls = (
-        ENTRIES.load(Relaxed),
-        EXITS.load(Relaxed),
-        BAD.load(Relaxed),
-    );
+    let calls = calls();
     t.check_ok(c.unregister(&mut *fp), "unregister")?;
     // ftrace took it out of the filter (it still knows the function).
     t.check_ok(live, "module live")?;
@@ -286,11 +282,7 @@ pub(super) fn stale_filter_publishes_no_shortcut(t: &mut Test) -> CaseResult {
         c.test_mark_filter_stale();
         let stale = c.test_shortcuts();
         let sum = add(4, 5);
-        let calls = (
-            ENTRIES.load(Relaxed),
-            EXITS.load(Relaxed),
-            BAD.load(Relaxed),
-        );
+        let calls = calls();
         // Its last function gone, the shared ops went with its filter: the next probe's is new.
         t.check_ok(c.unregister(&mut *fp), "unregister")?;
         reg(t, &mut fp, Target::Syms(&add_sym))?;
