@@ -58,6 +58,28 @@ module! {
     license: "GPL",
 }
 
+/// The return trampoline's handler: the graph core's return path, instantiated here, where every
+/// subsystem's handler types are known. fprobe (with the kretprobe shim on it) is the core's main
+/// user: its handler's return callback is inlined, not called through the slot, and so are the C
+/// API's ops'; fprobe's single exit probe has a way of its own, tried first, in which the
+/// kretprobe shim's exit handler (`Fprobe<Shim>`, which carries every kretprobe and rethook user)
+/// is a direct call.
+///
+/// # Safety
+///
+/// Only from the trampoline (see [`fgraph::graph::return_handler`]).
+#[no_mangle]
+pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut sys::ftrace::RawFregs) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe {
+        fgraph::graph::return_handler::<
+            fprobe::GraphSide,
+            fgraph::capi::COps,
+            fprobe::SingleExit<kretprobe::Shim>,
+        >(fregs)
+    }
+}
+
 /// What the debugfs files show.
 pub struct State {
     /// Entry counts of the `func=` counter.

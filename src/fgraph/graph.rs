@@ -54,7 +54,7 @@ use crate::fgraph::arch::{self, Slot as ArchSlot};
 use crate::fgraph::graph::handback::{Hooker, Plan};
 use crate::fgraph::lru::Lru;
 use crate::fgraph::shadow::{
-    mark, DataRef, DataSize, Frame, Head, IndexWords, ARRAY_SIZE, FRAME_WORDS,
+    mark, DataRef, DataSize, Frame, Head, IndexWords, OneStep, ARRAY_SIZE, FRAME_WORDS,
 };
 use crate::sys::ftrace::{RawOps, Regs};
 use crate::sys::global::Global;
@@ -62,6 +62,7 @@ use crate::sys::ksym::Target;
 #[cfg(CONFIG_PREEMPTION)]
 use crate::sys::sync::synchronize_rcu_tasks;
 use crate::sys::sync::{msleep, synchronize_rcu, NoPreempt, Recursion, Refused};
+use crate::sys::task::Current;
 use crate::sys::tracepoint::Probe;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use kernel::alloc::KVec;
@@ -281,6 +282,14 @@ impl Graph {
     #[cfg(ufgraph_kunit)]
     pub fn test_take_slot(&self, idx: usize) -> *mut Slot {
         self.array[idx % ARRAY_SIZE].swap(core::ptr::null_mut(), AcqRel)
+    }
+
+    /// Tests only: the current task's shadow-stack top and depth (`None` without a stack).
+    #[cfg(ufgraph_kunit)]
+    pub fn test_current_top(&self) -> Option<(usize, usize)> {
+        let np = NoPreempt::new();
+        let s = self.tasks.current(&np)?;
+        Some((s.top(), s.depth()))
     }
 
     /// Tests only: undoes [`Graph::test_take_slot`].

@@ -19,6 +19,6 @@ pub mod ops;
 pub mod shadow;
 pub mod tasks;
 
-pub use graph::{Entry, GraphHandler, Return};
+pub use graph::{Entry, FirstEntry, FirstReturn, GraphHandler, OneStepPush, Return};
 pub use ops::GraphOps;
-pub use shadow::DataSize;
+pub use shadow::{DataSize, IndexWords, OneStep};

@@ -60,10 +60,10 @@
 
 use crate::fgraph::shadow::ShadowStack;
 use crate::sys::global::Global;
-use crate::sys::percpu::{per_cpu_vec, PerCpuPtr};
+use crate::sys::percpu::{per_cpu_vec, CpuCache};
 use crate::sys::rcutable::table::{self, Counts, InsertError};
 use crate::sys::sync::{synchronize_rcu, IrqSpinLock, NoPreempt, RcuHead, Work, WorkItem};
-use crate::sys::task::{cpu_online, for_each_thread, this_cpu, RawTask, TaskRef};
+use crate::sys::task::{cpu_online, for_each_thread, this_cpu, Current, RawTask, TaskRef};
 use crate::sys::tracepoint::{self, Probe};
 use core::ffi::c_void;
 use core::mem::{offset_of, size_of};
@@ -160,7 +160,7 @@ pub struct Tasks {
     writer: IrqSpinLock<Counts>,
     idle: KVVec<AtomicPtr<TaskStack>>,
     idle_owner: KVVec<AtomicUsize>,
-    cache: PerCpuPtr<TaskStack>,
+    cache: CpuCache<TaskStack>,
     #[pin]
     rebuild: Work<Tasks, REBUILD>,
     #[pin]
@@ -184,7 +184,7 @@ impl Tasks {
             writer <- IrqSpinLock::new(Counts::default()),
             idle: per_cpu_vec(GFP_KERNEL, || AtomicPtr::new(null_mut()))?,
             idle_owner: per_cpu_vec(GFP_KERNEL, || AtomicUsize::new(0))?,
-            cache: PerCpuPtr::new()?,
+            cache: CpuCache::take()?,
             // SAFETY: the fields at `Tasks`'s two `WorkItem` offsets, in its pin-initialiser.
             rebuild <- unsafe { Work::new() },
             pool <- IrqSpinLock::new(Pool { p: [null_mut(); POOL], n: 0 }),
@@ -200,18 +200,24 @@ impl Tasks {
     /// The stack of the current task, if it has one. The caller keeps preemption disabled while
     /// it uses the table, and may use the stack itself for as long as the current task lives.
     #[inline(always)]
-    pub fn current(&self, np: &NoPreempt) -> Option<&Stack> {
-        let me = TaskRef::current();
-        let p = self.cache.get(np);
-        if !p.is_null() {
-            // Pages leave every cache before `remove` or `detach` frees them, a grace period
-            // later, which this preemption-disabled reader (`_np`) holds off.
-            // SAFETY: so a non-null cached page is live (`Tasks`'s invariants).
-            let ts = unsafe { &*p };
-            if ts.task == me.0 {
-                return Some(&ts.stack);
-            }
+    pub fn current<'a>(&'a self, np: &'a NoPreempt) -> Option<&'a Stack> {
+        self.current_of(Current::read(), np)
+    }
+
+    /// [`Tasks::current`], told the current task (read already: the recursion guard's).
+    #[inline(always)]
+    pub fn current_of<'a>(&'a self, me: Current, np: &'a NoPreempt) -> Option<&'a Stack> {
+        if let Some(s) = Self::cached(me, np) {
+            return Some(s);
         }
+        self.current_uncached(me, np)
+    }
+
+    /// [`Tasks::current_of`] once this CPU's cache was found not to hold the current task's
+    /// stack ([`Tasks::cached`]): the table, which then fills the cache.
+    #[inline(always)]
+    pub fn current_uncached<'a>(&'a self, me: Current, np: &'a NoPreempt) -> Option<&'a Stack> {
+        let me = me.task();
         let ts = self.lookup(me, true)?;
         // Idle pages are keyed 0 and never match: idle tasks take the slow path (they run few
         // hooked calls), and only table entries are cached, which `remove` knows to drop.
@@ -219,6 +225,32 @@ impl Tasks {
             self.cache.set((ts as *const TaskStack).cast_mut(), np);
         }
         Some(&ts.stack)
+    }
+
+    /// [`Tasks::current_uncached`], out of line: for the hot paths, which try
+    /// [`Tasks::cached`] first and come here about once per context switch.
+    #[cold]
+    #[inline(never)]
+    pub fn current_slow<'a>(&'a self, me: Current, np: &'a NoPreempt) -> Option<&'a Stack> {
+        self.current_uncached(me, np)
+    }
+
+    /// The current task's stack if this CPU's cache holds it: what [`Tasks::current_of`] tries
+    /// first, with no `Tasks` at hand (the cache is a static per-CPU word, `CpuCache`), so that
+    /// a hot path finds its stack before it looks for anything else. `None` says nothing about
+    /// the table.
+    #[inline(always)]
+    pub fn cached(me: Current, np: &NoPreempt) -> Option<&Stack> {
+        let p = CpuCache::<TaskStack>::peek(np);
+        if p.is_null() {
+            return None;
+        }
+        // Pages leave every cache before `remove` or `detach` frees them, a grace period
+        // later, which this preemption-disabled reader (`np`) holds off; the word is null
+        // whenever no `Tasks` owns it.
+        // SAFETY: so a non-null cached page is live (`Tasks`'s invariants).
+        let ts = unsafe { &*p };
+        (ts.task == me.task().0).then_some(&ts.stack)
     }
 
     // Drops `p` from every CPU's cache; the caller frees it after a grace period.

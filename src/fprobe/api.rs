@@ -213,6 +213,52 @@ unsafe extern "C" fn exit_tramp<H: FprobeHandler>(
     unsafe { p.handler.exit_from_trampoline(ip, ret_ip, regs, data) };
 }
 
+/// Runs the exit handler of `fp` directly, `K::exit_from_trampoline` inlined, if `fp` is the
+/// head of an `Fprobe<K>` (its exit handler is `exit_tramp::<K>`, told by address as
+/// `fgraph`'s `Slot::ret_is` tells a handler type: one instance of it in the module, the kernel
+/// building Rust as one codegen unit), instead of through the head's pointer: no indirect call
+/// and no second function. Returns whether it was one (otherwise nothing ran).
+///
+/// # Safety
+///
+/// `fp` must be a registered probe, not disabled, at the return of a hooked call, with the
+/// registers ufgraph's return trampoline saved (`regs`) and the call's entry data (`data`, of
+/// the probe's `entry_data_size`, or null): what the core calls a probe's exit handler with.
+#[inline(always)]
+pub(super) unsafe fn exit_known<K: FprobeHandler>(
+    fp: *mut ufgraph_fprobe,
+    ip: usize,
+    ret_ip: usize,
+    regs: &Regs,
+    data: *mut c_void,
+) -> bool {
+    if !K::EXIT {
+        return false;
+    }
+    // SAFETY: a registered probe (caller); its handlers do not change while it is registered.
+    let Some(h) = (unsafe { (*fp).exit_handler }) else {
+        return false;
+    };
+    let mine: unsafe extern "C" fn(
+        *mut ufgraph_fprobe,
+        c_ulong,
+        c_ulong,
+        *mut crate::sys::ftrace::RawFregs,
+        *mut c_void,
+    ) = exit_tramp::<K>;
+    if !core::ptr::fn_addr_eq(h, mine) {
+        return false;
+    }
+    // SAFETY: only `Fprobe::<K>::new` makes a probe whose exit handler is `exit_tramp::<K>`, and
+    // it is registered (caller): a live `Fprobe<K>`.
+    let p = unsafe { of::<K>(fp) };
+    // SAFETY: the entry data the entry handler saw (caller).
+    let data = unsafe { data_of(data, p.data_size) };
+    // SAFETY: the return trampoline's registers, during its return (caller).
+    unsafe { p.handler.exit_from_trampoline(ip, ret_ip, regs, data) };
+    true
+}
+
 /// The probe's miss notification, for an `H`.
 ///
 /// # Safety

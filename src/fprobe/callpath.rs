@@ -1,22 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The hot path of fprobe: the shared graph ops' handler ([`GraphSide`]), run at every probed
-//! call's entry and return, and the return trampoline's handler.
+//! call's entry and return, and the return path's own way for the single exit probe
+//! ([`SingleExit`]).
 
 use super::*;
 
-/// The return trampoline's handler. fprobe (with the kretprobe shim on it) is the graph core's
-/// main user, so the core's return path is instantiated here with fprobe's handler type: its
-/// return callback is inlined, not called through the slot.
-///
-/// # Safety
-///
-/// Only from the trampoline (see [`crate::fgraph::graph::return_handler`]).
-#[no_mangle]
-pub unsafe extern "C" fn ufgraph_return_handler(fregs: *mut crate::sys::ftrace::RawFregs) -> usize {
-    // SAFETY: the caller's contract.
-    unsafe { crate::fgraph::graph::return_handler::<GraphSide, crate::fgraph::capi::COps>(fregs) }
-}
+/// Tests only: the calls the single exit probe's own ways took, entries pushed by
+/// `GraphSide::entry_first` and returns handled by `SingleExit::ret_first` (the rest went the
+/// general way), so that a test can tell which way its calls went.
+#[cfg(ufgraph_kunit)]
+pub static FIRST_WAYS: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
 
 impl GraphHandler for GraphSide {
     // Upstream's fprobe, rethook and kretprobe handlers get no call times: no clock reads.
@@ -103,6 +97,62 @@ impl GraphHandler for GraphSide {
         graph_side_ret(r)
     }
 
+    const ENTRY_FIRST: bool = true;
+
+    // The common case, with no lookup and nothing of the general path: the only exit probe
+    // (and no entry-only probe: the route was direct), one frame pushed with its header and
+    // data in one step, its entry handler run, the call kept unless it declines. What
+    // `only_exit_probe` does through the general path.
+    #[inline(always)]
+    fn entry_first(&self, e: &FirstEntry<'_>) -> bool {
+        let single = SINGLE_EXIT.load(Acquire);
+        if single.is_null() {
+            return false;
+        }
+        // SAFETY: see `GraphSide::entry`: freed a grace period after it is cleared, which this
+        // preemption-disabled callback holds off.
+        let live = unsafe { &*single };
+        let fp = live.fp;
+        if disabled(fp) {
+            return true;
+        }
+        // The header and the probe's entry data (`live.size`: 1 + its words).
+        let Some((p, data)) = e.push_one_step(live.size) else {
+            missed(fp);
+            return true;
+        };
+        #[cfg(ufgraph_kunit)]
+        FIRST_WAYS[0].fetch_add(1, Relaxed);
+        let Some((head, rest)) = data.split_first_mut() else {
+            e.decline(p);
+            return true;
+        };
+        // Before the handler: if it declines, the frame goes whole.
+        *head = live.hdr;
+        let dptr = if rest.is_empty() {
+            core::ptr::null_mut()
+        } else {
+            rest.as_mut_ptr().cast::<c_void>()
+        };
+        // SAFETY: a registered probe (`live` is published).
+        let keep = match unsafe { (*fp).entry_handler } {
+            // SAFETY: the caller's handler, for its registered probe, with the documented
+            // arguments; `dptr` points to the words reserved for this call's data.
+            Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) == 0,
+            None => {
+                // Entry data and no entry handler to fill it: zeros for the exit handler.
+                zero(Some(rest));
+                true
+            }
+        };
+        if keep {
+            e.keep(p);
+        } else {
+            e.decline(p);
+        }
+        true
+    }
+
     // No stack, or a full one: the entry-only probes ran (in `pre_entry`).
     fn missed(&self, func: usize) {
         missed_at(func, Some(true));
@@ -110,6 +160,53 @@ impl GraphHandler for GraphSide {
 
     fn missed_recursion(&self, func: usize) {
         missed_at(func, None);
+    }
+}
+
+/// The return path's own way ([`crate::fgraph::graph::OwnReturn`]) for fprobe's single exit
+/// probe: its frames, as its entry pushes them (`GraphSide::entry_first`, `only_exit_probe`),
+/// matched with two compares, and its exit handler called; if that is the head of an
+/// `Fprobe<K>` (the crate root names the kretprobe shim), `K`'s exit is called directly, not
+/// through the head's pointer (`api::exit_known`).
+pub struct SingleExit<K>(core::marker::PhantomData<K>);
+
+impl<K: api::FprobeHandler> crate::fgraph::graph::OwnReturn for SingleExit<K> {
+    // A frame of the only exit probe whose header still names its registration.
+    #[inline(always)]
+    fn ret_first(r: &FirstReturn<'_>) -> Option<usize> {
+        let single = SINGLE_EXIT.load(Acquire);
+        if single.is_null() {
+            return None;
+        }
+        // SAFETY: see `GraphSide::entry`; the return path runs with preemption disabled.
+        let live = unsafe { &*single };
+        r.one_step(&live.one_step(), |c| {
+            if c.data.first() != Some(&live.hdr) {
+                // Another registration's (the header changed since): `graph_side_ret_all`
+                // knows whether that one still exists.
+                return false;
+            }
+            #[cfg(ufgraph_kunit)]
+            FIRST_WAYS[1].fetch_add(1, Relaxed);
+            let dptr = match c.data.get(1..) {
+                Some(d) if !d.is_empty() => d.as_ptr().cast_mut().cast::<c_void>(),
+                _ => core::ptr::null_mut(),
+            };
+            let fp = live.fp;
+            if disabled(fp) {
+                return true;
+            }
+            // SAFETY: `fp` is registered (`live` is published) and enabled, this is its call's
+            // return with the trampoline's registers (`FirstReturn`) and its entry data.
+            if !unsafe { api::exit_known::<K>(fp, c.func, c.ret_ip, c.regs, dptr) } {
+                // SAFETY: as above.
+                if let Some(h) = unsafe { (*fp).exit_handler } {
+                    // SAFETY: the caller's exit handler with the documented arguments.
+                    unsafe { h(fp, c.func as _, c.ret_ip as _, c.regs.as_ptr(), dptr) };
+                }
+            }
+            true
+        })
     }
 }
 

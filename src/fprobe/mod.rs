@@ -62,7 +62,7 @@ mod registry;
 
 pub use callpath::*;
 
-use crate::fgraph::{Entry, GraphHandler, GraphOps, Return};
+use crate::fgraph::{Entry, FirstEntry, FirstReturn, GraphHandler, GraphOps, Return};
 use crate::sys::cabi::{ufgraph_fprobe, UFGRAPH_FPROBE_FL_DISABLED};
 use crate::sys::ftrace::Regs;
 use crate::sys::global::Global;
@@ -147,6 +147,27 @@ struct Live {
     /// What a call reserves for the probe alone, the header and the data, as a size made once:
     /// the single-probe paths push and find it without encoding the stack's word.
     size: crate::fgraph::DataSize,
+    /// The words of a frame that the shared ops' single-probe entry pushes for this probe
+    /// (`fgraph::OneStep`, for the shared ops' index and `size`), by which the return path
+    /// tells one with two compares (`GraphSide::ret_first`); `OneStep::none()`'s while no
+    /// shared ops is registered. Written by `Fprobes::settle` only while the `Live` is not
+    /// published as `SINGLE_EXIT` (the only place they are read from) and no reader that
+    /// loaded it from there is left: readers see the words it was published with.
+    one_step: [AtomicUsize; 2],
+}
+
+impl Live {
+    /// The words of this probe's one-step frames (see `one_step`).
+    #[inline(always)]
+    fn one_step(&self) -> crate::fgraph::OneStep {
+        crate::fgraph::OneStep::from_words(
+            [
+                self.one_step[0].load(Relaxed),
+                self.one_step[1].load(Relaxed),
+            ],
+            self.size,
+        )
+    }
 }
 
 // SAFETY: immutable; `fp` is dereferenced only while it is a registered probe (the type
@@ -350,6 +371,16 @@ pub struct GraphSide;
 pub use crate::sys::ksym::glob_match;
 
 impl Reg {
+    /// The words of a one-step frame of the shared ops registered now, with `size` words of
+    /// data (`OneStep::none()`'s while none is registered): how the return path tells the
+    /// single exit probe's frames (`Live::one_step`).
+    fn one_step(&self, size: crate::fgraph::DataSize) -> crate::fgraph::OneStep {
+        match self.graph.as_ref().and_then(|o| o.idx()) {
+            Some(idx) => crate::fgraph::OneStep::new(&crate::fgraph::IndexWords::new(idx), size),
+            None => crate::fgraph::OneStep::none(),
+        }
+    }
+
     /// Whether no probe is registered (fprobe's shared ops then hooks nothing).
     fn no_probes(&self) -> bool {
         self.entry_probes == 0 && self.exit_probes == 0
@@ -366,6 +397,11 @@ impl Reg {
             self.graph_ips -= ips.len();
             if self.graph_ips == 0 {
                 if let Some(mut o) = self.graph.take() {
+                    // The single exit probe's one-step words name this ops' index, which
+                    // another ops may get once it is free: withdrawn first, before the
+                    // unregistration's grace periods (`Fprobes::settle` publishes it again, with
+                    // the words of the shared ops registered then, if any).
+                    SINGLE_EXIT.store(core::ptr::null_mut(), Release);
                     // Unregistered here rather than by its drop, so that a failure is seen (its
                     // drop then leaks it, still registered). Freed by the reaper (the caller
                     // schedules it), or here if another is still waiting for it.

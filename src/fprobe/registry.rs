@@ -251,6 +251,9 @@ impl Fprobes {
                 fp,
                 hdr: hdr::encode(id, words),
                 size,
+                one_step: crate::fgraph::OneStep::none()
+                    .to_words()
+                    .map(AtomicUsize::new),
             },
             GFP_KERNEL,
         )?;
@@ -559,14 +562,32 @@ impl Fprobes {
                 }
             });
         }
-        SINGLE_EXIT.store(
-            if reg.exit_probes == 1 && !reg.filter_stale {
-                exit
-            } else {
-                core::ptr::null_mut()
-            },
-            Release,
-        );
+        let exit = if reg.exit_probes == 1 && !reg.filter_stale {
+            exit
+        } else {
+            core::ptr::null_mut()
+        };
+        if !exit.is_null() {
+            // The words by which the return path tells this probe's frames, for the shared ops
+            // registered now (or none).
+            // SAFETY: the `Live` of a registered probe (we hold `reg`), freed only by its
+            // unregistration, which takes `reg`.
+            let live = unsafe { &*exit };
+            let words = reg.one_step(live.size).to_words();
+            if live.one_step().to_words() != words {
+                // Readers see the words it was published with: a `Live` published with other
+                // words (a shared ops registered since, for a probe whose functions all went
+                // with their modules) is withdrawn first, and its readers waited for.
+                if SINGLE_EXIT.load(Relaxed) == exit {
+                    SINGLE_EXIT.store(core::ptr::null_mut(), Release);
+                    synchronize_rcu();
+                }
+                for (w, v) in live.one_step.iter().zip(words) {
+                    w.store(v, Relaxed);
+                }
+            }
+        }
+        SINGLE_EXIT.store(exit, Release);
         let d = match (reg.entry_probes, reg.exit_probes) {
             (0, _) => 0,
             (1, 0) if !reg.filter_stale => entry as usize,
@@ -611,6 +632,27 @@ impl Fprobes {
             !matches!(d, 0 | LOOKUP | IDLE),
             !SINGLE_EXIT.load(Relaxed).is_null(),
         )
+    }
+
+    /// Tests only: whether the single exit probe is published (`None`: it is not), and if so,
+    /// whether the words its returns are matched with (`Live::one_step`) are those of the
+    /// shared ops registered now (none: `OneStep::none()`'s).
+    #[cfg(ufgraph_kunit)]
+    pub fn test_one_step_words(&self) -> Option<bool> {
+        let reg = self.reg.lock();
+        let single = SINGLE_EXIT.load(Relaxed);
+        if single.is_null() {
+            return None;
+        }
+        // SAFETY: published, so a registered probe's `Live` (we hold `reg`).
+        let live = unsafe { &*single };
+        Some(live.one_step() == reg.one_step(live.size))
+    }
+
+    /// Tests only: the shared ops' index while it is registered.
+    #[cfg(ufgraph_kunit)]
+    pub fn test_shared_ops_index(&self) -> Option<usize> {
+        self.reg.lock().graph.as_ref().and_then(|o| o.idx())
     }
 
     /// Tests only: the functions in the shared ops' filter.

@@ -120,6 +120,110 @@ impl<T> PerCpuPtr<T> {
     }
 }
 
+extern "C" {
+    /// The word [`CpuCache`] owns: `DEFINE_PER_CPU(void *, ufg_stack_cache)` in the glue
+    /// (task.c). A per-CPU address, as the kernel's per-CPU symbols are: never dereferenced as
+    /// it is, only with a CPU's offset added (x86_64: `%gs`-relative).
+    static ufg_stack_cache: u8;
+}
+
+/// Whether a [`CpuCache`] exists (it owns its per-CPU word).
+static CACHE_TAKEN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// One pointer per CPU, as [`PerCpuPtr`], in a word of this module's static per-CPU area
+/// instead of `alloc_percpu()` memory: reading this CPU's copy needs no pointer to the word
+/// first (x86_64: `movq %gs:ufg_stack_cache(%rip)`, as `this_cpu_read()` of a `DEFINE_PER_CPU`
+/// variable compiles to), one load fewer than [`PerCpuPtr`] and nothing to find before it.
+/// There is one such word: one `CpuCache` at a time owns it ([`CpuCache::take`]), the task
+/// table's cache of the current task's stack, read at every hooked entry and return.
+pub struct CpuCache<T> {
+    _t: core::marker::PhantomData<*mut T>,
+}
+
+// SAFETY: as for `PerCpuPtr`: whole-word pointer accesses only.
+unsafe impl<T> Send for CpuCache<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for CpuCache<T> {}
+
+impl<T> CpuCache<T> {
+    /// The word, every CPU's pointer set to null; `EBUSY` while another `CpuCache` has it.
+    pub fn take() -> Result<Self> {
+        if CACHE_TAKEN.swap(true, core::sync::atomic::Ordering::Acquire) {
+            return Err(EBUSY);
+        }
+        let c = Self {
+            _t: core::marker::PhantomData,
+        };
+        // The module's per-CPU area starts zeroed, but a previous owner may have left pointers.
+        c.each(|p| p.store(core::ptr::null_mut(), core::sync::atomic::Ordering::Relaxed));
+        Ok(c)
+    }
+
+    /// The word's per-CPU address.
+    #[inline(always)]
+    fn addr() -> usize {
+        // Only the symbol's address is taken (a per-CPU address), nothing is read.
+        core::ptr::addr_of!(ufg_stack_cache) as usize
+    }
+
+    /// This CPU's pointer (`np`: the CPU stays this one while the caller uses it).
+    #[inline(always)]
+    pub fn get(&self, np: &crate::sys::sync::NoPreempt) -> *mut T {
+        Self::peek(np)
+    }
+
+    /// [`CpuCache::get`] without the owner at hand: what the owner last set on this CPU (null
+    /// while there is none: the word is cleared when its owner takes it and when it drops it).
+    /// The owner's invariants say what a non-null pointer is worth.
+    #[inline(always)]
+    pub fn peek(_np: &crate::sys::sync::NoPreempt) -> *mut T {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let v: usize;
+            // SAFETY: a `%gs`-relative load of this CPU's copy of our per-CPU word, read whole,
+            // as `this_cpu_read()` reads a `DEFINE_PER_CPU` variable of a module.
+            unsafe {
+                core::arch::asm!("movq %gs:{c}(%rip), {v}", c = sym ufg_stack_cache, v = out(reg) v,
+                    options(att_syntax, nostack, readonly, preserves_flags))
+            };
+            v as *mut T
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        // SAFETY: this CPU's copy of our per-CPU word, read whole.
+        unsafe {
+            this_cpu_read(Self::addr()) as *mut T
+        }
+    }
+
+    /// Sets this CPU's pointer.
+    #[inline(always)]
+    pub fn set(&self, v: *mut T, _np: &crate::sys::sync::NoPreempt) {
+        // SAFETY: as in `get`, written whole.
+        unsafe { this_cpu_write(Self::addr(), v as usize) };
+    }
+
+    /// Calls `f` with each possible CPU's pointer, as an atomic: the owner may be changing it.
+    pub fn each(&self, mut f: impl FnMut(&AtomicPtr<T>)) {
+        for cpu in 0..nr_cpu_ids() {
+            if !crate::sys::task::cpu_possible_bit(cpu) {
+                continue;
+            }
+            let p = Self::addr().wrapping_add(cpu_offset(cpu)) as *const AtomicPtr<T>;
+            // SAFETY: CPU `cpu`'s copy of our word: the module's per-CPU area has one for every
+            // possible CPU, aligned (a `void *`), alive while the module is; its owner accesses
+            // it only whole, as an atomic would.
+            f(unsafe { &*p });
+        }
+    }
+}
+
+impl<T> Drop for CpuCache<T> {
+    fn drop(&mut self) {
+        self.each(|p| p.store(core::ptr::null_mut(), core::sync::atomic::Ordering::Relaxed));
+        CACHE_TAKEN.store(false, core::sync::atomic::Ordering::Release);
+    }
+}
+
 impl<T> Drop for PerCpuPtr<T> {
     fn drop(&mut self) {
         // SAFETY: allocated by `new`, freed once; `&mut self`: nobody reads it any more.

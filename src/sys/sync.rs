@@ -99,6 +99,9 @@ pub struct Recursion {
     /// function match that writes it again: at most, with several trace instances, which
     /// interrupt functions the function_graph tracer records may differ.
     before: usize,
+    /// The task that took the guard (`current`, read to find its recursion word), for its
+    /// lookups while it holds it ([`Recursion::current`]).
+    task: crate::sys::task::Current,
 }
 
 impl Recursion {
@@ -117,7 +120,8 @@ impl Recursion {
         if !hot::rcu_watching() || !hot::cpu_online(hot::cpu()) {
             return Err(Refused::Unsafe);
         }
-        let bits = hot::current().wrapping_add(b::UFG_TASK_TRACE_RECURSION) as *mut usize;
+        let me = hot::current();
+        let bits = me.wrapping_add(b::UFG_TASK_TRACE_RECURSION) as *mut usize;
         // SAFETY: the current task's `trace_recursion`, which only the task itself (and
         // interrupts on its CPU, which restore it before they return) changes.
         let val = unsafe { bits.read_volatile() };
@@ -127,20 +131,28 @@ impl Recursion {
         // a constant (each path takes the guard with its own copy of `take`).
         if hot::in_task_context() {
             // SAFETY: `bits` is the current task's `trace_recursion` (above), `val` its value.
-            return unsafe { Self::take(bits, val, b::UFG_TRACE_CTX_NORMAL + start) };
+            return unsafe { Self::take(me, bits, val, b::UFG_TRACE_CTX_NORMAL + start) };
         }
         core::hint::cold_path();
         // SAFETY: as above.
-        unsafe { Self::take(bits, val, b::UFG_TRACE_CTX_NORMAL - context_level() + start) }
+        unsafe {
+            Self::take(
+                me,
+                bits,
+                val,
+                b::UFG_TRACE_CTX_NORMAL - context_level() + start,
+            )
+        }
     }
 
     /// The guard with `bit` (this context's), or the transition bit if `bit` is taken.
     ///
     /// # Safety
     ///
-    /// `bits` is the current task's `trace_recursion`, and `val` what it holds.
+    /// `me` is the current task, `bits` its `trace_recursion`, and `val` what it holds.
     #[inline(always)]
     unsafe fn take(
+        me: usize,
         bits: *mut usize,
         val: usize,
         mut bit: usize,
@@ -166,7 +178,16 @@ impl Recursion {
         crate::sys::hot::preempt_disable();
         // Preemption is disabled until `drop` enables it, after every borrow of the guard (and so
         // of the proof `no_preempt` hands out).
-        Ok(Self { before: val })
+        Ok(Self {
+            before: val,
+            task: crate::sys::task::Current::of(me),
+        })
+    }
+
+    /// The task that holds the guard: the running task (read once, when it was taken).
+    #[inline(always)]
+    pub fn current(&self) -> crate::sys::task::Current {
+        self.task
     }
 
     /// Proof that preemption is disabled while the guard is held.

@@ -46,6 +46,13 @@ void __percpu *ufg_alloc_percpu(size_t size, size_t align)
 	return __alloc_percpu(size, align);
 }
 
+/*
+ * The task table's cache of the current task's shadow stack, one word per CPU in this
+ * module's static per-CPU area (sys::percpu::CpuCache): the hot path reads it with one
+ * %gs-relative load, with no pointer to it loaded first. Rust reaches it by symbol only.
+ */
+DEFINE_PER_CPU(void *, ufg_stack_cache);
+
 bool ufg_cpu_online(unsigned int cpu)
 {
 	return cpu_online(cpu);

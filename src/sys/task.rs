@@ -9,6 +9,34 @@ use core::ffi::c_void;
 /// uses (a [`TaskRef`]).
 pub type RawTask = bindings::task_struct;
 
+/// The task running this code, read once: what `current` says, for a lookup that must be of
+/// the running task's own data (its shadow stack), handed on rather than read again. Only
+/// [`Current::read`] and the recursion guard (which reads `current` anyway) make one, and it
+/// stays on the task that read it (neither `Send` nor `Sync`): the running task is the same
+/// wherever the code that holds it runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Current(TaskRef, core::marker::PhantomData<*mut ()>);
+
+impl Current {
+    /// Reads `current`.
+    #[inline(always)]
+    pub fn read() -> Self {
+        Self::of(crate::sys::hot::current())
+    }
+
+    /// `task`, which its caller has just read from `current` (`sys::hot::current()`).
+    #[inline(always)]
+    pub(crate) fn of(task: usize) -> Self {
+        Self(TaskRef(task), core::marker::PhantomData)
+    }
+
+    /// The task.
+    #[inline(always)]
+    pub fn task(self) -> TaskRef {
+        self.0
+    }
+}
+
 /// A task, by its `task_struct` address. Holding one does not keep the task alive: it is a key
 /// for lookups, compared but never dereferenced by Rust code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

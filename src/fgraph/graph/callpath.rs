@@ -105,9 +105,6 @@ pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
     debug_assert!(!fregs.is_null());
     // SAFETY: the caller's contract.
     let slot = unsafe { op_slot(op) };
-    let Some(g) = graph() else {
-        return;
-    };
     // SAFETY: the slot was made for an `H`, alive while it is registered.
     let h = unsafe { &*slot.this.cast::<H>() };
     let guard = match Recursion::try_lock(ip, parent_ip) {
@@ -119,20 +116,88 @@ pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
         }
         Err(Refused::Unsafe) => return,
     };
-    // SAFETY: the caller's contract; the guard is held.
+    let np = guard.no_preempt();
+    if H::ENTRY_FIRST && !H::WANTS_TIMES {
+        // The handler's own way first, for a call nothing of ours hooked yet. The stack is
+        // looked for in this CPU's cache first: the table (and with it the graph core) only
+        // about once per context switch, out of line.
+        let me = guard.current();
+        let stack =
+            Tasks::cached(me, np).or_else(|| graph().and_then(|g| g.tasks.current_slow(me, np)));
+        if let Some(stack) = stack {
+            // SAFETY: the return-address location of this call (ftrace's entry registers).
+            let retp = unsafe { arch::hot::fregs::retp(fregs) };
+            // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
+            let ret_ip = unsafe { retp.read() };
+            if ret_ip != trampoline() {
+                let e = FirstEntry {
+                    slot,
+                    func: ip,
+                    ret_ip,
+                    // SAFETY: ftrace passes valid registers for the duration of the callback.
+                    regs: unsafe { Regs::from_raw(fregs) },
+                    stack,
+                    retp,
+                    np,
+                };
+                if h.entry_first(&e) {
+                    drop(guard);
+                    return;
+                }
+            }
+        }
+        if let Some(g) = graph() {
+            // SAFETY: the caller's contract; the guard is held.
+            unsafe { graph_enter_general::<H>(g, slot, ip, fregs, np) };
+        }
+    } else if let Some(g) = graph() {
+        // SAFETY: as above.
+        unsafe {
+            g.enter_guarded(
+                slot,
+                ip,
+                fregs,
+                0,
+                np,
+                H::RESERVES_FIRST,
+                H::WANTS_TIMES,
+                |e| h.entry(e),
+            )
+        };
+    }
+    drop(guard);
+}
+
+/// [`graph_entry_direct`]'s general way for a handler with a [`GraphHandler::entry_first`] that
+/// did not take the call: out of line, so that the handler's own way runs in a frame that keeps
+/// none of this one's registers.
+///
+/// # Safety
+///
+/// As for [`Graph::enter_guarded`], with `slot` made for an `H` and a cookie of 0.
+#[inline(never)]
+unsafe fn graph_enter_general<H: GraphHandler>(
+    g: &Graph,
+    slot: &Slot,
+    ip: usize,
+    fregs: *mut crate::sys::ftrace::RawFregs,
+    np: &NoPreempt,
+) {
+    // SAFETY: the slot was made for an `H`, alive while it is registered.
+    let h = unsafe { &*slot.this.cast::<H>() };
+    // SAFETY: the caller's contract.
     unsafe {
         g.enter_guarded(
             slot,
             ip,
             fregs,
             0,
-            guard.no_preempt(),
+            np,
             H::RESERVES_FIRST,
             H::WANTS_TIMES,
             |e| h.entry(e),
         )
     };
-    drop(guard);
 }
 
 /// The shadow-stack part of [`graph_entry`] after a [`GraphHandler::pre_entry`]. Out of line: a call `pre_entry` finishes (an
@@ -760,17 +825,18 @@ fn join_other(slot: &Slot, ctx: &JoinCtx<'_>, idx: usize) -> bool {
     slot.call_entry(&mut ctx.entry(idx))
 }
 
-/// What the return trampoline calls (`ufgraph_return_handler`, instantiated where the handler
-/// types `P` and `Q` are known: see `fprobe`) with the registers the hooked function returned
-/// with; returns the real return address. Return callbacks of handlers of type `P` (fprobe) and
-/// `Q` (the C API's ops) are called directly (inlined); others through their slot.
+/// What the return trampoline calls (`ufgraph_return_handler`, instantiated at the crate root,
+/// where every handler type is known) with the registers the hooked function returned with;
+/// returns the real return address. `F`'s own way is tried first (fprobe's single exit probe);
+/// then return callbacks of handlers of type `P` (fprobe) and `Q` (the C API's ops) are called
+/// directly (inlined), others through their slot.
 ///
 /// # Safety
 ///
 /// Only from the trampoline, which only runs as the return of a function whose entry installed
 /// it on the current task's stack.
 #[inline(always)]
-pub unsafe fn return_handler<P: GraphHandler, Q: Batched>(
+pub unsafe fn return_handler<P: GraphHandler, Q: Batched, F: OwnReturn>(
     fregs: *mut crate::sys::ftrace::RawFregs,
 ) -> usize {
     // The frame is popped whatever happens; only the callbacks need the recursion guard (a
@@ -780,38 +846,50 @@ pub unsafe fn return_handler<P: GraphHandler, Q: Batched>(
     match Recursion::try_lock(trampoline(), 0) {
         Ok(guard) => {
             // SAFETY: the caller's contract; the guard is held.
-            let ret = unsafe { return_body::<P, Q>(fregs, guard.no_preempt(), None) };
+            let ret =
+                unsafe { return_body::<P, Q, F>(fregs, guard.current(), guard.no_preempt(), None) };
             drop(guard);
             ret
         }
         Err(refused) => {
             let np = NoPreempt::new();
             // SAFETY: the caller's contract; preemption is disabled.
-            unsafe { return_body::<P, Q>(fregs, &np, Some(refused)) }
+            unsafe { return_body::<P, Q, F>(fregs, Current::read(), &np, Some(refused)) }
         }
     }
 }
 
 /// [`return_handler`] once preemption is disabled (`np`), with the recursion guard held unless
-/// `refused` says why not: then the frame is popped and no callback runs.
+/// `refused` says why not: then the frame is popped and no callback runs. `me` is the current
+/// task (the guard read it).
 ///
 /// # Safety
 ///
 /// As for [`return_handler`].
 #[inline(always)]
-unsafe fn return_body<P: GraphHandler, Q: Batched>(
+unsafe fn return_body<P: GraphHandler, Q: Batched, F: OwnReturn>(
     fregs: *mut crate::sys::ftrace::RawFregs,
+    me: Current,
     np: &NoPreempt,
     refused: Option<Refused>,
 ) -> usize {
-    // Frames return through us only while the graph core exists (teardown hands the others
-    // back and waits for the rest).
-    let g = graph().expect("ufgraph: return trampoline without a graph core");
     // SAFETY: the trampoline passes the registers it saved.
     let regs = unsafe { Regs::from_raw(fregs) };
-    let Some(stack) = g.tasks.current(np) else {
+    // Frames return through us only while the graph core exists (teardown hands the others
+    // back and waits for the rest).
+    let core = || graph().expect("ufgraph: return trampoline without a graph core");
+    // This CPU's cache first: the table only about once per context switch, out of line.
+    let Some(stack) = Tasks::cached(me, np).or_else(|| core().tasks.current_slow(me, np)) else {
         panic!("ufgraph: return trampoline on a task without a shadow stack");
     };
+    // The instantiation's own way first (fprobe: a frame of its single exit probe, matched with
+    // two compares), unless the guard refused the callbacks.
+    if refused.is_none() {
+        if let Some(ret) = F::ret_first(&FirstReturn { stack, regs, np }) {
+            return ret;
+        }
+    }
+    let g = core();
     let Some((mut f, mut head)) = stack.top_frame_ret() else {
         panic!("ufgraph: return trampoline with an empty shadow stack");
     };

@@ -243,6 +243,165 @@ impl<'a> Return<'a> {
     }
 }
 
+/// What [`GraphHandler::entry_first`] is handed: a call from the handler's own `ftrace_ops`
+/// that no ops of ours hooked yet (its return address is not our trampoline), the recursion
+/// guard held and the task's stack found.
+pub struct FirstEntry<'a> {
+    pub(super) slot: &'a Slot,
+    /// The hooked function (ftrace's ip).
+    pub func: usize,
+    /// Where the function will return to (its caller): the return address as the call left it.
+    pub ret_ip: usize,
+    /// Arguments, stack pointer.
+    pub regs: &'a Regs,
+    pub(super) stack: &'a Stack,
+    pub(super) retp: *mut usize,
+    pub(super) np: &'a NoPreempt,
+}
+
+impl<'a> FirstEntry<'a> {
+    /// As [`Entry::no_preempt`].
+    pub fn no_preempt(&self) -> &'a NoPreempt {
+        self.np
+    }
+
+    /// Pushes one frame for this ops alone with `size` words of data in one step (the frame and
+    /// the data, one move of the stack top: `fgraph::shadow::OneStep`'s layout), and returns
+    /// the data and what [`FirstEntry::keep`] or [`FirstEntry::decline`] (one of them, once)
+    /// needs to finish the call: until then the frame is being built, so that a hook made from
+    /// inside the handler's callbacks for this very call (the rethook API) is refused, as on
+    /// the general path. The frame records no call time: the core asks only handlers that want
+    /// none ([`GraphHandler::WANTS_TIMES`] false). `None`: no room for the frame (an overrun,
+    /// counted on the stack and the slot; the caller tells its users).
+    #[inline(always)]
+    pub fn push_one_step(&self, size: DataSize) -> Option<(OneStepPush, &'a mut [usize])> {
+        let iw = self.slot.index_words();
+        let Ok((bm, d)) =
+            self.stack
+                .push_with_data(self.ret_ip, self.func, 0, self.retp as usize, iw, size)
+        else {
+            self.slot.missed_overrun.fetch_add(1, Relaxed);
+            return None;
+        };
+        // The words were just reserved for this ops on the current task's stack, and nothing
+        // else touches them until the frame pops (interrupts push above them).
+        // SAFETY: `d` is the stack's own reservation (`data_ptr`'s contract), and the words it
+        // names are this call's alone (above): a unique borrow.
+        let data = unsafe { &mut *self.stack.data_ptr(d) };
+        Some((OneStepPush { bm, iw }, data))
+    }
+
+    /// Keeps the call [`FirstEntry::push_one_step`] pushed: its bitmap word names this ops, and
+    /// the function returns to our trampoline.
+    #[inline(always)]
+    pub fn keep(&self, p: OneStepPush) {
+        self.stack.set_bitmap_one(p.bm, &p.iw);
+        // SAFETY: `retp` is this call's return-address location (the entry registers'), an
+        // aligned word of the current task's stack (x86_64) or its saved link register.
+        unsafe { self.retp.write(trampoline()) };
+    }
+
+    /// Declines the call [`FirstEntry::push_one_step`] pushed: the stack is as it was before.
+    #[inline(always)]
+    pub fn decline(&self, p: OneStepPush) {
+        self.stack.unpush(p.bm);
+    }
+}
+
+/// A frame [`FirstEntry::push_one_step`] pushed, being built: [`FirstEntry::keep`] or
+/// [`FirstEntry::decline`] finishes it.
+#[must_use]
+pub struct OneStepPush {
+    bm: usize,
+    iw: IndexWords,
+}
+
+/// A way of its own for the return path's common case, tried at every return before the core
+/// decodes the top frame: [`return_handler`]'s third type, chosen where it is instantiated
+/// (the crate root: fprobe's single exit probe, whose exit handler may be of a Rust probe type
+/// the root names). `()` has none.
+pub trait OwnReturn {
+    /// At a return (the recursion guard held, the task's stack found): handles it, and then
+    /// returns the real return address ([`FirstReturn::one_step`] does all but the callback),
+    /// or hands it to the general path (`None`).
+    fn ret_first(r: &FirstReturn<'_>) -> Option<usize>;
+}
+
+impl OwnReturn for () {
+    #[inline(always)]
+    fn ret_first(_r: &FirstReturn<'_>) -> Option<usize> {
+        None
+    }
+}
+
+/// What [`OwnReturn::ret_first`] is handed at a return, before the core decodes the top
+/// frame: the current task's stack and the return's registers, under the return path's
+/// recursion guard.
+pub struct FirstReturn<'a> {
+    pub(super) stack: &'a Stack,
+    pub(super) regs: &'a Regs,
+    pub(super) np: &'a NoPreempt,
+}
+
+/// What [`FirstReturn::one_step`] tells its callback of the call returning.
+pub struct OneStepCall<'a> {
+    /// The hooked function.
+    pub func: usize,
+    /// Where it returns to.
+    pub ret_ip: usize,
+    /// The return value registers and the stack pointer as the function left them.
+    pub regs: &'a Regs,
+    /// The data the ops reserved at the entry.
+    pub data: &'a [usize],
+}
+
+impl<'a> FirstReturn<'a> {
+    /// As [`Entry::no_preempt`].
+    pub fn no_preempt(&self) -> &'a NoPreempt {
+        self.np
+    }
+
+    /// The return of a one-step frame of `os`'s layout (the ops it names alone on the call, its
+    /// data of the size it was made for: see `fgraph::shadow::OneStep`), if that is the top
+    /// frame and this return's: `call` runs the ops' return callback, or says it is not its
+    /// frame after all (`false`, having run nothing: the core then decodes it as any other).
+    /// Then the frame is popped and its real return address returned. What the general path
+    /// does for such a frame, without decoding it: the frame matched with two compares, the
+    /// slot of the ops not looked up (the caller's `os` names its own ops' index, which no
+    /// other ops holds while the caller can be reached).
+    #[inline(always)]
+    pub fn one_step(
+        &self,
+        os: &OneStep,
+        call: impl FnOnce(&OneStepCall<'_>) -> bool,
+    ) -> Option<usize> {
+        let f = self.stack.top_one_step(os)?;
+        let frame = f.frame(os);
+        // Not this return's frame (returns were skipped above it), or a tail call's inner frame,
+        // which returns to our trampoline again (the frame below knows the real address): the
+        // general path sorts those out.
+        if !arch::frame_matches(&frame, self.regs) || f.ret == trampoline() {
+            return None;
+        }
+        // Before the callback, as the general path does (the kernel's unwinder in a return
+        // callback goes on to the real caller); harmless if `call` declines: the general path
+        // writes the same again.
+        arch::settle_slot(&frame, self.regs);
+        // SAFETY: `f.data` is the stack's decoding of its top frame, this return's.
+        let data = unsafe { data_slice(self.stack, f.data) }?;
+        if !call(&OneStepCall {
+            func: f.func,
+            ret_ip: f.ret,
+            regs: self.regs,
+            data,
+        }) {
+            return None;
+        }
+        self.stack.pop_one_step(&f);
+        Some(f.ret)
+    }
+}
+
 /// The data ops `idx` reserved in the top frame of `stack`, wherever it lies there.
 #[inline(never)]
 fn search_data(stack: &Stack, idx: usize) -> Option<&[usize]> {
@@ -383,6 +542,20 @@ pub trait GraphHandler: Send + Sync + 'static {
     #[inline(always)]
     fn route(direct: impl FnOnce(), _pre: impl FnOnce()) {
         direct()
+    }
+    /// Whether [`GraphHandler::entry_first`] is this handler's own (the default handles
+    /// nothing): the ftrace callback then asks it first, before it goes the general way.
+    const ENTRY_FIRST: bool = false;
+    /// For a call from the handler's own `ftrace_ops` with a cookie of 0 (no
+    /// [`GraphHandler::pre_entry`] ran) that no ops of ours hooked yet, before the general
+    /// entry path: the handler may enter it itself ([`FirstEntry::one_step`]), and then
+    /// returns `true` (whatever came of it: the call is done). `false` goes the general way
+    /// ([`GraphHandler::entry`]). Asked only if [`GraphHandler::ENTRY_FIRST`] says so, of a
+    /// handler that wants no call times. Its common case then runs in a frame of its own, with
+    /// none of the general path's registers to keep.
+    #[inline(always)]
+    fn entry_first(&self, _e: &FirstEntry<'_>) -> bool {
+        false
     }
     /// The recursion guard refused a call from the handler's own `ftrace_ops`: nothing of it
     /// ran, [`GraphHandler::pre_entry`]'s work included. Other misses (no stack, a full one)

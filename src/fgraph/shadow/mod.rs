@@ -62,12 +62,14 @@
 //! fuzzers).
 
 mod frames;
+mod onestep;
 mod push;
 #[cfg(test)]
 mod tests;
 pub mod word;
 
 pub use frames::{Frames, Head};
+pub use onestep::{OneStep, OneStepFrame};
 
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 

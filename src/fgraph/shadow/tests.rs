@@ -689,3 +689,99 @@ fn return_decode_is_the_full_one_less_time_and_seen() {
     // Past the stack: 0, not a panic.
     assert_eq!(s.calltime_at(usize::MAX), 0);
 }
+
+/// A one-step frame, however it was built (in one step, or pushed and then reserved by its
+/// only ops), matches the `OneStep` of its index and size, and says what the full decoding
+/// says of it; popping it leaves what `pop` leaves.
+#[test]
+fn one_step_frame_matches_its_words() {
+    for idx in [0, 5, ARRAY_SIZE - 1] {
+        for words in [1, 2, 16, MAX_DATA_WORDS] {
+            let iw = IndexWords::new(idx);
+            let os = OneStep::new(&iw, sz(words));
+            for two_steps in [false, true] {
+                let s = stack();
+                // A frame below, so that the one on top does not start at 0.
+                let below = s.push(0x1, 0x2, 0, 0x3).unwrap();
+                s.set_bitmap(below, 1 << 3);
+                let top_before = s.top();
+                let bm = if two_steps {
+                    let bm = s.push(0x1111, 0xf00, 0, 0x6000).unwrap();
+                    s.mark_seen(bm, idx);
+                    s.reserve_data(idx, words * 8).unwrap();
+                    bm
+                } else {
+                    s.push_with_data(0x1111, 0xf00, 0, 0x6000, iw, sz(words))
+                        .unwrap()
+                        .0
+                };
+                assert_eq!(s.top_one_step(&os), None, "still being built");
+                s.set_bitmap_one(bm, &iw);
+                let f = s.top_one_step(&os).expect("a one-step frame");
+                let (full, head) = s.top_frame_head().unwrap();
+                assert_eq!(f.start, top_before);
+                assert_eq!(f.start, full.start);
+                assert_eq!((f.ret, f.func, f.retp), (0x1111, 0xf00, 0x6000));
+                assert_eq!(Some(f.data), head.data(idx));
+                assert_eq!(f.frame(&os).bitmap, full.bitmap);
+                let depth = s.depth();
+                s.pop_one_step(&f);
+                assert_eq!((s.top(), s.depth()), (top_before, depth - 1));
+                assert_eq!(s.top_frame().unwrap().ret, 0x1);
+            }
+        }
+    }
+}
+
+/// Frames of any other layout do not match: another index, another size, a second ops kept
+/// or joined, more data on top, nothing on the stack, `OneStep::none()`, a corrupt top.
+#[test]
+fn one_step_match_refuses_other_frames() {
+    let (idx, words) = (4, 3);
+    let iw = IndexWords::new(idx);
+    let os = OneStep::new(&iw, sz(words));
+    let fresh = || {
+        let s = stack();
+        let (bm, _) = s
+            .push_with_data(0x10, 0x20, 0, 0x30, iw, sz(words))
+            .unwrap();
+        (s, bm)
+    };
+    let s = stack();
+    assert_eq!(s.top_one_step(&os), None, "empty stack");
+
+    let (s, bm) = fresh();
+    s.set_bitmap_one(bm, &iw);
+    assert!(s.top_one_step(&os).is_some());
+    assert_eq!(s.top_one_step(&OneStep::none()), None);
+    for other in [
+        OneStep::new(&IndexWords::new(idx + 1), sz(words)),
+        OneStep::new(&iw, sz(words + 1)),
+        OneStep::new(&iw, sz(words - 1)),
+    ] {
+        assert_eq!(s.top_one_step(&other), None, "{other:?}");
+    }
+
+    let (s, bm) = fresh();
+    s.set_bitmap(bm, (1 << idx) | (1 << 9));
+    assert_eq!(s.top_one_step(&os), None, "two ops keep it");
+
+    let (s, bm) = fresh();
+    s.set_bitmap_one(bm, &iw);
+    s.reserve_data(9, 8).unwrap();
+    assert_eq!(s.top_one_step(&os), None, "another ops' data on top");
+
+    // A frame of the same layout under a bare one: only the top frame is looked at.
+    let (s, bm) = fresh();
+    s.set_bitmap_one(bm, &iw);
+    let bm2 = s.push(0x40, 0x50, 0, 0x60).unwrap();
+    s.set_bitmap_one(bm2, &iw);
+    assert_eq!(s.top_one_step(&os), None, "a bare frame on top");
+
+    // A top past MAX_OFFSET, or below the frame's length.
+    let s = stack();
+    for top in [1, FRAME_WORDS + 1 + words, S::MAX_OFFSET + 1, usize::MAX] {
+        s.top.store(top, Relaxed);
+        assert_eq!(s.top_one_step(&os), None, "top {top}");
+    }
+}

@@ -19,6 +19,7 @@ use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 
 mod data;
+mod fused;
 mod handlers;
 mod missed;
 mod registry;
@@ -26,6 +27,10 @@ mod returns;
 mod rust_api;
 
 use data::{entry_data_without_entry_handler_is_zeroed, single_exit_probe_after_a_shared_call};
+use fused::{
+    own_return_follows_the_shared_ops, own_return_leaves_tail_calls_alone,
+    single_exit_probe_takes_its_own_ways,
+};
 use handlers::{
     both_kinds_share_one_ops, disable_and_skip, entry_exit_with_data,
     entry_only_skips_the_shadow_stack, filter_and_notfilter, several_probes_on_one_function,
@@ -343,6 +348,9 @@ kunit_suite!(
         single_exit_probe_every_data_size,
         exit_probe_changes_during_a_call,
         single_exit_probe_shares_its_frame,
+        single_exit_probe_takes_its_own_ways,
+        own_return_leaves_tail_calls_alone,
+        own_return_follows_the_shared_ops,
         recursion_and_nmissed,
         missed_total_counts_each_miss_once,
         overrun_misses_only_exit_probes,

@@ -5,6 +5,7 @@
 
 use super::*;
 use data::on_exit_zeroed;
+use fused::{first_ways, first_ways_since};
 
 /// The only exit probe, for every entry data size (0..=15 words): the return path's one-step
 /// compare (`Return::data_exact`) must hand the exit handler exactly the words its entry wrote,
@@ -244,9 +245,12 @@ pub(super) fn single_exit_probe_shares_its_frame(t: &mut Test) -> CaseResult {
                 if !fprobe_first {
                     reg(t, &mut fp, Target::Syms(&[c_str!("ufg_test_add")]))?;
                 }
+                let w = first_ways();
                 for i in 0..4 {
                     kcheck_eq!(t, add(i, 3), i + 3);
                 }
+                // Two ops on every frame: never the single probe's own return.
+                kcheck_eq!(t, (words, other, first_ways_since(w).1), (words, other, 0));
                 let h = ops.handler();
                 kcheck_eq!(
                     t,
