@@ -11,9 +11,9 @@
 //!   |                             |           |
 //!   |                             v           v
 //!   |                        +---------+ +---------+    one page per task:
-//!   |                        | task    | | task    |    the key, an rcu_head for deferred free,
-//!   |                        | rcu     | | rcu     |    then the shadow stack (fgraph::shadow)
-//!   |                        | stack.. | | stack.. |
+//!   |                        | stack.. | | stack.. |    the shadow stack (fgraph::shadow), then
+//!   |                        | task    | | task    |    the key and an rcu_head for deferred
+//!   |                        | rcu     | | rcu     |    free
 //!   |                        +---------+ +---------+
 //!   +-- idle[cpu] ---------> one page per possible CPU, for its idle task
 //!   +-- idle_owner[cpu] ---> that idle task, once it has looked itself up
@@ -38,8 +38,10 @@
 //!   then its hooked calls are counted as missed. The writer lock is a raw spinlock for the
 //!   same reason, and nothing under it allocates or frees.
 //! * The current task's lookup (every hooked entry and return) first tries its CPU's cache: one
-//!   pointer per CPU to the page found last, valid if the page's key is `current`. It is per-CPU
-//!   memory (`PerCpuPtr`), so reading it is one load (x86_64: `%gs`-relative). A task runs
+//!   pointer per CPU to the page found last, valid if the page's key is `current`. It is a word
+//!   of the module's static per-CPU area (`CpuCache`), so reading it is one load with nothing to
+//!   find first (x86_64: `%gs`-relative; the hot paths look there before they look for the
+//!   graph core, [`Tasks::cached`]). A task runs
 //!   many hooked calls between context switches, so the table is probed about once per switch.
 //!   A page leaves every cache before it is freed (`remove`, `detach`), and a dead task's page
 //!   cannot match `current`: its address is reused only after the free hook has run.
@@ -91,10 +93,11 @@ pub type Stack = ShadowStack<STACK_WORDS>;
 /// may be reached: [`Tasks`]'s invariants.
 #[repr(C)]
 pub struct TaskStack {
+    /// The shadow stack. First: the hot paths reach it from the pointer the cache holds with
+    /// no offset to add.
+    pub stack: Stack,
     task: usize,
     rcu: RcuHead,
-    /// The shadow stack.
-    pub stack: Stack,
 }
 
 const _: () = assert!(size_of::<TaskStack>() == 4096);
@@ -225,14 +228,6 @@ impl Tasks {
             self.cache.set((ts as *const TaskStack).cast_mut(), np);
         }
         Some(&ts.stack)
-    }
-
-    /// [`Tasks::current_uncached`], out of line: for the hot paths, which try
-    /// [`Tasks::cached`] first and come here about once per context switch.
-    #[cold]
-    #[inline(never)]
-    pub fn current_slow<'a>(&'a self, me: Current, np: &'a NoPreempt) -> Option<&'a Stack> {
-        self.current_uncached(me, np)
     }
 
     /// The current task's stack if this CPU's cache holds it: what [`Tasks::current_of`] tries

@@ -145,6 +145,67 @@ impl Recursion {
         }
     }
 
+    /// Runs `body` under the guard for a callback at `ip` (called from `parent_ip`), as
+    /// [`Recursion::try_lock`] then a drop would, with the current task and the guard's proof
+    /// that preemption is disabled; `Err` and nothing run where the guard refuses. The common
+    /// case, task context with its bit free, takes the bit as a constant: set and cleared again
+    /// with one instruction each (`trace_test_and_set_recursion()` and
+    /// `trace_clear_recursion()`, as the kernel inlines them), nothing of the guard kept in a
+    /// register across `body`, so that the callback it runs saves one register fewer and
+    /// carries no word to write back. Every other context, and a bit already taken, goes to
+    /// `other` (given the same) under a guard of [`Recursion::try_lock`]: the caller makes it
+    /// a call out of line, so that `body` is the only copy inlined.
+    ///
+    /// The common case clears its bit where the other cases write back the word as they found
+    /// it (see `before`): the same on every word but one that an interrupt, or `body`, left a
+    /// bit set in, which only the function_graph tracer's `TRACE_IRQ_BIT` does (it is a hint);
+    /// clearing is what the kernel's own guard does.
+    #[inline(always)]
+    pub fn run<R>(
+        ip: usize,
+        parent_ip: usize,
+        body: impl FnOnce(crate::sys::task::Current, &NoPreempt) -> R,
+        other: impl FnOnce(crate::sys::task::Current, &NoPreempt) -> R,
+    ) -> core::result::Result<R, Refused> {
+        use crate::bindings as b;
+        use crate::sys::hot;
+        const BIT: usize = 1 << (b::UFG_TRACE_CTX_NORMAL + b::UFG_TRACE_FTRACE_START);
+        // As in `try_lock`: nothing where RCU does not watch or on a CPU going offline.
+        if !hot::rcu_watching() || !hot::cpu_online(hot::cpu()) {
+            return Err(Refused::Unsafe);
+        }
+        let me = hot::current();
+        let bits = me.wrapping_add(b::UFG_TASK_TRACE_RECURSION) as *mut usize;
+        // SAFETY: the current task's `trace_recursion` (see `try_lock`); plain accesses between
+        // compiler fences, as the kernel's `current->trace_recursion` ones.
+        if hot::in_task_context() && unsafe { *bits } & BIT == 0 {
+            // SAFETY: as above; only this task writes its own word, and interrupts on its CPU
+            // put it back as they found it before they return.
+            unsafe { *bits |= BIT };
+            core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+            hot::preempt_disable();
+            // SAFETY: `NoPreempt` is zero-sized: any aligned, non-null pointer is a valid
+            // reference to one; preemption is disabled until after `body` (below), which the
+            // borrow cannot outlive.
+            let np = unsafe { core::ptr::NonNull::<NoPreempt>::dangling().as_ref() };
+            let r = body(crate::sys::task::Current::of(me), np);
+            // ftrace_test_recursion_unlock(): preemption first, then the bit.
+            // SAFETY: balances the disable above; `body`, and with it every borrow of the proof,
+            // is done.
+            unsafe { hot::preempt_enable() };
+            core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+            let bits = hot::current().wrapping_add(b::UFG_TASK_TRACE_RECURSION) as *mut usize;
+            // SAFETY: the current task's word (the same task: it ran `body` with preemption
+            // disabled); everything that set a bit in it since has cleared it again.
+            unsafe { *bits &= !BIT };
+            return Ok(r);
+        }
+        let g = Self::try_lock(ip, parent_ip)?;
+        let r = other(g.current(), g.no_preempt());
+        drop(g);
+        Ok(r)
+    }
+
     /// The guard with `bit` (this context's), or the transition bit if `bit` is taken.
     ///
     /// # Safety

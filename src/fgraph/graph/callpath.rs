@@ -107,6 +107,23 @@ pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
     let slot = unsafe { op_slot(op) };
     // SAFETY: the slot was made for an `H`, alive while it is registered.
     let h = unsafe { &*slot.this.cast::<H>() };
+    if H::ENTRY_FIRST && !H::WANTS_TIMES {
+        // The guard's common case runs the handler's own way inlined; any other context the
+        // same, out of line.
+        let r = Recursion::run(
+            ip,
+            parent_ip,
+            // SAFETY: ftrace's callback arguments, for a slot made for an `H`; the guard is held.
+            |me, np| unsafe { entry_first_or_general::<H>(slot, ip, fregs, me, np) },
+            // SAFETY: as above.
+            |me, np| unsafe { entry_first_or_general_outlined::<H>(slot, ip, fregs, me, np) },
+        );
+        if let Err(Refused::Recursion) = r {
+            slot.missed_recursion.fetch_add(1, Relaxed);
+            h.missed_recursion(ip);
+        }
+        return;
+    }
     let guard = match Recursion::try_lock(ip, parent_ip) {
         Ok(g) => g,
         Err(Refused::Recursion) => {
@@ -116,41 +133,7 @@ pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
         }
         Err(Refused::Unsafe) => return,
     };
-    let np = guard.no_preempt();
-    if H::ENTRY_FIRST && !H::WANTS_TIMES {
-        // The handler's own way first, for a call nothing of ours hooked yet. The stack is
-        // looked for in this CPU's cache first: the table (and with it the graph core) only
-        // about once per context switch, out of line.
-        let me = guard.current();
-        let stack =
-            Tasks::cached(me, np).or_else(|| graph().and_then(|g| g.tasks.current_slow(me, np)));
-        if let Some(stack) = stack {
-            // SAFETY: the return-address location of this call (ftrace's entry registers).
-            let retp = unsafe { arch::hot::fregs::retp(fregs) };
-            // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
-            let ret_ip = unsafe { retp.read() };
-            if ret_ip != trampoline() {
-                let e = FirstEntry {
-                    slot,
-                    func: ip,
-                    ret_ip,
-                    // SAFETY: ftrace passes valid registers for the duration of the callback.
-                    regs: unsafe { Regs::from_raw(fregs) },
-                    stack,
-                    retp,
-                    np,
-                };
-                if h.entry_first(&e) {
-                    drop(guard);
-                    return;
-                }
-            }
-        }
-        if let Some(g) = graph() {
-            // SAFETY: the caller's contract; the guard is held.
-            unsafe { graph_enter_general::<H>(g, slot, ip, fregs, np) };
-        }
-    } else if let Some(g) = graph() {
+    if let Some(g) = graph() {
         // SAFETY: as above.
         unsafe {
             g.enter_guarded(
@@ -158,7 +141,7 @@ pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
                 ip,
                 fregs,
                 0,
-                np,
+                guard.no_preempt(),
                 H::RESERVES_FIRST,
                 H::WANTS_TIMES,
                 |e| h.entry(e),
@@ -166,6 +149,120 @@ pub(super) unsafe fn graph_entry_direct<H: GraphHandler>(
         };
     }
     drop(guard);
+}
+
+/// [`graph_entry_direct`] under the guard, for a handler with a [`GraphHandler::entry_first`]:
+/// its own way first, for a call nothing of ours hooked yet, else the general way.
+///
+/// # Safety
+///
+/// ftrace's callback arguments (`ip`, `fregs`) for `slot`, made for an `H`, with the recursion
+/// guard held (`np`) by the current task `me`.
+#[inline(always)]
+unsafe fn entry_first_or_general<H: GraphHandler>(
+    slot: &Slot,
+    ip: usize,
+    fregs: *mut crate::sys::ftrace::RawFregs,
+    me: Current,
+    np: &NoPreempt,
+) {
+    // SAFETY: the slot was made for an `H`, alive while it is registered.
+    let h = unsafe { &*slot.this.cast::<H>() };
+    // The stack is looked for in this CPU's cache first. A miss (about once per context switch)
+    // goes on out of line, as does the general way: nothing is kept across those calls, so this
+    // frame saves only the registers the handler's own way needs.
+    let Some(stack) = Tasks::cached(me, np) else {
+        // SAFETY: the caller's contract.
+        return unsafe { entry_uncached::<H>(slot, ip, fregs, me, np) };
+    };
+    // SAFETY: the caller's contract.
+    unsafe { entry_with_stack::<H>(h, slot, ip, fregs, stack, np) }
+}
+
+/// [`entry_first_or_general`] with the current task's stack found: the handler's own way for a
+/// call nothing of ours hooked yet, else the general way.
+///
+/// # Safety
+///
+/// As for [`entry_first_or_general`]; `stack` is the current task's and `h` the slot's handler.
+#[inline(always)]
+unsafe fn entry_with_stack<H: GraphHandler>(
+    h: &H,
+    slot: &Slot,
+    ip: usize,
+    fregs: *mut crate::sys::ftrace::RawFregs,
+    stack: &Stack,
+    np: &NoPreempt,
+) {
+    // SAFETY: the return-address location of this call (ftrace's entry registers).
+    let retp = unsafe { arch::hot::fregs::retp(fregs) };
+    // SAFETY: `retp` is a valid, aligned word (the stack slot or the saved link register).
+    let ret_ip = unsafe { retp.read() };
+    if ret_ip != trampoline() {
+        let e = FirstEntry {
+            slot,
+            func: ip,
+            ret_ip,
+            // SAFETY: ftrace passes valid registers for the duration of the callback.
+            regs: unsafe { Regs::from_raw(fregs) },
+            stack,
+            retp,
+            np,
+        };
+        if h.entry_first(&e) {
+            return;
+        }
+    }
+    if let Some(g) = graph() {
+        // SAFETY: the caller's contract; the guard is held.
+        unsafe { graph_enter_general::<H>(g, slot, ip, fregs, np) };
+    }
+}
+
+/// [`entry_first_or_general`] after this CPU's cache missed: the table, then the same.
+///
+/// # Safety
+///
+/// As for [`entry_first_or_general`].
+#[cold]
+#[inline(never)]
+unsafe fn entry_uncached<H: GraphHandler>(
+    slot: &Slot,
+    ip: usize,
+    fregs: *mut crate::sys::ftrace::RawFregs,
+    me: Current,
+    np: &NoPreempt,
+) {
+    // SAFETY: the slot was made for an `H`, alive while it is registered.
+    let h = unsafe { &*slot.this.cast::<H>() };
+    match graph().and_then(|g| g.tasks.current_uncached(me, np)) {
+        // SAFETY: the caller's contract; `stack` is the current task's.
+        Some(stack) => unsafe { entry_with_stack::<H>(h, slot, ip, fregs, stack, np) },
+        // No stack: the general way counts the miss.
+        None => {
+            if let Some(g) = graph() {
+                // SAFETY: the caller's contract; the guard is held.
+                unsafe { graph_enter_general::<H>(g, slot, ip, fregs, np) };
+            }
+        }
+    }
+}
+
+/// [`entry_first_or_general`] out of line: for the guard's other cases (see [`Recursion::run`]).
+///
+/// # Safety
+///
+/// As for [`entry_first_or_general`].
+#[inline(never)]
+unsafe fn entry_first_or_general_outlined<H: GraphHandler>(
+    slot: &Slot,
+    ip: usize,
+    fregs: *mut crate::sys::ftrace::RawFregs,
+    me: Current,
+    np: &NoPreempt,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { entry_first_or_general::<H>(slot, ip, fregs, me, np) }
 }
 
 /// [`graph_entry_direct`]'s general way for a handler with a [`GraphHandler::entry_first`] that
@@ -841,22 +938,41 @@ pub unsafe fn return_handler<P: GraphHandler, Q: Batched, F: OwnReturn>(
 ) -> usize {
     // The frame is popped whatever happens; only the callbacks need the recursion guard (a
     // return callback that calls a hooked function, whose own return would re-enter here).
-    // Either way preemption is disabled once. The body is instantiated once per outcome, so
-    // that the common one carries no test of it per callback and no guard state in memory.
-    match Recursion::try_lock(trampoline(), 0) {
-        Ok(guard) => {
-            // SAFETY: the caller's contract; the guard is held.
-            let ret =
-                unsafe { return_body::<P, Q, F>(fregs, guard.current(), guard.no_preempt(), None) };
-            drop(guard);
-            ret
-        }
+    // Either way preemption is disabled once. The body is instantiated inline for the guard's
+    // common case (`Recursion::run`: task context), which then carries no test of the outcome
+    // per callback and no guard state in a register, and once out of line for the rest.
+    match Recursion::run(
+        trampoline(),
+        0,
+        // SAFETY: the caller's contract; the guard is held.
+        |me, np| unsafe { return_body::<P, Q, F>(fregs, me, np, None) },
+        // SAFETY: as above.
+        |me, np| unsafe { return_body_outlined::<P, Q, F>(fregs, me, np, None) },
+    ) {
+        Ok(ret) => ret,
         Err(refused) => {
             let np = NoPreempt::new();
             // SAFETY: the caller's contract; preemption is disabled.
-            unsafe { return_body::<P, Q, F>(fregs, Current::read(), &np, Some(refused)) }
+            unsafe { return_body_outlined::<P, Q, F>(fregs, Current::read(), &np, Some(refused)) }
         }
     }
+}
+
+/// [`return_body`] out of line: the guard's other cases and a refused guard (see
+/// [`Recursion::run`]), so that the common case is its only copy inlined.
+///
+/// # Safety
+///
+/// As for [`return_body`].
+#[inline(never)]
+unsafe fn return_body_outlined<P: GraphHandler, Q: Batched, F: OwnReturn>(
+    fregs: *mut crate::sys::ftrace::RawFregs,
+    me: Current,
+    np: &NoPreempt,
+    refused: Option<Refused>,
+) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe { return_body::<P, Q, F>(fregs, me, np, refused) }
 }
 
 /// [`return_handler`] once preemption is disabled (`np`), with the recursion guard held unless
@@ -873,15 +989,51 @@ unsafe fn return_body<P: GraphHandler, Q: Batched, F: OwnReturn>(
     np: &NoPreempt,
     refused: Option<Refused>,
 ) -> usize {
-    // SAFETY: the trampoline passes the registers it saved.
-    let regs = unsafe { Regs::from_raw(fregs) };
-    // Frames return through us only while the graph core exists (teardown hands the others
-    // back and waits for the rest).
-    let core = || graph().expect("ufgraph: return trampoline without a graph core");
-    // This CPU's cache first: the table only about once per context switch, out of line.
-    let Some(stack) = Tasks::cached(me, np).or_else(|| core().tasks.current_slow(me, np)) else {
+    // This CPU's cache first: the table only about once per context switch, out of line (and
+    // all of the return with it, so that nothing is kept across the call).
+    let Some(stack) = Tasks::cached(me, np) else {
+        // SAFETY: the caller's contract.
+        return unsafe { return_uncached::<P, Q, F>(fregs, me, np, refused) };
+    };
+    // SAFETY: the caller's contract; `stack` is the current task's.
+    unsafe { return_with_stack::<P, Q, F>(fregs, stack, np, refused) }
+}
+
+/// [`return_body`] after this CPU's cache missed: the table, then the same.
+///
+/// # Safety
+///
+/// As for [`return_body`].
+#[cold]
+#[inline(never)]
+unsafe fn return_uncached<P: GraphHandler, Q: Batched, F: OwnReturn>(
+    fregs: *mut crate::sys::ftrace::RawFregs,
+    me: Current,
+    np: &NoPreempt,
+    refused: Option<Refused>,
+) -> usize {
+    let g = graph().expect("ufgraph: return trampoline without a graph core");
+    let Some(stack) = g.tasks.current_uncached(me, np) else {
         panic!("ufgraph: return trampoline on a task without a shadow stack");
     };
+    // SAFETY: the caller's contract; `stack` is the current task's.
+    unsafe { return_with_stack::<P, Q, F>(fregs, stack, np, refused) }
+}
+
+/// [`return_body`] with the current task's stack found.
+///
+/// # Safety
+///
+/// As for [`return_body`]; `stack` is the current task's.
+#[inline(always)]
+unsafe fn return_with_stack<P: GraphHandler, Q: Batched, F: OwnReturn>(
+    fregs: *mut crate::sys::ftrace::RawFregs,
+    stack: &Stack,
+    np: &NoPreempt,
+    refused: Option<Refused>,
+) -> usize {
+    // SAFETY: the trampoline passes the registers it saved.
+    let regs = unsafe { Regs::from_raw(fregs) };
     // The instantiation's own way first (fprobe: a frame of its single exit probe, matched with
     // two compares), unless the guard refused the callbacks.
     if refused.is_none() {
@@ -889,7 +1041,9 @@ unsafe fn return_body<P: GraphHandler, Q: Batched, F: OwnReturn>(
             return ret;
         }
     }
-    let g = core();
+    // Frames return through us only while the graph core exists (teardown hands the others
+    // back and waits for the rest).
+    let g = graph().expect("ufgraph: return trampoline without a graph core");
     let Some((mut f, mut head)) = stack.top_frame_ret() else {
         panic!("ufgraph: return trampoline with an empty shadow stack");
     };
