@@ -133,6 +133,83 @@ fn recursion_guard_restores_the_word(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// Which way [`Recursion::run`] took at each of three nested levels, and the recursion word in
+/// each body and after each level, for [`recursion_run_nests_as_the_guard`].
+#[derive(Default)]
+struct RunSeen {
+    ways: [core::cell::Cell<u8>; 3],
+    words: [core::cell::Cell<usize>; 3],
+    after: [core::cell::Cell<usize>; 3],
+    third_refused: core::cell::Cell<bool>,
+    preempt_in_body: core::cell::Cell<u32>,
+    current_ok: core::cell::Cell<bool>,
+}
+
+/// Level `level` of [`recursion_run_nests_as_the_guard`]: `Recursion::run`, the body at each
+/// level going one level deeper. Way 1: the common (inlined) case; 2: the other one.
+fn run_level(seen: &RunSeen, level: usize) {
+    let body = |way: u8, me: crate::sys::task::Current| {
+        seen.ways[level].set(way);
+        seen.words[level].set(recursion_word());
+        if level == 0 {
+            seen.preempt_in_body.set(hot::preempt_count());
+            seen.current_ok.set(me.task().0 == hot::current());
+        }
+        if level < 2 {
+            run_level(seen, level + 1);
+        }
+    };
+    let r = Recursion::run(0, 0, |me, _| body(1, me), |me, _| body(2, me));
+    if level == 2 {
+        seen.third_refused.set(matches!(r, Err(Refused::Recursion)));
+    }
+    seen.after[level].set(recursion_word());
+}
+
+/// `Recursion::run` nests as the guard does: in task context the first level takes the common
+/// way with the normal context's bit (what ftrace's guard takes), preemption disabled and the
+/// task it hands on `current`; a nested level finds the bit taken and goes the other way, under
+/// the transition bit; a third is refused; each release leaves the word as that level found it.
+fn recursion_run_nests_as_the_guard(t: &mut Test) -> CaseResult {
+    let start = bindings::UFG_TRACE_FTRACE_START;
+    kcheck!(t, hot::in_task_context());
+    let w0 = recursion_word();
+    let p0 = hot::preempt_count();
+    let seen = RunSeen::default();
+    run_level(&seen, 0);
+    let normal = 1 << (bindings::UFG_TRACE_CTX_NORMAL + start);
+    let transition = 1 << (bindings::UFG_TRACE_CTX_TRANSITION + start);
+    kcheck_eq!(t, seen.ways.each_ref().map(|c| c.get()), [1, 2, 0]);
+    kcheck_eq!(t, seen.words[0].get(), w0 | normal);
+    kcheck_eq!(t, seen.words[1].get(), w0 | normal | transition);
+    kcheck!(t, seen.third_refused.get(), "a third level ran");
+    kcheck_eq!(
+        t,
+        seen.after.each_ref().map(|c| c.get()),
+        [w0, w0 | normal, w0 | normal | transition]
+    );
+    kcheck_eq!(t, seen.preempt_in_body.get(), p0 + 1);
+    kcheck!(
+        t,
+        seen.current_ok.get(),
+        "the body was handed another task than current"
+    );
+    kcheck_eq!(t, hot::preempt_count(), p0);
+    // ftrace's guard held around it: ours goes the other way (the transition bit), and leaves
+    // ftrace's bit as it found it.
+    // SAFETY: balanced just below.
+    let b = unsafe { bindings::ufg_recursion_trylock(0, 0) };
+    kcheck!(t, b >= 0);
+    let way = Recursion::run(0, 0, |_, _| 1, |_, _| 2);
+    let w_in = recursion_word();
+    // SAFETY: pairs with the trylock.
+    unsafe { bindings::ufg_recursion_unlock(b) };
+    kcheck!(t, matches!(way, Ok(2)), "{:?}", way);
+    kcheck_eq!(t, w_in, w0 | normal);
+    kcheck_eq!(t, recursion_word(), w0);
+    Ok(())
+}
+
 /// What [`in_hardirq_guard`] saw, in a fake hardirq.
 #[derive(Default)]
 struct IrqSeen {
@@ -429,6 +506,7 @@ kunit_suite!(
         recursion_guard_matches_ftrace,
         recursion_guard_restores_the_word,
         recursion_guard_in_hardirq,
+        recursion_run_nests_as_the_guard,
         per_cpu_pointer,
         offline_cpu_online_and_per_cpu,
         recursion_guard_bit_in_every_context,
