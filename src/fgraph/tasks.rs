@@ -11,9 +11,9 @@
 //!   |                             |           |
 //!   |                             v           v
 //!   |                        +---------+ +---------+    one page per task:
-//!   |                        | stack.. | | stack.. |    the shadow stack (fgraph::shadow), then
-//!   |                        | task    | | task    |    the key and an rcu_head for deferred
-//!   |                        | rcu     | | rcu     |    free
+//!   |                        | task    | | task    |    the key, an rcu_head for deferred free,
+//!   |                        | rcu     | | rcu     |    then the shadow stack (fgraph::shadow)
+//!   |                        | stack.. | | stack.. |
 //!   |                        +---------+ +---------+
 //!   +-- idle[cpu] ---------> one page per possible CPU, for its idle task
 //!   +-- idle_owner[cpu] ---> that idle task, once it has looked itself up
@@ -93,11 +93,13 @@ pub type Stack = ShadowStack<STACK_WORDS>;
 /// may be reached: [`Tasks`]'s invariants.
 #[repr(C)]
 pub struct TaskStack {
-    /// The shadow stack. First: the hot paths reach it from the pointer the cache holds with
-    /// no offset to add.
-    pub stack: Stack,
+    /// The key, on the page's first cache line with the stack's `top`: a cache hit reads both
+    /// (a key at the page's end, where the stack first would put it, costs a second line for
+    /// the one instruction an offset of 0 would save).
     task: usize,
     rcu: RcuHead,
+    /// The shadow stack.
+    pub stack: Stack,
 }
 
 const _: () = assert!(size_of::<TaskStack>() == 4096);

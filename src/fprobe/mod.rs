@@ -149,7 +149,7 @@ struct Live {
     size: crate::fgraph::DataSize,
     /// The words of a frame that the shared ops' single-probe entry pushes for this probe
     /// (`fgraph::OneStep`, for the shared ops' index and `size`), by which the return path
-    /// tells one with two compares (`GraphSide::ret_first`); `OneStep::none()`'s while no
+    /// tells one with two compares (`SingleExit::ret_first`); `OneStep::none()`'s while no
     /// shared ops is registered. Written by `Fprobes::settle` only while the `Live` is not
     /// published as `SINGLE_EXIT` (the only place they are read from) and no reader that
     /// loaded it from there is left: readers see the words it was published with.

@@ -690,7 +690,9 @@ pub fn keep_listed(ips: &mut KVec<usize>) {
     };
     let np = NoPreempt::new();
     if let Some(l) = list.locs.get(&np) {
-        crate::sys::kvec::retain(ips, |ip| l.binary_search(ip).is_ok());
+        // `ips` are sorted (a registration's functions): one compare each on a mass attach.
+        let mut members = funclist::SortedMembers::new(l);
+        crate::sys::kvec::retain(ips, |&ip| members.contains(ip));
     }
 }
 

@@ -188,7 +188,8 @@ impl Recursion {
             // reference to one; preemption is disabled until after `body` (below), which the
             // borrow cannot outlive.
             let np = unsafe { core::ptr::NonNull::<NoPreempt>::dangling().as_ref() };
-            let r = body(crate::sys::task::Current::of(me), np);
+            // SAFETY: `me` is `current`, read above on this task.
+            let r = body(unsafe { crate::sys::task::Current::of(me) }, np);
             // ftrace_test_recursion_unlock(): preemption first, then the bit.
             // SAFETY: balances the disable above; `body`, and with it every borrow of the proof,
             // is done.
@@ -241,7 +242,8 @@ impl Recursion {
         // of the proof `no_preempt` hands out).
         Ok(Self {
             before: val,
-            task: crate::sys::task::Current::of(me),
+            // SAFETY: `me` is the current task (the caller's contract).
+            task: unsafe { crate::sys::task::Current::of(me) },
         })
     }
 

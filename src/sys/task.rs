@@ -21,12 +21,18 @@ impl Current {
     /// Reads `current`.
     #[inline(always)]
     pub fn read() -> Self {
-        Self::of(crate::sys::hot::current())
+        // SAFETY: `current`, just read.
+        unsafe { Self::of(crate::sys::hot::current()) }
     }
 
     /// `task`, which its caller has just read from `current` (`sys::hot::current()`).
+    ///
+    /// # Safety
+    ///
+    /// `task` must be what `current` reads on the task running this code: lookups made with
+    /// the result take its data (its shadow stack) for the running task's.
     #[inline(always)]
-    pub(crate) fn of(task: usize) -> Self {
+    pub(crate) unsafe fn of(task: usize) -> Self {
         Self(TaskRef(task), core::marker::PhantomData)
     }
 

@@ -548,7 +548,7 @@ pub trait GraphHandler: Send + Sync + 'static {
     const ENTRY_FIRST: bool = false;
     /// For a call from the handler's own `ftrace_ops` with a cookie of 0 (no
     /// [`GraphHandler::pre_entry`] ran) that no ops of ours hooked yet, before the general
-    /// entry path: the handler may enter it itself ([`FirstEntry::one_step`]), and then
+    /// entry path: the handler may enter it itself ([`FirstEntry::push_one_step`]), and then
     /// returns `true` (whatever came of it: the call is done). `false` goes the general way
     /// ([`GraphHandler::entry`]). Asked only if [`GraphHandler::ENTRY_FIRST`] says so, of a
     /// handler that wants no call times. Its common case then runs in a frame of its own, with

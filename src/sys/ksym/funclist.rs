@@ -147,6 +147,47 @@ pub fn merge_sorted(a: &[usize], b: &[usize], out: &mut [usize]) -> usize {
     n
 }
 
+/// Membership in a sorted list, for queries that mostly come in ascending order (a
+/// registration's functions, sorted, against the list of ftrace locations): each query starts
+/// where the last one ended, so that a walk over all of the list's members costs one compare
+/// each, and a sparse walk a binary search of what is left. A query below the last one found
+/// (queries out of order) searches the whole list: every answer is `list.binary_search`'s.
+pub struct SortedMembers<'a> {
+    list: &'a [usize],
+    /// Everything below it is below every query so far (the list is sorted).
+    cur: usize,
+}
+
+impl<'a> SortedMembers<'a> {
+    /// Queries of `list`, which must be sorted.
+    pub fn new(list: &'a [usize]) -> Self {
+        Self { list, cur: 0 }
+    }
+
+    /// Whether `x` is in the list.
+    pub fn contains(&mut self, x: usize) -> bool {
+        let rest = self.list.get(self.cur..).unwrap_or(&[]);
+        match rest.first() {
+            Some(&y) if y == x => {
+                self.cur += 1;
+                return true;
+            }
+            _ => {}
+        }
+        if self.cur > 0 && self.list.get(self.cur - 1).is_some_and(|&y| y >= x) {
+            // At or below where the walk got to: out of order, or a repeat.
+            return self.list.binary_search(&x).is_ok();
+        }
+        self.cur += rest.partition_point(|&y| y < x);
+        if self.list.get(self.cur) == Some(&x) {
+            self.cur += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// Whether an arm64 instruction is a `BTI` (any of its targets: the kernel's
 /// `aarch64_insn_is_bti()`).
 pub fn is_bti(insn: u32) -> bool {
@@ -185,6 +226,42 @@ pub fn arm64_call_ops_location(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `SortedMembers` answers as `binary_search` does, for queries in order (dense, sparse,
+    /// past both ends), out of order and repeated.
+    #[test]
+    fn sorted_members_answer_as_a_binary_search() {
+        let list: Vec<usize> = (0..200).map(|i| 10 + i * 3).collect();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let dense: Vec<usize> = list.clone();
+        let sparse: Vec<usize> = (0..700).step_by(7).collect();
+        let mut random: Vec<usize> = (0..300).map(|_| (next() % 700) as usize).collect();
+        let mut sorted_random = random.clone();
+        sorted_random.sort_unstable();
+        random.push(list[0]);
+        random.push(usize::MAX);
+        for queries in [
+            &dense,
+            &sparse,
+            &random,
+            &sorted_random,
+            &vec![],
+            &vec![5, 5, 10, 10, 9],
+        ] {
+            let mut m = SortedMembers::new(&list);
+            for &q in queries.iter() {
+                assert_eq!(m.contains(q), list.binary_search(&q).is_ok(), "{q}");
+            }
+        }
+        let mut m = SortedMembers::new(&[]);
+        assert!(!m.contains(0));
+    }
 
     #[test]
     fn call_ops_locations() {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The single exit probe's own ways (`GraphSide::entry_first`, `GraphSide::ret_first`): which
+//! The single exit probe's own ways (`GraphSide::entry_first`, `SingleExit::ret_first`): which
 //! calls take them, that what their handlers see is what the general way would give, and that
 //! the return's match follows the shared ops' index.
 
