@@ -94,8 +94,7 @@ pub type Stack = ShadowStack<STACK_WORDS>;
 #[repr(C)]
 pub struct TaskStack {
     /// The key, on the page's first cache line with the stack's `top`: a cache hit reads both
-    /// (a key at the page's end, where the stack first would put it, costs a second line for
-    /// the one instruction an offset of 0 would save).
+    /// (the cache holds the stack's address, and finds the key just before it).
     task: usize,
     rcu: RcuHead,
     /// The shadow stack.
@@ -165,7 +164,8 @@ pub struct Tasks {
     writer: IrqSpinLock<Counts>,
     idle: KVVec<AtomicPtr<TaskStack>>,
     idle_owner: KVVec<AtomicUsize>,
-    cache: CpuCache<TaskStack>,
+    /// Each CPU's last page, as the address of its `stack` field (see [`Tasks::cached`]).
+    cache: CpuCache<Stack>,
     #[pin]
     rebuild: Work<Tasks, REBUILD>,
     #[pin]
@@ -227,7 +227,7 @@ impl Tasks {
         // Idle pages are keyed 0 and never match: idle tasks take the slow path (they run few
         // hooked calls), and only table entries are cached, which `remove` knows to drop.
         if ts.task == me.0 {
-            self.cache.set((ts as *const TaskStack).cast_mut(), np);
+            self.cache.set((&ts.stack as *const Stack).cast_mut(), np);
         }
         Some(&ts.stack)
     }
@@ -238,22 +238,32 @@ impl Tasks {
     /// the table.
     #[inline(always)]
     pub fn cached(me: Current, np: &NoPreempt) -> Option<&Stack> {
-        let p = CpuCache::<TaskStack>::peek(np);
+        // The cache holds the page's stack, which the hot paths use, rather than the page: then
+        // they keep one pointer, and the key they check (at a negative offset from it) is on the
+        // page's first cache line, with the stack's top.
+        let p = CpuCache::<Stack>::peek(np);
         if p.is_null() {
             return None;
         }
         // Pages leave every cache before `remove` or `detach` frees them, a grace period
         // later, which this preemption-disabled reader (`np`) holds off; the word is null
-        // whenever no `Tasks` owns it.
-        // SAFETY: so a non-null cached page is live (`Tasks`'s invariants).
-        let ts = unsafe { &*p };
+        // whenever no `Tasks` owns it, and only `current_uncached` sets it, to a page's stack.
+        // SAFETY: so a non-null cached word is the `stack` field of a live page: stepping back
+        // by the field's offset stays inside it and gives the page.
+        let ts = unsafe {
+            &*p.byte_sub(core::mem::offset_of!(TaskStack, stack))
+                .cast::<TaskStack>()
+        };
         (ts.task == me.task().0).then_some(&ts.stack)
     }
 
     // Drops `p` from every CPU's cache; the caller frees it after a grace period.
     fn uncache(&self, p: *mut TaskStack) {
+        // The cache holds pages' stacks (`Tasks::cached`).
+        // SAFETY: only the field's address is made, nothing is read (`p` is a live page).
+        let s = unsafe { core::ptr::addr_of_mut!((*p).stack) };
         self.cache.each(|c| {
-            let _ = c.compare_exchange(p, null_mut(), Relaxed, Relaxed);
+            let _ = c.compare_exchange(s, null_mut(), Relaxed, Relaxed);
         });
     }
 

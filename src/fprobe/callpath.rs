@@ -129,23 +129,8 @@ impl GraphHandler for GraphSide {
         };
         // Before the handler: if it declines, the frame goes whole.
         *head = live.hdr;
-        let dptr = if rest.is_empty() {
-            core::ptr::null_mut()
-        } else {
-            rest.as_mut_ptr().cast::<c_void>()
-        };
-        // SAFETY: a registered probe (`live` is published).
-        let keep = match unsafe { (*fp).entry_handler } {
-            // SAFETY: the caller's handler, for its registered probe, with the documented
-            // arguments; `dptr` points to the words reserved for this call's data.
-            Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) == 0,
-            None => {
-                // Entry data and no entry handler to fill it: zeros for the exit handler.
-                zero(Some(rest));
-                true
-            }
-        };
-        if keep {
+        // SAFETY: a registered probe (`live` is published), `rest` its data for this call.
+        if unsafe { single_entry(fp, e.func, e.ret_ip, e.regs, rest) } {
             e.keep(p);
         } else {
             e.decline(p);
@@ -188,10 +173,7 @@ impl<K: api::FprobeHandler> crate::fgraph::graph::OwnReturn for SingleExit<K> {
             }
             #[cfg(ufgraph_kunit)]
             FIRST_WAYS[1].fetch_add(1, Relaxed);
-            let dptr = match c.data.get(1..) {
-                Some(d) if !d.is_empty() => d.as_ptr().cast_mut().cast::<c_void>(),
-                _ => core::ptr::null_mut(),
-            };
+            let dptr = data_ptr(c.data.get(1..).unwrap_or(&[])).cast_mut();
             let fp = live.fp;
             if disabled(fp) {
                 return true;
@@ -323,10 +305,7 @@ pub(super) fn graph_side_ret(r: &mut Return<'_>) {
         let live = unsafe { &*single };
         if let Some(data) = r.data_exact(live.size) {
             if data.first() == Some(&live.hdr) {
-                let dptr = match data.get(1..) {
-                    Some(d) if !d.is_empty() => d.as_ptr().cast_mut().cast::<c_void>(),
-                    _ => core::ptr::null_mut(),
-                };
+                let dptr = data_ptr(data.get(1..).unwrap_or(&[])).cast_mut();
                 call_exit(live.fp, r.func, r.ret_ip, r.regs, dptr);
                 return;
             }
@@ -413,28 +392,62 @@ pub(super) fn only_exit_probe(e: &mut Entry<'_>, live: &Live) -> bool {
         missed(fp);
         return false;
     };
-    let dptr = if rest.is_empty() {
-        core::ptr::null_mut()
-    } else {
-        rest.as_mut_ptr().cast::<c_void>()
-    };
-    // SAFETY: as above.
-    let skip = match unsafe { (*fp).entry_handler } {
-        // SAFETY: the caller's handler, for its registered probe, with the documented arguments;
-        // `dptr` points to the words reserved for this call's data.
-        Some(h) => (unsafe { h(fp, e.func as _, e.ret_ip as _, e.regs.as_ptr(), dptr) }) != 0,
-        None => {
-            // Entry data and no entry handler to fill it: zeros for the exit handler, as above.
-            zero(Some(rest));
-            false
-        }
-    };
+    // SAFETY: as above; `rest` is the probe's data for this call.
+    let skip = !unsafe { single_entry(fp, e.func, e.ret_ip, e.regs, rest) };
     *head = if skip {
         hdr::encode(0, rest.len())
     } else {
         live.hdr
     };
     !skip
+}
+
+/// The entry handler of `fp`, a probe with an exit handler that has a call's data to itself
+/// (`data`, the words after its header): returns whether the call is kept (the handler returned
+/// 0, as upstream's convention has it). Without an entry handler the data is zeroed for the exit
+/// handler, not left as an earlier call wrote it, and the call is kept.
+///
+/// # Safety
+///
+/// `fp` is a registered probe, kept alive by the caller's preemption-disabled section, and
+/// `data` the words reserved for this call's entry data (`func` called from `ret_ip`, with
+/// `regs`).
+#[inline(always)]
+unsafe fn single_entry(
+    fp: *mut ufgraph_fprobe,
+    func: usize,
+    ret_ip: usize,
+    regs: &Regs,
+    data: &mut [usize],
+) -> bool {
+    // SAFETY: a registered probe (the caller's contract); its handler is read once.
+    match unsafe { (*fp).entry_handler } {
+        Some(h) => {
+            let dptr = if data.is_empty() {
+                core::ptr::null_mut()
+            } else {
+                data.as_mut_ptr().cast::<c_void>()
+            };
+            // SAFETY: the caller's handler, for its registered probe, with the documented
+            // arguments; `dptr` points to the words reserved for this call's data (or is null).
+            (unsafe { h(fp, func as _, ret_ip as _, regs.as_ptr(), dptr) }) == 0
+        }
+        None => {
+            zero(Some(data));
+            true
+        }
+    }
+}
+
+/// What an exit handler is told of a call's entry data, the words after its header: null for
+/// none.
+#[inline(always)]
+fn data_ptr(data: &[usize]) -> *const c_void {
+    if data.is_empty() {
+        core::ptr::null()
+    } else {
+        data.as_ptr().cast()
+    }
 }
 
 /// Counts a missed call of `func` on its probes with (`Some(true)`) or without an exit handler,
