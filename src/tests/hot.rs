@@ -9,6 +9,7 @@ use crate::fgraph::arch::hot;
 use crate::sys::ktest::{CaseResult, Test};
 use crate::sys::sync::{NoPreempt, Recursion, Refused};
 use crate::{kcheck, kcheck_eq, kunit_suite};
+use kernel::prelude::*;
 
 fn task_cpu_and_counts_match(t: &mut Test) -> CaseResult {
     // SAFETY: no preconditions.
@@ -292,6 +293,30 @@ fn recursion_guard_in_hardirq(t: &mut Test) -> CaseResult {
     Ok(())
 }
 
+/// The task-stack cache is one static per-CPU word per module, owned by the task table: a
+/// second owner is refused while the graph core holds it, and after the current task looks
+/// itself up the cache read alone (`Tasks::cached`, what the hot paths try first) finds the same
+/// stack on this CPU.
+fn stack_cache_has_one_owner(t: &mut Test) -> CaseResult {
+    use crate::fgraph::tasks::Tasks;
+    let second = crate::sys::percpu::CpuCache::<u64>::take();
+    kcheck!(
+        t,
+        matches!(second, Err(e) if e == EBUSY),
+        "a second owner of the cache word"
+    );
+    drop(second);
+    let Some(g) = crate::fgraph::graph::graph() else {
+        return Err(t.fail(format_args!("no graph core")));
+    };
+    let np = NoPreempt::new();
+    let looked = g.tasks().current(&np).map(|s| s as *const _);
+    let cached = Tasks::cached(crate::sys::task::Current::read(), &np).map(|s| s as *const _);
+    drop(np);
+    kcheck_eq!(t, looked, cached);
+    Ok(())
+}
+
 /// A per-CPU pointer: this CPU's copy is what was set here and nowhere else, every possible
 /// CPU's copy is reached by `each`, and a copy cleared from there reads null here.
 fn per_cpu_pointer(t: &mut Test) -> CaseResult {
@@ -507,6 +532,7 @@ kunit_suite!(
         recursion_guard_restores_the_word,
         recursion_guard_in_hardirq,
         recursion_run_nests_as_the_guard,
+        stack_cache_has_one_owner,
         per_cpu_pointer,
         offline_cpu_online_and_per_cpu,
         recursion_guard_bit_in_every_context,
