@@ -43,8 +43,10 @@
 //!   find first (x86_64: `%gs`-relative; the hot paths look there before they look for the
 //!   graph core, [`Tasks::cached`]). A task runs
 //!   many hooked calls between context switches, so the table is probed about once per switch.
-//!   A page leaves every cache before it is freed (`remove`, `detach`), and a dead task's page
-//!   cannot match `current`: its address is reused only after the free hook has run.
+//!   A page leaves every cache before it is freed (`remove`; `detach` clears the caches once
+//!   the lookups that could still fill one with an unpublished page are over,
+//!   `Tasks::retire_cached`), and a dead task's page cannot match `current`: its address is
+//!   reused only after the free hook has run.
 //! * Idle tasks are not on the task list: each possible CPU gets a stack up front, found by
 //!   `is_idle_task(current)` when the table has no entry (idle tasks never migrate). The idle
 //!   task of a CPU that goes offline never returns from the hooked calls it was in (it restarts

@@ -342,14 +342,15 @@ impl Tasks {
             self.table.swap(null_mut(), AcqRel)
         });
         if !table.is_null() {
-            self.cache.each(|c| c.store(null_mut(), Relaxed));
-            synchronize_rcu();
-            // SAFETY: unpublished, readers gone; entries are freed once, here.
-            let table = unsafe { KBox::from_raw(table) };
-            table::for_each(&table.slots, |e| {
-                // SAFETY: entries are live stacks nobody else references now.
-                unsafe { free_stack_now(e as *mut TaskStack) };
-                self.stats.stacks.fetch_sub(1, Relaxed);
+            self.retire_cached(synchronize_rcu, || {
+                // SAFETY: unpublished, readers gone, no CPU's cache holds an entry; entries are
+                // freed once, here.
+                let table = unsafe { KBox::from_raw(table) };
+                table::for_each(&table.slots, |e| {
+                    // SAFETY: entries are live stacks nobody else references now.
+                    unsafe { free_stack_now(e as *mut TaskStack) };
+                    self.stats.stacks.fetch_sub(1, Relaxed);
+                });
             });
         }
         for slot in self.idle.iter() {
@@ -360,6 +361,46 @@ impl Tasks {
                 self.stats.stacks.fetch_sub(1, Relaxed);
             }
         }
+    }
+
+    /// Runs `free`, which frees pages of a table the caller unpublished, once no CPU's cache
+    /// holds one of them or is using one: `grace` waits a grace period (`synchronize_rcu`;
+    /// a KUnit case passes a model of one).
+    ///
+    /// Clearing the caches before waiting would not do. A lookup that found its page in the
+    /// table just before it was unpublished still puts it in its CPU's cache when it returns
+    /// (`Tasks::current_uncached`), which can come after such a clear:
+    ///
+    /// ```text
+    ///   reader (preemption off)            detach
+    ///   table -> page P
+    ///                                      table = null; caches = null
+    ///   cache = P                                                        <- undoes the clear
+    ///   (read section ends)                grace period; free P         <- the cache holds P
+    /// ```
+    ///
+    /// After a first grace period no lookup can still find an unpublished page (only lookups
+    /// of the table fill a cache, and the table is gone), so a clear then stays; the second
+    /// waits for the readers that took a page from a cache before it was cleared.
+    pub(super) fn retire_cached(&self, mut grace: impl FnMut(), free: impl FnOnce()) {
+        grace();
+        self.cache.each(|c| c.store(null_mut(), Relaxed));
+        grace();
+        free();
+    }
+
+    /// Tests only: [`Tasks::retire_cached`] with `grace` for the grace periods and `free` for
+    /// the pages' freeing (nothing is freed), and how many CPUs' caches hold `page` when
+    /// `free` would run.
+    #[cfg(ufgraph_kunit)]
+    pub fn test_retire_cached(&self, grace: impl FnMut(), page: impl FnOnce() -> usize) -> usize {
+        let mut held = 0;
+        self.retire_cached(grace, || {
+            let p = page();
+            self.cache
+                .each(|c| held += usize::from(c.load(Relaxed) as usize == p));
+        });
+        held
     }
 
     /// Forgets the frames on `cpu`'s idle stack: the CPU is offline and about to be brought up,
