@@ -12,6 +12,8 @@
 #   make kcfi-audit   the kCFI audit of the built modules, every function listed (module.sh runs it quietly)
 #   make fuzz     coverage-guided fuzzing of the host-testable files (libFuzzer): each target UFG_FUZZ_TIME s (600)
 #   make stress   the long stress run (debug kernel): 1000 registration and module cycles
+#   make attack   the attack set (selftests/attack: every context, the kernel's hookers stacked,
+#                 task churn, hotplug, rmmod at every point); make attack-debug on the debug kernel
 #   make shell    boot the test VM to an interactive shell
 #   make bench    ufgraph against the kernel's own return hooks: tables in Documentation/benchmarks.md
 #   make bench-arm64   the arm64 per-call table alone (make bench runs it first)
@@ -22,7 +24,7 @@
 ARCH ?= x86_64
 SHELL := /bin/bash
 
-.PHONY: all setup kernel module demo check check-debug stress host-test lint fmt kcfi-audit fuzz shell bench bench-arm64 bench-profile clean
+.PHONY: all setup kernel module demo check check-debug stress attack attack-debug host-test lint fmt kcfi-audit fuzz shell bench bench-arm64 bench-profile clean
 .PHONY: kmod kmod_install kmod_clean
 
 # Against an installed kernel instead of the test kernel (README.md, "Building against your
@@ -80,6 +82,18 @@ stress: setup
 	scripts/kernel.sh $(ARCH) debug
 	scripts/module.sh $(ARCH) debug
 	UFG_VM_TIMEOUT=7200 UFG_VM_APPEND="ufg.stress=100" scripts/vm.sh $(ARCH) debug check '5[0-9]-'
+
+# The attack set alone (a filter no other test matches): about 15 minutes on
+# the x86_64 test kernel and 30 on the debug kernel under TCG.
+attack: setup
+	scripts/kernel.sh $(ARCH)
+	scripts/module.sh $(ARCH)
+	UFG_VM_TIMEOUT=3600 UFG_VM_APPEND="ufg.attack=1" scripts/vm.sh $(ARCH) "" check 'atk-'
+
+attack-debug: setup
+	scripts/kernel.sh $(ARCH) debug
+	scripts/module.sh $(ARCH) debug
+	UFG_VM_TIMEOUT=7200 UFG_VM_APPEND="ufg.attack=1" scripts/vm.sh $(ARCH) debug check 'atk-'
 
 host-test:
 	cargo test --workspace

@@ -71,7 +71,12 @@ if wanted kunit; then
 	echo "@@ufg time kunit $(($(date +%s) - start))"
 fi
 
-for t in tests/*.sh; do
+# The attack set (attack/, UFG_ATTACK=1: make attack) runs after them: long runs that try to
+# break ufgraph from every context with the kernel's hookers stacked on it, not part of
+# make check.
+attack=
+[ "${UFG_ATTACK:-0}" = 1 ] && attack="attack/*.sh"
+for t in tests/*.sh $attack; do
 	name=$(basename "$t" .sh)
 	wanted "$name" || continue
 	echo "@@ufg run $name"
@@ -137,7 +142,7 @@ for t in tests/*.sh; do
 	while modules=$(cat /proc/modules) &&
 		case "$modules" in *" Unloading "*) true ;; *) false ;; esac &&
 		[ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
-	for m in fprobe_client kretprobe_client ufgraph_client ufgraph_kunit ufgraph; do
+	for m in atk_probe atk_kprobe fprobe_client kretprobe_client ufgraph_client ufgraph_kunit ufgraph atk_target; do
 		case "
 $modules" in *"
 $m "*) rmmod $m ;; esac
