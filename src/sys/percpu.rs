@@ -209,9 +209,8 @@ impl<T> CpuCache<T> {
                 continue;
             }
             let p = Self::addr().wrapping_add(cpu_offset(cpu)) as *const AtomicPtr<T>;
-            // SAFETY: CPU `cpu`'s copy of our word: the module's per-CPU area has one for every
-            // possible CPU, aligned (a `void *`), alive while the module is; its owner accesses
-            // it only whole, as an atomic would.
+            // SAFETY: CPU `cpu`'s copy of our `void *` (aligned, in the module's per-CPU area for
+            // as long as the module lives), which its owner only accesses whole, as an atomic.
             f(unsafe { &*p });
         }
     }

@@ -65,6 +65,21 @@ impl NoPreempt {
         crate::sys::hot::preempt_disable();
         Self(PhantomData)
     }
+
+    /// The proof for code that disabled preemption by other means (the recursion guard), as a
+    /// reference to no memory: nothing of the caller's has its address taken for it, so what
+    /// the caller keeps in registers stays there on the hot path.
+    ///
+    /// # Safety
+    ///
+    /// Preemption stays disabled for all of `'a`.
+    #[inline(always)]
+    unsafe fn assume<'a>() -> &'a NoPreempt {
+        const _: () = assert!(core::mem::size_of::<NoPreempt>() == 0);
+        // SAFETY: `NoPreempt` is zero-sized (checked above): any aligned, non-null pointer is a
+        // valid reference to one; what it proves, the caller vouches for.
+        unsafe { core::ptr::NonNull::<NoPreempt>::dangling().as_ref() }
+    }
 }
 
 impl Drop for NoPreempt {
@@ -184,10 +199,9 @@ impl Recursion {
             unsafe { *bits |= BIT };
             core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
             hot::preempt_disable();
-            // SAFETY: `NoPreempt` is zero-sized: any aligned, non-null pointer is a valid
-            // reference to one; preemption is disabled until after `body` (below), which the
-            // borrow cannot outlive.
-            let np = unsafe { core::ptr::NonNull::<NoPreempt>::dangling().as_ref() };
+            // SAFETY: preemption is disabled (just above) until after `body` returns (below),
+            // and `np` is only lent to `body`, so no borrow of it outlives that.
+            let np = unsafe { NoPreempt::assume() };
             // SAFETY: `me` is `current`, read above on this task.
             let r = body(unsafe { crate::sys::task::Current::of(me) }, np);
             // ftrace_test_recursion_unlock(): preemption first, then the bit.
@@ -256,15 +270,12 @@ impl Recursion {
     /// Proof that preemption is disabled while the guard is held.
     #[inline(always)]
     pub fn no_preempt(&self) -> &NoPreempt {
-        const _: () = assert!(core::mem::size_of::<NoPreempt>() == 0);
         // Not a reference into the guard: that would take its address, and a guard whose
         // address is taken lives in memory (its bit stored and reloaded on every hooked call)
-        // rather than in a register. The borrow of `self` still bounds the proof's lifetime;
-        // preemption is disabled while `self` is borrowed (`try_lock` disabled it, `drop`
-        // enables it).
-        // SAFETY: `NoPreempt` is zero-sized (checked above): any aligned, non-null pointer is a
-        // valid reference to one.
-        unsafe { core::ptr::NonNull::<NoPreempt>::dangling().as_ref() }
+        // rather than in a register. The borrow of `self` still bounds the proof's lifetime.
+        // SAFETY: preemption is disabled while `self` is borrowed: `try_lock` disabled it, and
+        // only `drop` enables it.
+        unsafe { NoPreempt::assume() }
     }
 }
 
